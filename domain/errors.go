@@ -1,0 +1,64 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Outcome errors of a purchase attempt. They live beside the rules that raise
+// them; adapters translate them to HTTP codes and CLI messages.
+var (
+	// ErrSoldOut means the SKU has less available stock than the requested quantity.
+	ErrSoldOut = errors.New("sold out")
+	// ErrAlreadyPurchased means the user already holds the per-user limit.
+	ErrAlreadyPurchased = errors.New("already purchased")
+	// ErrNotWarmed means the SKU exists but its stock is not loaded into Redis.
+	ErrNotWarmed = errors.New("not warmed")
+	// ErrNotFound means the SKU, or the deduction named by a request id, does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means the request contradicts what is already recorded: a SKU
+	// redefined with other values, or a request id reused for another purchase.
+	ErrConflict = errors.New("conflict")
+	// ErrClosed means the SKU was closed and accepts no more deductions.
+	ErrClosed = errors.New("closed")
+	// ErrRecovering means Redis has not yet been verified against the ledger
+	// since it restarted; the caller should retry shortly.
+	ErrRecovering = errors.New("recovering")
+	// ErrNeedsRestore means the ledger already holds events for a SKU whose
+	// Redis state is gone. Stocking it again would double its stock, so the
+	// operator must run restore-redis instead.
+	ErrNeedsRestore = errors.New("redis lost this sku's state; run `invledger restore-redis`")
+	// ErrCorruptLedger means a SKU's events do not fold into a consistent state.
+	ErrCorruptLedger = errors.New("corrupt ledger")
+)
+
+// ErrInvalidInput is matched by every validation failure, whichever field failed.
+var ErrInvalidInput = errors.New("invalid input")
+
+// Field-specific validation errors. Each one also matches ErrInvalidInput.
+var (
+	ErrInvalidSKU        = errors.New("sku must be 1-64 characters of A-Z a-z 0-9 . _ : -")
+	ErrInvalidUser       = errors.New("user_id must be 1-128 printable characters")
+	ErrInvalidRequestID  = errors.New("request_id must be 1-128 printable characters")
+	ErrInvalidQuantity   = errors.New("qty must be a positive integer")
+	ErrInvalidStock      = errors.New("stock must be a non-negative integer")
+	ErrInvalidLimit      = errors.New("per_user_limit must be a positive integer")
+	ErrQuantityOverLimit = errors.New("qty exceeds the sku's per-user limit")
+	ErrInvalidReason     = errors.New("reason must be at most 256 printable characters")
+)
+
+// FieldError reports which input field failed validation and why. It matches
+// ErrInvalidInput and its own cause with errors.Is.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+// Error names the field first, so the message alone tells the caller what to fix.
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
+
+// Unwrap exposes both the generic and the specific sentinel.
+func (e *FieldError) Unwrap() []error { return []error{ErrInvalidInput, e.Err} }
+
+// NewFieldError builds a FieldError for field with the given cause.
+func NewFieldError(field string, err error) error { return &FieldError{Field: field, Err: err} }

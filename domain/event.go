@@ -1,0 +1,49 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventType names what happened to a SKU's stock.
+type EventType string
+
+const (
+	// EventStocked adds a SKU's initial stock. It is appended once in the SKU's life.
+	EventStocked EventType = "stocked"
+	// EventDeducted records a purchase: Delta is -Qty.
+	EventDeducted EventType = "deducted"
+	// EventReleased returns a purchase's units to stock: Delta is +Qty.
+	EventReleased EventType = "released"
+	// EventAdjusted records an approved manual stock change: Delta is signed.
+	EventAdjusted EventType = "adjusted"
+)
+
+// ParseEventType validates s as an event type.
+func ParseEventType(s string) (EventType, error) {
+	switch t := EventType(s); t {
+	case EventStocked, EventDeducted, EventReleased, EventAdjusted:
+		return t, nil
+	}
+	return "", NewFieldError("type", fmt.Errorf("unknown event type %q", s))
+}
+
+// Event is one change to a SKU's stock, as the purchase script appends it to
+// the partition stream and as the ledger stores it. Seq is the per-SKU
+// counter; Balance is the available stock after the change.
+type Event struct {
+	ID         string
+	Type       EventType
+	SKU        string
+	Seq        int64
+	Qty        int64
+	Delta      int64
+	Balance    int64
+	User       string
+	RequestID  string
+	Actor      string
+	Reason     string
+	OccurredAt time.Time
+	// StreamID is the event's id in its partition stream, once it has one.
+	StreamID string
+}

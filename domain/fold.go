@@ -1,0 +1,110 @@
+package domain
+
+import "fmt"
+
+// Purchase is one deduction as the fold remembers it, so that a retry of its
+// request id gets the original receipt and a release knows what to return.
+type Purchase struct {
+	User           string
+	Qty            int64
+	EventID        string
+	Seq            int64
+	Remaining      int64
+	Released       bool
+	ReleaseEventID string
+}
+
+// SKUState is the state that a SKU's events fold into: what Redis must hold
+// for the SKU. It is built event by event with Apply, in seq order.
+type SKUState struct {
+	SKU    string
+	Stock  int64
+	Seq    int64
+	Buyers map[string]int64
+	// Requests maps a deduction's request id to the purchase it made.
+	Requests map[string]Purchase
+}
+
+// NewSKUState returns the empty state a SKU has before its stocked event.
+func NewSKUState(sku string) *SKUState {
+	return &SKUState{SKU: sku, Buyers: map[string]int64{}, Requests: map[string]Purchase{}}
+}
+
+// Apply folds the next event into s. Events must arrive in seq order starting
+// at 1, begin with the single stocked event, and agree with the balances they
+// carry; anything else is ErrCorruptLedger naming the seq, because a state
+// built over a broken ledger would be silently wrong.
+func (s *SKUState) Apply(e Event) error {
+	if e.SKU != s.SKU {
+		return corrupt(e, "event belongs to sku %q", e.SKU)
+	}
+	if e.Seq != s.Seq+1 {
+		return corrupt(e, "expected seq %d", s.Seq+1)
+	}
+	if (e.Type == EventStocked) != (s.Seq == 0) {
+		return corrupt(e, "the stocked event must be exactly the first")
+	}
+	if e.Qty < -MaxQuantity || e.Qty > MaxQuantity || e.Delta < -MaxQuantity || e.Delta > MaxQuantity {
+		return corrupt(e, "qty %d or delta %d exceeds %d", e.Qty, e.Delta, MaxQuantity)
+	}
+	var release Purchase
+	switch e.Type {
+	case EventStocked, EventAdjusted:
+		// Delta is authoritative for stock changes made by operators.
+	case EventDeducted:
+		if e.Qty <= 0 || e.Delta != -e.Qty {
+			return corrupt(e, "deduction delta %d does not match qty %d", e.Delta, e.Qty)
+		}
+		if _, seen := s.Requests[e.RequestID]; seen {
+			return corrupt(e, "request id %q deducted twice", e.RequestID)
+		}
+	case EventReleased:
+		p, ok := s.Requests[e.RequestID]
+		if !ok || p.Released {
+			return corrupt(e, "release of unknown or already released request %q", e.RequestID)
+		}
+		if e.Delta != p.Qty || e.User != p.User {
+			return corrupt(e, "release by %q of %d does not match purchase by %q of %d", e.User, e.Delta, p.User, p.Qty)
+		}
+		release = p
+	default:
+		return corrupt(e, "unknown event type %q", e.Type)
+	}
+	if s.Stock+e.Delta != e.Balance {
+		return corrupt(e, "balance %d does not equal %d%+d", e.Balance, s.Stock, e.Delta)
+	}
+	if e.Balance < 0 {
+		return corrupt(e, "balance went negative")
+	}
+	// Every check passed; only now does the state change, so a refused event
+	// leaves it as it was.
+	switch e.Type {
+	case EventDeducted:
+		s.Buyers[e.User] += e.Qty
+		s.Requests[e.RequestID] = Purchase{User: e.User, Qty: e.Qty, EventID: e.ID, Seq: e.Seq, Remaining: e.Balance}
+	case EventReleased:
+		release.Released, release.ReleaseEventID = true, e.ID
+		s.Requests[e.RequestID] = release
+		if s.Buyers[release.User] -= release.Qty; s.Buyers[release.User] <= 0 {
+			delete(s.Buyers, release.User)
+		}
+	}
+	s.Stock = e.Balance
+	s.Seq = e.Seq
+	return nil
+}
+
+// Fold applies events, in seq order, to a fresh state for sku.
+func Fold(sku string, events []Event) (*SKUState, error) {
+	s := NewSKUState(sku)
+	for _, e := range events {
+		if err := s.Apply(e); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func corrupt(e Event, format string, args ...any) error {
+	return fmt.Errorf("%w: sku %s seq %d: %s", ErrCorruptLedger, e.SKU, e.Seq, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,121 @@
+package domain
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	maxSKULen    = 64
+	maxIDLen     = 128
+	maxReasonLen = 256
+	// MaxQuantity bounds every quantity and stock figure so that sums over a
+	// SKU's whole life stay far from int64 overflow and exact in Lua's doubles.
+	MaxQuantity = 1_000_000_000
+)
+
+// SKUID identifies a stock-keeping unit. It matches [A-Za-z0-9._:-]{1,64}:
+// braces are excluded because they would break the Redis Cluster hash tag.
+type SKUID struct{ v string }
+
+// NewSKUID validates s as a SKU id.
+func NewSKUID(s string) (SKUID, error) {
+	if len(s) == 0 || len(s) > maxSKULen {
+		return SKUID{}, NewFieldError("sku", ErrInvalidSKU)
+	}
+	for i := 0; i < len(s); i++ {
+		if !isSKUByte(s[i]) {
+			return SKUID{}, NewFieldError("sku", ErrInvalidSKU)
+		}
+	}
+	return SKUID{v: s}, nil
+}
+
+func isSKUByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	case c == '.', c == '_', c == ':', c == '-':
+		return true
+	}
+	return false
+}
+
+// String returns the id as given.
+func (s SKUID) String() string { return s.v }
+
+// IsZero reports whether s was never validated.
+func (s SKUID) IsZero() bool { return s.v == "" }
+
+// UserID identifies a buyer: 1-128 printable characters.
+type UserID struct{ v string }
+
+// NewUserID validates s as a user id.
+func NewUserID(s string) (UserID, error) {
+	if !isPrintableID(s, maxIDLen) {
+		return UserID{}, NewFieldError("user_id", ErrInvalidUser)
+	}
+	return UserID{v: s}, nil
+}
+
+// String returns the id as given.
+func (u UserID) String() string { return u.v }
+
+// RequestID is the caller's idempotency key for one purchase attempt:
+// 1-128 printable characters. Retrying with the same RequestID never buys twice.
+type RequestID struct{ v string }
+
+// NewRequestID validates s as a request id.
+func NewRequestID(s string) (RequestID, error) {
+	if !isPrintableID(s, maxIDLen) {
+		return RequestID{}, NewFieldError("request_id", ErrInvalidRequestID)
+	}
+	return RequestID{v: s}, nil
+}
+
+// String returns the id as given.
+func (r RequestID) String() string { return r.v }
+
+// Quantity is a positive number of units, at most MaxQuantity.
+type Quantity struct{ v int64 }
+
+// NewQuantity validates n as a quantity.
+func NewQuantity(n int64) (Quantity, error) {
+	if n <= 0 || n > MaxQuantity {
+		return Quantity{}, NewFieldError("qty", ErrInvalidQuantity)
+	}
+	return Quantity{v: n}, nil
+}
+
+// Int64 returns the number of units.
+func (q Quantity) Int64() int64 { return q.v }
+
+// Reason is a free-text justification, e.g. for a release; it may be empty.
+type Reason struct{ v string }
+
+// NewReason validates s as a reason: empty, or at most 256 printable characters.
+func NewReason(s string) (Reason, error) {
+	if s != "" && !isPrintableID(s, maxReasonLen) {
+		return Reason{}, NewFieldError("reason", ErrInvalidReason)
+	}
+	return Reason{v: s}, nil
+}
+
+// String returns the reason as given.
+func (r Reason) String() string { return r.v }
+
+// isPrintableID accepts valid UTF-8 of 1..maxChars printable runes. Control
+// characters are refused because ids end up in logs, CSV and Redis replies.
+func isPrintableID(s string, maxChars int) bool {
+	if s == "" || len(s) > maxChars*utf8.UTFMax || !utf8.ValidString(s) {
+		return false
+	}
+	n := 0
+	for _, r := range s {
+		n++
+		if n > maxChars || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package domain
+
+import "time"
+
+// SKUStatus is the lifecycle state of a SKU's live inventory in Redis.
+type SKUStatus string
+
+const (
+	// StatusNotWarmed means the SKU is defined but its stock is not in Redis.
+	StatusNotWarmed SKUStatus = "not_warmed"
+	// StatusOpen means the SKU accepts deductions.
+	StatusOpen SKUStatus = "open"
+	// StatusClosed means the sale ended; deductions are refused.
+	StatusClosed SKUStatus = "closed"
+)
+
+// SKUDefinition is what an operator declares for a sale: the initial stock
+// and how many units one user may hold at once.
+type SKUDefinition struct {
+	sku          SKUID
+	initialStock int64
+	perUserLimit int64
+}
+
+// NewSKUDefinition validates a SKU definition. Stock may be zero (a sale that
+// is only stocked later by approved adjustments); the limit must be positive.
+func NewSKUDefinition(sku SKUID, initialStock, perUserLimit int64) (SKUDefinition, error) {
+	if sku.IsZero() {
+		return SKUDefinition{}, NewFieldError("sku", ErrInvalidSKU)
+	}
+	if initialStock < 0 || initialStock > MaxQuantity {
+		return SKUDefinition{}, NewFieldError("stock", ErrInvalidStock)
+	}
+	if perUserLimit <= 0 || perUserLimit > MaxQuantity {
+		return SKUDefinition{}, NewFieldError("per_user_limit", ErrInvalidLimit)
+	}
+	return SKUDefinition{sku: sku, initialStock: initialStock, perUserLimit: perUserLimit}, nil
+}
+
+// SKU returns the definition's SKU id.
+func (d SKUDefinition) SKU() SKUID { return d.sku }
+
+// InitialStock returns the units the stocked event adds.
+func (d SKUDefinition) InitialStock() int64 { return d.initialStock }
+
+// PerUserLimit returns the most units one user may hold.
+func (d SKUDefinition) PerUserLimit() int64 { return d.perUserLimit }
+
+// CheckQuantity refuses a quantity no user could ever buy under this SKU's limit.
+func (d SKUDefinition) CheckQuantity(q Quantity) error {
+	if q.Int64() > d.perUserLimit {
+		return NewFieldError("qty", ErrQuantityOverLimit)
+	}
+	return nil
+}
+
+// Receipt is the outcome of a successful deduction. A retry with the same
+// request id returns the identical receipt.
+type Receipt struct {
+	SKU       string
+	EventID   string
+	Seq       int64
+	Remaining int64
+	Qty       int64
+	User      string
+	RequestID string
+}
+
+// ReleaseReceipt says which event returned a deduction's units to stock, and
+// whether that happened in this call or an earlier one.
+type ReleaseReceipt struct {
+	SKU             string
+	RequestID       string
+	EventID         string
+	Seq             int64
+	AlreadyReleased bool
+}
+
+// LedgerBalance is a SKU's row in the balances projection of the ledger.
+type LedgerBalance struct {
+	Stock     int64
+	LastSeq   int64
+	UpdatedAt time.Time
+}
+
+// StockState is a SKU's live inventory as Redis holds it.
+type StockState struct {
+	SKU    string
+	Stock  int64
+	Seq    int64
+	Limit  int64
+	Status SKUStatus
+}
