@@ -1,0 +1,227 @@
+// Package localstacktest gives tests private Redis and PostgreSQL servers
+// started with package localstack.
+//
+// Postgres hands out a fresh database on one PostgreSQL shared by the whole
+// test binary, started lazily on first use (about 1-3s, once). That server
+// lives in a directory from os.MkdirTemp("", "localstacktest-pg-*") (mode
+// 0755, so the postgres OS user can reach it when tests run as root) and
+// dies with the test binary through Pdeathsig. Its directory is removed by
+// StopShared, which TestMain should call (Main does); directories left by
+// test binaries that died without it are removed by the next test binary
+// that starts a PostgreSQL here, once their owner process is gone.
+package localstacktest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/localstack"
+)
+
+const (
+	dirPrefix    = "localstacktest-pg-"
+	ownerFile    = "owner.pid"
+	startTimeout = 60 * time.Second
+	stopTimeout  = 10 * time.Second
+)
+
+// quiet keeps server lifecycle logs out of test output.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Redis starts a private redis-server in t.TempDir() with AOF on and
+// appendfsync always (change them with opts) and stops it when the test
+// ends (SIGTERM, then SIGKILL). It fails the test if the server cannot start.
+func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.RedisServer {
+	t.Helper()
+	cfg := localstack.RedisConfig{Dir: t.TempDir(), Logger: quiet}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	r, err := localstack.StartRedis(ctx, cfg)
+	if err != nil {
+		t.Fatalf("localstacktest: start redis: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := r.Stop(ctx); err != nil {
+			t.Logf("localstacktest: stop redis: %v", err)
+		}
+	})
+	return r
+}
+
+var shared struct {
+	once sync.Once
+	mu   sync.Mutex
+	srv  *localstack.PostgresServer
+	dir  string
+	err  error
+}
+
+// Postgres returns the URL of a new, empty database named t_<random> on the
+// PostgreSQL shared by this test binary, starting that server on first use.
+// The database is dropped when the test ends. Tests that stop or kill
+// PostgreSQL must use PrivatePostgres instead.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	srv, err := sharedPostgres()
+	if err != nil {
+		t.Fatalf("localstacktest: start shared postgres: %v", err)
+	}
+	name := "t_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.CreateDatabase(ctx, name); err != nil {
+		t.Fatalf("localstacktest: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.DropDatabase(ctx, name); err != nil {
+			t.Errorf("localstacktest: drop test database: %v", err)
+		}
+	})
+	return srv.URL(name)
+}
+
+func sharedPostgres() (*localstack.PostgresServer, error) {
+	shared.once.Do(func() {
+		sweepStaleDirs()
+		dir, err := makeDir()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			shared.err = err
+			return
+		}
+		shared.mu.Lock()
+		shared.srv, shared.dir = srv, dir
+		shared.mu.Unlock()
+	})
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.srv == nil && shared.err == nil {
+		return nil, errors.New("the shared PostgreSQL was stopped by StopShared")
+	}
+	return shared.srv, shared.err
+}
+
+// StopShared stops the shared PostgreSQL, if it was started, and removes its
+// directory. Call it from TestMain after m.Run; Postgres fails afterwards.
+func StopShared() error {
+	shared.once.Do(func() {}) // nothing started now can start later
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err := shared.srv.StopImmediate(ctx) // throwaway data: no checkpoint needed
+	err = errors.Join(err, os.RemoveAll(shared.dir))
+	shared.srv, shared.dir = nil, ""
+	return err
+}
+
+// Main runs the tests, stops the shared PostgreSQL and exits:
+//
+//	func TestMain(m *testing.M) { localstacktest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "localstacktest:", err)
+	}
+	os.Exit(code)
+}
+
+// PrivatePostgres starts a PostgreSQL of the test's own, for tests that
+// stop, kill or restart it, and stops it and removes its directory when the
+// test ends. Its directory comes from os.MkdirTemp (not t.TempDir, which the
+// postgres OS user cannot reach when tests run as root).
+func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
+	t.Helper()
+	dir, err := makeDir()
+	if err != nil {
+		t.Fatalf("localstacktest: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatalf("localstacktest: start postgres: %v", err)
+	}
+	t.Cleanup(func() { // runs before the RemoveAll above
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := srv.StopImmediate(ctx); err != nil {
+			t.Logf("localstacktest: stop postgres: %v", err)
+		}
+	})
+	return srv
+}
+
+// makeDir creates a 0755 directory under os.TempDir() that records this
+// process as its owner.
+func makeDir() (string, error) {
+	dir, err := os.MkdirTemp("", dirPrefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("create temp dir for postgres: %w", err)
+	}
+	err = errors.Join(
+		os.Chmod(dir, 0o755),
+		os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644),
+	)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("prepare temp dir for postgres: %w", err)
+	}
+	return dir, nil
+}
+
+// sweepStaleDirs removes directories made by makeDir whose owner process
+// no longer exists. Directories without an owner file are being made right
+// now, or are not ours: they are left alone.
+func sweepStaleDirs() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range matches {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
