@@ -43,6 +43,9 @@ type RedisConfig struct {
 	// Binary is the redis-server executable. Default: redis-server from PATH.
 	Binary string
 
+	// Settings are extra configuration directives, e.g. {"cluster-enabled": "yes"}.
+	Settings map[string]string
+
 	// StartTimeout bounds how long StartRedis and Restart wait for the server
 	// to answer PING, unless ctx ends sooner. Default: 10s.
 	StartTimeout time.Duration
@@ -243,6 +246,9 @@ func (r *RedisServer) startLocked(ctx context.Context) error {
 		"--daemonize", "no",
 		"--logfile", r.logPath,
 		"--protected-mode", "yes",
+	}
+	for k, v := range r.cfg.Settings {
+		args = append(args, "--"+k, v)
 	}
 	p, err := startProc(procSpec{
 		name:    "redis-server",

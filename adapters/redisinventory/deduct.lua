@@ -1,0 +1,62 @@
+-- deduct.lua: one purchase attempt, atomically: checks, deduction, buyer
+-- record and the deducted event. Every check runs before the first write,
+-- because Redis does not roll back a script that fails halfway.
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id
+-- Reply codes (the seed's, extended):
+--   {1, event_id, seq, remaining}  deducted now
+--   {2, event_id, seq, remaining}  this request id already deducted: the original receipt
+--   {0, stock}                     sold out
+--   {-1}                           not warmed
+--   {-2}                           per-user limit reached (already purchased)
+--   {-3}                           qty above the per-user limit: no user could ever buy it
+--   {-5}                           sku closed
+--   {-6}                           request id already used by another user or quantity
+local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local sku, user, qty, request_id, event_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+
+local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status')
+if not live[1] then
+  return {-1}
+end
+
+-- A retry (go-redis retries commands, callers retry on timeouts) must return
+-- the original outcome, never buy a second time.
+local prior = redis.call('HGET', requests_key, request_id)
+if prior then
+  local p = cjson.decode(prior)
+  if p.user ~= user or p.qty ~= qty then
+    return {-6}
+  end
+  return {2, p.event_id, p.seq, p.remaining}
+end
+
+if live[3] == 'closed' then
+  return {-5}
+end
+local limit = tonumber(live[2])
+if qty > limit then
+  return {-3}
+end
+local held = tonumber(redis.call('HGET', buyers_key, user) or '0')
+if held + qty > limit then
+  return {-2}
+end
+local stock = tonumber(live[1])
+if stock < qty then
+  return {0, stock}
+end
+
+-- All checks done; writes follow.
+local remaining = redis.call('HINCRBY', sku_key, 'stock', -qty)
+local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
+redis.call('HINCRBY', buyers_key, user, qty)
+redis.call('HSET', requests_key, request_id, cjson.encode({
+  user = user, qty = qty, event_id = event_id, seq = seq, remaining = remaining}))
+local t = redis.call('TIME')
+local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+redis.call('XADD', stream_key, '*',
+  'event_id', event_id, 'type', 'deducted', 'sku', sku, 'seq', seq,
+  'qty', qty, 'delta', -qty, 'balance', remaining,
+  'user', user, 'request_id', request_id, 'ts', ts)
+return {1, event_id, seq, remaining}

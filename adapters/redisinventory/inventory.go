@@ -1,0 +1,190 @@
+package redisinventory
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+)
+
+var (
+	//go:embed warm.lua
+	warmSource string
+	//go:embed deduct.lua
+	deductSource string
+	//go:embed release.lua
+	releaseSource string
+	//go:embed state.lua
+	stateSource string
+
+	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
+	// hot path sends the 40-byte digest, not the script body.
+	warmScript    = redis.NewScript(warmSource)
+	deductScript  = redis.NewScript(deductSource)
+	releaseScript = redis.NewScript(releaseSource)
+	stateScript   = redis.NewScript(stateSource)
+)
+
+// ErrScript marks a Redis reply that the scripts never produce: a version
+// mismatch between binary and Redis, or a bug. It is never a purchase outcome.
+var ErrScript = errors.New("unexpected redis script reply")
+
+// RedisInventory runs the inventory scripts. Its client must not be shared
+// with Watermill, whose subscriber closes the client it was given.
+type RedisInventory struct {
+	client redis.UniversalClient
+	keys   Keyspace
+}
+
+// NewRedisInventory returns an inventory over client using keys' layout.
+func NewRedisInventory(client redis.UniversalClient, keys Keyspace) *RedisInventory {
+	return &RedisInventory{client: client, keys: keys}
+}
+
+// Keyspace returns the key layout in use.
+func (r *RedisInventory) Keyspace() Keyspace { return r.keys }
+
+// Load preloads every script so the first purchases do not pay for EVAL.
+func (r *RedisInventory) Load(ctx context.Context) error {
+	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript} {
+		if err := s.Load(ctx, r.client).Err(); err != nil {
+			return fmt.Errorf("load redis scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+// Warm loads def into Redis with its stocked event, identified by eventID.
+// stocked is false when the SKU was already live: then nothing changed and the
+// returned state is the live one.
+func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eventID string) (state domain.StockState, stocked bool, err error) {
+	sku := def.SKU().String()
+	reply, err := warmScript.Run(ctx, r.client,
+		[]string{r.keys.SKUKey(sku), r.keys.SKUStreamKey(sku)},
+		sku, def.InitialStock(), def.PerUserLimit(), eventID,
+	).Slice()
+	if err != nil {
+		return domain.StockState{}, false, fmt.Errorf("warm %s: %w", sku, err)
+	}
+	code, err := replyInt(reply, 0)
+	if err != nil || len(reply) != 4 {
+		return domain.StockState{}, false, fmt.Errorf("warm %s: %w: %v", sku, ErrScript, reply)
+	}
+	state = domain.StockState{SKU: sku, Limit: def.PerUserLimit()}
+	state.Stock, _ = replyInt(reply, 1)
+	state.Seq, _ = replyInt(reply, 2)
+	status, _ := reply[3].(string)
+	state.Status = domain.SKUStatus(status)
+	return state, code == 1, nil
+}
+
+// Deduct runs one purchase attempt. A replay of an earlier request id returns
+// that request's original receipt. Refusals are domain sentinel errors
+// (ErrSoldOut, ErrAlreadyPurchased, ErrNotWarmed, ErrClosed, ErrConflict, or a
+// qty FieldError) and write nothing.
+func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error) {
+	s := sku.String()
+	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
+	reply, err := deductScript.Run(ctx, r.client, keys, s, user.String(), qty.Int64(), req.String(), eventID).Slice()
+	if err != nil {
+		return domain.Receipt{}, fmt.Errorf("deduct %s: %w", s, err)
+	}
+	code, err := replyInt(reply, 0)
+	if err != nil {
+		return domain.Receipt{}, fmt.Errorf("deduct %s: %w", s, err)
+	}
+	switch code {
+	case 1, 2:
+		if len(reply) != 4 {
+			return domain.Receipt{}, fmt.Errorf("deduct %s: %w: %v", s, ErrScript, reply)
+		}
+		rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
+		rc.EventID, _ = reply[1].(string)
+		rc.Seq, _ = replyInt(reply, 2)
+		rc.Remaining, _ = replyInt(reply, 3)
+		return rc, nil
+	case 0:
+		return domain.Receipt{}, domain.ErrSoldOut
+	case -1:
+		return domain.Receipt{}, domain.ErrNotWarmed
+	case -2:
+		return domain.Receipt{}, domain.ErrAlreadyPurchased
+	case -3:
+		return domain.Receipt{}, domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
+	case -5:
+		return domain.Receipt{}, domain.ErrClosed
+	case -6:
+		return domain.Receipt{}, fmt.Errorf("%w: request_id %q was used by another user or quantity", domain.ErrConflict, req.String())
+	}
+	return domain.Receipt{}, fmt.Errorf("deduct %s: %w: code %d", s, ErrScript, code)
+}
+
+// Release returns the units of the deduction made by req to stock, exactly
+// once. Unknown deductions are ErrNotFound; a deduction of another user is ErrConflict.
+func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error) {
+	s := sku.String()
+	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
+	reply, err := releaseScript.Run(ctx, r.client, keys, s, user.String(), req.String(), eventID, reason.String()).Slice()
+	if err != nil {
+		return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w", s, err)
+	}
+	code, err := replyInt(reply, 0)
+	if err != nil {
+		return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w", s, err)
+	}
+	switch code {
+	case 1, 2:
+		if len(reply) < 3 {
+			return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w: %v", s, ErrScript, reply)
+		}
+		res := domain.ReleaseReceipt{SKU: s, RequestID: req.String(), AlreadyReleased: code == 2}
+		res.EventID, _ = reply[1].(string)
+		res.Seq, _ = replyInt(reply, 2)
+		return res, nil
+	case -1:
+		return domain.ReleaseReceipt{}, domain.ErrNotWarmed
+	case -6:
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q belongs to another user", domain.ErrConflict, req.String())
+	case -7:
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: no deduction with request_id %q", domain.ErrNotFound, req.String())
+	}
+	return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w: code %d", s, ErrScript, code)
+}
+
+// State reads a SKU's live inventory in one round trip. A SKU that is not in
+// Redis is ErrNotWarmed.
+func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.StockState, error) {
+	s := sku.String()
+	reply, err := stateScript.Run(ctx, r.client, []string{r.keys.SKUKey(s)}).Slice()
+	if err != nil {
+		return domain.StockState{}, fmt.Errorf("state %s: %w", s, err)
+	}
+	if len(reply) == 0 {
+		return domain.StockState{}, domain.ErrNotWarmed
+	}
+	if len(reply) != 4 {
+		return domain.StockState{}, fmt.Errorf("state %s: %w: %v", s, ErrScript, reply)
+	}
+	st := domain.StockState{SKU: s}
+	st.Stock, _ = replyInt(reply, 0)
+	st.Seq, _ = replyInt(reply, 1)
+	st.Limit, _ = replyInt(reply, 2)
+	status, _ := reply[3].(string)
+	st.Status = domain.SKUStatus(status)
+	return st, nil
+}
+
+func replyInt(reply []any, i int) (int64, error) {
+	if i >= len(reply) {
+		return 0, fmt.Errorf("%w: %d elements, want index %d", ErrScript, len(reply), i)
+	}
+	n, ok := reply[i].(int64)
+	if !ok {
+		return 0, fmt.Errorf("%w: element %d is %T", ErrScript, i, reply[i])
+	}
+	return n, nil
+}

@@ -1,0 +1,289 @@
+package redisinventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/domain"
+)
+
+func TestMain(m *testing.M) { localstacktest.Main(m) }
+
+type fixture struct {
+	client *redis.Client
+	keys   redisinventory.Keyspace
+	inv    *redisinventory.RedisInventory
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	srv := localstacktest.Redis(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = client.Close() })
+	keys, err := redisinventory.NewKeyspace(redisinventory.DefaultPartitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{client: client, keys: keys, inv: redisinventory.NewRedisInventory(client, keys)}
+}
+
+// must unwraps fixtures that cannot fail unless the test itself is wrong.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(fmt.Sprintf("test fixture failed: %v", err))
+	}
+	return v
+}
+
+func (f *fixture) warm(t *testing.T, sku string, stock, limit int64) domain.SKUID {
+	t.Helper()
+	id := must(domain.NewSKUID(sku))
+	def := must(domain.NewSKUDefinition(id, stock, limit))
+	if _, stocked, err := f.inv.Warm(context.Background(), def, uuid.NewString()); err != nil || !stocked {
+		t.Fatalf("warm %s: stocked=%v err=%v", sku, stocked, err)
+	}
+	return id
+}
+
+// snapshot captures every key's serialized value, so a test can prove that a
+// refused call wrote nothing anywhere.
+func (f *fixture) snapshot(t *testing.T) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys := must(f.client.Keys(ctx, "*").Result())
+	snap := make(map[string]string, len(keys))
+	for _, k := range keys {
+		snap[k] = must(f.client.Dump(ctx, k).Result())
+	}
+	return snap
+}
+
+func assertSame(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	if len(before) != len(after) {
+		t.Fatalf("key count changed: %d -> %d", len(before), len(after))
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Fatalf("key %s changed", k)
+		}
+	}
+}
+
+func deduct(t *testing.T, f *fixture, sku domain.SKUID, user string, qty int64, req, eventID string) (domain.Receipt, error) {
+	t.Helper()
+	return f.inv.Deduct(context.Background(), sku, must(domain.NewUserID(user)),
+		must(domain.NewQuantity(qty)), must(domain.NewRequestID(req)), eventID)
+}
+
+func TestDeductRunTwiceWithSameArgumentsDeductsOnce(t *testing.T) {
+	f := newFixture(t)
+	sku := f.warm(t, "twice", 10, 1)
+	eventID := uuid.NewString()
+
+	first := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
+	// A go-redis retry re-sends the identical EVALSHA, same event id included.
+	second := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
+	if first != second {
+		t.Fatalf("retry receipt differs:\n%+v\n%+v", first, second)
+	}
+	// A caller retry makes a fresh event id; it must still get the original.
+	third := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+	if third != first {
+		t.Fatalf("caller retry receipt differs:\n%+v\n%+v", first, third)
+	}
+	st := must(f.inv.State(context.Background(), sku))
+	if st.Stock != 9 || st.Seq != 2 {
+		t.Fatalf("state after retries = %+v, want stock 9 seq 2", st)
+	}
+	if n := must(f.client.XLen(context.Background(), f.keys.SKUStreamKey("twice")).Result()); n != 2 {
+		t.Fatalf("stream length %d, want 2 (stocked + one deducted)", n)
+	}
+}
+
+func TestRefusalsWriteNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "refusals", 2, 2)
+	must(deduct(t, f, sku, "holder", 2, "req-holder", uuid.NewString()))
+	other := f.warm(t, "other", 5, 1)
+	must(deduct(t, f, other, "u", 1, "req-o", uuid.NewString()))
+	unwarmed := must(domain.NewSKUID("never-warmed"))
+
+	cases := []struct {
+		name string
+		sku  domain.SKUID
+		user string
+		qty  int64
+		req  string
+		want error
+	}{
+		{"sold out", sku, "newcomer", 1, "req-a", domain.ErrSoldOut},
+		{"already purchased", other, "u", 1, "req-b", domain.ErrAlreadyPurchased},
+		{"qty above limit", other, "v", 2, "req-c", domain.ErrQuantityOverLimit},
+		{"not warmed", unwarmed, "u", 1, "req-d", domain.ErrNotWarmed},
+		{"request id of another user", other, "w", 1, "req-o", domain.ErrConflict},
+		{"request id with another qty", sku, "holder", 1, "req-holder", domain.ErrConflict},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.snapshot(t)
+			_, err := deduct(t, f, tc.sku, tc.user, tc.qty, tc.req, uuid.NewString())
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			assertSame(t, before, f.snapshot(t))
+		})
+	}
+
+	t.Run("release refusals", func(t *testing.T) {
+		before := f.snapshot(t)
+		reason := must(domain.NewReason(""))
+		_, err := f.inv.Release(ctx, other, must(domain.NewUserID("u")), must(domain.NewRequestID("nope")), reason, uuid.NewString())
+		if !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("unknown request: err = %v, want ErrNotFound", err)
+		}
+		_, err = f.inv.Release(ctx, other, must(domain.NewUserID("intruder")), must(domain.NewRequestID("req-o")), reason, uuid.NewString())
+		if !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("other user's request: err = %v, want ErrConflict", err)
+		}
+		assertSame(t, before, f.snapshot(t))
+	})
+}
+
+func TestWarmIsANoOpOnALiveSKU(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "rewarm", 10, 1)
+	must(deduct(t, f, sku, "u1", 1, "r1", uuid.NewString()))
+	before := f.snapshot(t)
+
+	def := must(domain.NewSKUDefinition(sku, 999, 5))
+	state, stocked, err := f.inv.Warm(ctx, def, uuid.NewString())
+	if err != nil || stocked {
+		t.Fatalf("re-warm: stocked=%v err=%v", stocked, err)
+	}
+	if state.Stock != 9 || state.Seq != 2 || state.Status != domain.StatusOpen {
+		t.Fatalf("re-warm reported %+v, want the live state stock 9 seq 2 open", state)
+	}
+	assertSame(t, before, f.snapshot(t))
+}
+
+func TestReleaseReturnsStockExactlyOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "rel", 1, 1)
+	must(deduct(t, f, sku, "u1", 1, "r1", uuid.NewString()))
+	user, req, reason := must(domain.NewUserID("u1")), must(domain.NewRequestID("r1")), must(domain.NewReason("payment timeout"))
+
+	first := must(f.inv.Release(ctx, sku, user, req, reason, uuid.NewString()))
+	second := must(f.inv.Release(ctx, sku, user, req, reason, uuid.NewString()))
+	if first.AlreadyReleased || !second.AlreadyReleased || first.EventID != second.EventID || first.Seq != second.Seq {
+		t.Fatalf("release receipts: first %+v second %+v", first, second)
+	}
+	st := must(f.inv.State(ctx, sku))
+	if st.Stock != 1 || st.Seq != 3 {
+		t.Fatalf("after two releases state = %+v, want stock 1 seq 3", st)
+	}
+	if held := f.client.HGet(ctx, f.keys.BuyersKey("rel"), "u1").Val(); held != "" {
+		t.Fatalf("buyer still holds %q after release", held)
+	}
+	// The released unit can be sold again, also to the same user.
+	rc := must(deduct(t, f, sku, "u1", 1, "r2", uuid.NewString()))
+	if rc.Remaining != 0 || rc.Seq != 4 {
+		t.Fatalf("resale receipt %+v, want remaining 0 seq 4", rc)
+	}
+	events := must(f.client.XRange(ctx, f.keys.SKUStreamKey("rel"), "-", "+").Result())
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Values["type"].(string))
+	}
+	if fmt.Sprint(types) != "[stocked deducted released deducted]" {
+		t.Fatalf("stream types %v", types)
+	}
+	if events[2].Values["reason"] != "payment timeout" || events[2].Values["delta"] != "1" {
+		t.Fatalf("released event fields %v", events[2].Values)
+	}
+}
+
+// TestScriptKeysShareOneClusterSlot records the keys of every script call and
+// asks a cluster-enabled Redis for their slots: a script whose keys span
+// slots would fail under Redis Cluster.
+func TestScriptKeysShareOneClusterSlot(t *testing.T) {
+	cluster := localstacktest.Redis(t, func(c *localstack.RedisConfig) {
+		c.Settings = map[string]string{"cluster-enabled": "yes"}
+	})
+	slotClient := redis.NewClient(&redis.Options{Addr: cluster.Addr()})
+	t.Cleanup(func() { _ = slotClient.Close() })
+
+	f := newFixture(t)
+	rec := &keyRecorder{}
+	f.client.AddHook(rec)
+	ctx := context.Background()
+
+	for i := range 40 {
+		name := fmt.Sprintf("slot-sku-%d", i)
+		sku := f.warm(t, name, 5, 1)
+		must(deduct(t, f, sku, "u", 1, "r", uuid.NewString()))
+		_, _ = deduct(t, f, sku, "u", 1, "r2", uuid.NewString())
+		must(f.inv.Release(ctx, sku, must(domain.NewUserID("u")), must(domain.NewRequestID("r")), domain.Reason{}, uuid.NewString()))
+		must(f.inv.State(ctx, sku))
+	}
+	calls := rec.calls()
+	if len(calls) < 40*5 {
+		t.Fatalf("recorded %d script calls, want at least 200", len(calls))
+	}
+	for _, keys := range calls {
+		if len(keys) == 0 || len(keys) > 5 {
+			t.Fatalf("script call with %d keys: %v", len(keys), keys)
+		}
+		want := must(slotClient.ClusterKeySlot(ctx, keys[0]).Result())
+		for _, k := range keys[1:] {
+			if got := must(slotClient.ClusterKeySlot(ctx, k).Result()); got != want {
+				t.Fatalf("keys %v span slots %d and %d", keys, want, got)
+			}
+		}
+	}
+}
+
+type keyRecorder struct {
+	mu   sync.Mutex
+	keys [][]string
+}
+
+func (r *keyRecorder) calls() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys
+}
+
+func (r *keyRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *keyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (r *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			args := cmd.Args()
+			n := int(args[2].(int))
+			keys := make([]string, n)
+			for i := range n {
+				keys[i] = args[3+i].(string)
+			}
+			r.mu.Lock()
+			r.keys = append(r.keys, keys)
+			r.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}

@@ -1,0 +1,74 @@
+// Package redisinventory keeps live SKU inventory in Redis. Every purchase is
+// one Lua script that checks, deducts and appends its event to the SKU's
+// partition stream, so a deduction and its event can never drift apart.
+package redisinventory
+
+import (
+	"fmt"
+	"hash/fnv"
+)
+
+// DefaultPartitions is the number of partition streams when none is configured.
+const DefaultPartitions = 16
+
+// Keyspace maps SKUs to partitions and partitions to Redis keys. Every key of
+// one SKU carries its partition's hash tag, so a script's keys share one
+// Redis Cluster slot. The partition count is fixed for a deployment: changing
+// it moves SKUs to other keys.
+type Keyspace struct {
+	partitions int
+}
+
+// NewKeyspace returns the keyspace for a deployment with the given partition count.
+func NewKeyspace(partitions int) (Keyspace, error) {
+	if partitions < 1 || partitions > 1024 {
+		return Keyspace{}, fmt.Errorf("partitions must be between 1 and 1024, got %d", partitions)
+	}
+	return Keyspace{partitions: partitions}, nil
+}
+
+// Partitions returns the partition count.
+func (k Keyspace) Partitions() int { return k.partitions }
+
+// Partition returns the SKU's partition: FNV-1a of the id modulo the count,
+// stable across processes and releases.
+func (k Keyspace) Partition(sku string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(sku))
+	return int(h.Sum32() % uint32(k.partitions))
+}
+
+func tag(partition int) string { return fmt.Sprintf("{p%02d}", partition) }
+
+// SKUKey is the hash holding a SKU's stock, seq, limit and status.
+func (k Keyspace) SKUKey(sku string) string {
+	return "inv:" + tag(k.Partition(sku)) + ":sku:" + sku
+}
+
+// BuyersKey is the hash of user to units held.
+func (k Keyspace) BuyersKey(sku string) string {
+	return "inv:" + tag(k.Partition(sku)) + ":buyers:" + sku
+}
+
+// RequestsKey is the hash of deduction request id to its receipt, which makes
+// retries idempotent and tells a release what to return.
+func (k Keyspace) RequestsKey(sku string) string {
+	return "inv:" + tag(k.Partition(sku)) + ":requests:" + sku
+}
+
+// StreamKey is a partition's event stream, one Watermill topic.
+func (k Keyspace) StreamKey(partition int) string {
+	return "inv:" + tag(partition) + ":events"
+}
+
+// SKUStreamKey is the stream the SKU's events go to.
+func (k Keyspace) SKUStreamKey(sku string) string { return k.StreamKey(k.Partition(sku)) }
+
+// StreamKeys lists every partition stream.
+func (k Keyspace) StreamKeys() []string {
+	keys := make([]string, k.partitions)
+	for p := range keys {
+		keys[p] = k.StreamKey(p)
+	}
+	return keys
+}

@@ -1,0 +1,42 @@
+-- release.lua: the seed's compensation. Returns a deduction's units to stock
+-- exactly once and appends the released event.
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason
+-- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
+-- (the original release event); {-1} not warmed; {-6} the deduction belongs
+-- to another user; {-7} no deduction with that request id.
+local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local sku, user, request_id, event_id, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+
+if redis.call('EXISTS', sku_key) == 0 then
+  return {-1}
+end
+local raw = redis.call('HGET', requests_key, request_id)
+if not raw then
+  return {-7}
+end
+local p = cjson.decode(raw)
+if p.user ~= user then
+  return {-6}
+end
+if p.released then
+  return {2, p.release_event_id, p.release_seq}
+end
+
+-- All checks done; writes follow.
+local stock = redis.call('HINCRBY', sku_key, 'stock', p.qty)
+local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
+if redis.call('HINCRBY', buyers_key, user, -p.qty) <= 0 then
+  redis.call('HDEL', buyers_key, user)
+end
+p.released = true
+p.release_event_id = event_id
+p.release_seq = seq
+redis.call('HSET', requests_key, request_id, cjson.encode(p))
+local t = redis.call('TIME')
+local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+redis.call('XADD', stream_key, '*',
+  'event_id', event_id, 'type', 'released', 'sku', sku, 'seq', seq,
+  'qty', p.qty, 'delta', p.qty, 'balance', stock,
+  'user', user, 'request_id', request_id, 'reason', reason, 'ts', ts)
+return {1, event_id, seq, stock}

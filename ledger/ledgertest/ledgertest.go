@@ -1,0 +1,126 @@
+// Package ledgertest assembles the whole purchase stack over private Redis and
+// PostgreSQL servers, for integration tests of every layer.
+package ledgertest
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/migrations"
+)
+
+// Stack is a migrated database, a private Redis and a ledger.Service over them.
+type Stack struct {
+	Redis       *localstack.RedisServer
+	RedisClient *redis.Client
+	DatabaseURL string
+	Pool        *pgxpool.Pool
+	Keyspace    redisinventory.Keyspace
+	Inventory   *redisinventory.RedisInventory
+	SKUs        *pgstore.PostgresSKUStore
+	Ledger      *pgstore.PostgresLedgerStore
+	Service     *ledger.Service
+}
+
+// Option changes how New builds the stack.
+type Option func(*options)
+
+type options struct {
+	partitions int
+	redis      []func(*localstack.RedisConfig)
+}
+
+// WithPartitions sets the partition count (default 16).
+func WithPartitions(n int) Option { return func(o *options) { o.partitions = n } }
+
+// WithRedisConfig changes the private Redis server's configuration.
+func WithRedisConfig(f func(*localstack.RedisConfig)) Option {
+	return func(o *options) { o.redis = append(o.redis, f) }
+}
+
+// New starts Redis, creates and migrates a fresh database, and wires the
+// service. Everything is torn down when the test ends.
+func New(t testing.TB, opts ...Option) *Stack {
+	t.Helper()
+	o := options{partitions: redisinventory.DefaultPartitions}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx := context.Background()
+	s := &Stack{Redis: localstacktest.Redis(t, o.redis...), DatabaseURL: localstacktest.Postgres(t)}
+
+	s.RedisClient = redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: 256})
+	t.Cleanup(func() { _ = s.RedisClient.Close() })
+
+	Migrate(t, s.DatabaseURL)
+	pool, err := pgxpool.New(ctx, s.DatabaseURL)
+	if err != nil {
+		t.Fatalf("connect to postgres: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	s.Pool = pool
+
+	if s.Keyspace, err = redisinventory.NewKeyspace(o.partitions); err != nil {
+		t.Fatal(err)
+	}
+	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace)
+	s.SKUs = pgstore.NewPostgresSKUStore(pool)
+	s.Ledger = pgstore.NewPostgresLedgerStore(pool)
+	s.Service = ledger.NewService(s.Inventory, s.SKUs, s.Ledger)
+	return s
+}
+
+// Migrate applies every migration to the database at url.
+func Migrate(t testing.TB, url string) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg.ConnConfig)
+	defer func(db *sql.DB) { _ = db.Close() }(db)
+	if err := migrations.Up(context.Background(), db, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+}
+
+// SKU creates and warms a SKU, failing the test on any error.
+func (s *Stack) SKU(t testing.TB, sku string, stock, limit int64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := s.Service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: stock, PerUserLimit: limit}); err != nil {
+		t.Fatalf("create sku %s: %v", sku, err)
+	}
+	if _, err := s.Service.Warm(ctx, sku); err != nil {
+		t.Fatalf("warm sku %s: %v", sku, err)
+	}
+}
+
+// StreamEvents returns the fields of every entry of the SKU's partition
+// stream that belongs to the SKU, in stream order.
+func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
+	t.Helper()
+	msgs, err := s.RedisClient.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()
+	if err != nil {
+		t.Fatalf("read stream: %v", err)
+	}
+	var out []map[string]any
+	for _, m := range msgs {
+		if m.Values["sku"] == sku {
+			out = append(out, m.Values)
+		}
+	}
+	return out
+}
