@@ -23,7 +23,9 @@ import (
 
 // Stack is a migrated database, a private Redis and a ledger.Service over them.
 type Stack struct {
-	Redis       *localstack.RedisServer
+	Redis *localstack.RedisServer
+	// Postgres is set only WithPrivatePostgres; the shared server must not be stopped.
+	Postgres    *localstack.PostgresServer
 	RedisClient *redis.Client
 	DatabaseURL string
 	Pool        *pgxpool.Pool
@@ -38,9 +40,14 @@ type Stack struct {
 type Option func(*options)
 
 type options struct {
-	partitions int
-	redis      []func(*localstack.RedisConfig)
+	partitions      int
+	redis           []func(*localstack.RedisConfig)
+	privatePostgres bool
 }
+
+// WithPrivatePostgres gives the stack its own PostgreSQL server, for tests
+// that stop or kill it.
+func WithPrivatePostgres() Option { return func(o *options) { o.privatePostgres = true } }
 
 // WithPartitions sets the partition count (default 16).
 func WithPartitions(n int) Option { return func(o *options) { o.partitions = n } }
@@ -59,7 +66,13 @@ func New(t testing.TB, opts ...Option) *Stack {
 		opt(&o)
 	}
 	ctx := context.Background()
-	s := &Stack{Redis: localstacktest.Redis(t, o.redis...), DatabaseURL: localstacktest.Postgres(t)}
+	s := &Stack{Redis: localstacktest.Redis(t, o.redis...)}
+	if o.privatePostgres {
+		s.Postgres = localstacktest.PrivatePostgres(t)
+		s.DatabaseURL = s.Postgres.URL("postgres")
+	} else {
+		s.DatabaseURL = localstacktest.Postgres(t)
+	}
 
 	s.RedisClient = redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: 256})
 	t.Cleanup(func() { _ = s.RedisClient.Close() })

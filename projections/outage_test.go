@@ -1,0 +1,39 @@
+package projections_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/ledger/ledgertest"
+)
+
+// TestPostgresOutageLosesNothing stops PostgreSQL (immediate mode, like a
+// crash) for about 10 s in the middle of a sale, then starts it again.
+func TestPostgresOutageLosesNothing(t *testing.T) {
+	s := ledgertest.New(t, ledgertest.WithPrivatePostgres())
+	const sku = "outage-sku"
+	s.SKU(t, sku, 2500, 1)
+	runProjector(t, s, projectorOpts{})
+
+	saleDone := make(chan struct{})
+	go func() {
+		defer close(saleDone)
+		sale(t, s, sku, 1500, 1500)
+		time.Sleep(2 * time.Second)
+		sale(t, s, sku, 3000, 3000) // continues while PostgreSQL is down
+	}()
+	waitFor(t, "projection before the outage", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 100 })
+	ctx := context.Background()
+	if err := s.Postgres.StopImmediate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	if err := s.Postgres.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-saleDone
+	want := streamLen(t, s, sku)
+	waitFor(t, "backlog to drain after the outage", 90*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
+	assertLedgerEqualsStream(t, s, sku)
+}

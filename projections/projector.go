@@ -1,0 +1,265 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/redis/go-redis/v9"
+)
+
+// ConsumerGroup is the Redis consumer group the projector reads with.
+const ConsumerGroup = "invledger-projector"
+
+// deadLetterTopic names the poison-queue topic; the publisher behind it
+// writes to the dead_letters table rather than to a broker.
+const deadLetterTopic = "dead_letters"
+
+// DeadLetterStore keeps entries that can never be projected.
+type DeadLetterStore interface {
+	AddDeadLetter(ctx context.Context, stream, streamID string, fields map[string]string, reason string) error
+}
+
+// ProjectorConfig configures a Projector.
+type ProjectorConfig struct {
+	// NewRedisClient returns a fresh client per subscriber. Watermill's
+	// subscriber closes its client on Close, so it must never be the client
+	// that runs the purchase scripts.
+	NewRedisClient func() redis.UniversalClient
+	// Streams are the partition streams to project, one Watermill topic each.
+	Streams []string
+	// ConsumerName prefixes the stable consumer names (name-0, name-1, ...).
+	// Defaults to the host name, so a restarted process takes back its own
+	// pending entries at once.
+	ConsumerName string
+	// SubscribersPerPartition is how many consumers read each stream. Each
+	// holds one message in flight until its batch commits, so this bounds
+	// the batch size per partition.
+	SubscribersPerPartition int
+	// ReclaimAfter is how long an entry pending on another consumer must be
+	// idle before this projector takes it over.
+	ReclaimAfter time.Duration
+	// RetryInitialInterval and RetryMaxInterval shape the backoff while
+	// PostgreSQL is unavailable; retries never give up.
+	RetryInitialInterval time.Duration
+	RetryMaxInterval     time.Duration
+	Batch                GroupCommitConfig
+	Logger               *slog.Logger
+	Metrics              *Metrics
+}
+
+func (c *ProjectorConfig) setDefaults() {
+	if c.ConsumerName == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "projector"
+		}
+		c.ConsumerName = host
+	}
+	if c.SubscribersPerPartition == 0 {
+		c.SubscribersPerPartition = 4
+	}
+	if c.ReclaimAfter == 0 {
+		c.ReclaimAfter = 30 * time.Second
+	}
+	if c.RetryInitialInterval == 0 {
+		c.RetryInitialInterval = 100 * time.Millisecond
+	}
+	if c.RetryMaxInterval == 0 {
+		c.RetryMaxInterval = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Batch.setDefaults()
+}
+
+// Validate reports every invalid setting at once.
+func (c ProjectorConfig) Validate() error {
+	var errs []error
+	if c.NewRedisClient == nil {
+		errs = append(errs, errors.New("projector: NewRedisClient is required"))
+	}
+	if len(c.Streams) == 0 {
+		errs = append(errs, errors.New("projector: at least one stream is required"))
+	}
+	if c.SubscribersPerPartition < 1 {
+		errs = append(errs, errors.New("projector: SubscribersPerPartition must be at least 1"))
+	}
+	if c.ReclaimAfter < time.Second {
+		errs = append(errs, errors.New("projector: ReclaimAfter must be at least 1s"))
+	}
+	if c.Metrics == nil {
+		errs = append(errs, errors.New("projector: Metrics is required"))
+	}
+	errs = append(errs, c.Batch.Validate())
+	return errors.Join(errs...)
+}
+
+// Projector reads every partition stream in consumer group
+// invledger-projector and writes the events into the ledger, acking each
+// entry only after the transaction that holds it committed.
+type Projector struct {
+	cfg     ProjectorConfig
+	writer  *GroupCommitWriter
+	deadLet DeadLetterStore
+}
+
+// NewProjector returns a projector writing to store.
+func NewProjector(cfg ProjectorConfig, store LedgerAppender, deadLetters DeadLetterStore) (*Projector, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// A bigger batch than the messages that can be in flight at once would
+	// only ever be closed by the timer.
+	if inFlight := len(cfg.Streams) * cfg.SubscribersPerPartition; cfg.Batch.MaxBatch > inFlight {
+		cfg.Batch.MaxBatch = inFlight
+	}
+	w, err := NewGroupCommitWriter(cfg.Batch, store, cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Projector{cfg: cfg, writer: w, deadLet: deadLetters}, nil
+}
+
+// Run projects until ctx is done, then shuts down gracefully: handlers finish
+// their in-flight batch (commit, then ack) or leave the entry pending for
+// redelivery. It never acks an entry before its commit.
+func (p *Projector) Run(ctx context.Context) error {
+	logger := watermill.NewSlogLoggerWithLevelMapping(p.cfg.Logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second}, logger)
+	if err != nil {
+		return fmt.Errorf("projector router: %w", err)
+	}
+	poison, err := middleware.PoisonQueueWithFilter(&deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger},
+		deadLetterTopic, func(err error) bool { return errors.Is(err, ErrMalformedEntry) })
+	if err != nil {
+		return fmt.Errorf("projector poison queue: %w", err)
+	}
+	// Order matters: the poison queue sits outside Retry, so malformed
+	// entries skip the retries and everything else is retried, with backoff
+	// and without limit, until PostgreSQL answers again.
+	router.AddMiddleware(
+		middleware.Recoverer,
+		poison,
+		middleware.Retry{
+			MaxRetries:          math.MaxInt32,
+			InitialInterval:     p.cfg.RetryInitialInterval,
+			MaxInterval:         p.cfg.RetryMaxInterval,
+			Multiplier:          2,
+			RandomizationFactor: 0.2,
+			ResetContextOnRetry: true,
+			ShouldRetry:         func(rp middleware.RetryParams) bool { return !errors.Is(rp.Err, ErrMalformedEntry) },
+			OnRetryHook: func(n int, delay time.Duration) {
+				if n == 1 || n%10 == 0 {
+					p.cfg.Logger.Warn("projector retrying a commit", "attempt", n, "next_delay", delay)
+				}
+			},
+		}.Middleware,
+	)
+
+	started := time.Now()
+	for i := range p.cfg.SubscribersPerPartition {
+		consumer := fmt.Sprintf("%s-%d", p.cfg.ConsumerName, i)
+		sub, err := p.newSubscriber(consumer, started, logger)
+		if err != nil {
+			return err
+		}
+		for _, stream := range p.cfg.Streams {
+			router.AddConsumerHandler(fmt.Sprintf("project %s %s", stream, consumer), stream, sub, p.handle)
+		}
+	}
+
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { p.writer.Run(writerCtx) })
+	defer func() {
+		stopWriter()
+		wg.Wait()
+	}()
+	if err := router.Run(ctx); err != nil {
+		return fmt.Errorf("projector: %w", err)
+	}
+	return nil
+}
+
+func (p *Projector) newSubscriber(consumer string, started time.Time, logger watermill.LoggerAdapter) (*redisstream.Subscriber, error) {
+	client := p.cfg.NewRedisClient()
+	client.AddHook(streamIDHook{})
+	sub, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{
+		Client:                        client,
+		Unmarshaller:                  entryUnmarshaller{},
+		Consumer:                      consumer,
+		ConsumerGroup:                 ConsumerGroup,
+		OldestId:                      "0",
+		DisableIndefiniteInitialBlock: true,
+		NackResendSleep:               100 * time.Millisecond,
+		ClaimInterval:                 time.Second,
+		// Pending entries are listed once idle for a second; which of them to
+		// take is ShouldClaimPendingMessage's decision.
+		MaxIdleTime: time.Second,
+		ShouldClaimPendingMessage: func(xp redis.XPendingExt) bool {
+			if xp.Consumer == consumer {
+				// Ours from before this process started: a crash left it.
+				// Anything delivered since is still in flight here.
+				return xp.Idle >= time.Since(started)
+			}
+			return xp.Idle >= p.cfg.ReclaimAfter
+		},
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("projector subscriber %s: %w", consumer, err)
+	}
+	return sub, nil
+}
+
+func (p *Projector) handle(msg *message.Message) error {
+	event, err := ParseEntry(msg.Metadata)
+	if err != nil {
+		return err
+	}
+	return p.writer.Submit(msg.Context(), event)
+}
+
+// deadLetterPublisher is the poison queue's publisher: it stores poisoned
+// entries in dead_letters. If that fails the message is nacked and comes back.
+type deadLetterPublisher struct {
+	store   DeadLetterStore
+	metrics *Metrics
+	logger  *slog.Logger
+}
+
+func (d *deadLetterPublisher) Publish(_ string, msgs ...*message.Message) error {
+	for _, msg := range msgs {
+		reason := msg.Metadata.Get(middleware.ReasonForPoisonedKey)
+		fields := make(map[string]string, len(msg.Metadata))
+		for k, v := range msg.Metadata {
+			switch k {
+			case middleware.ReasonForPoisonedKey, middleware.PoisonedTopicKey,
+				middleware.PoisonedHandlerKey, middleware.PoisonedSubscriberKey:
+			default:
+				fields[k] = v
+			}
+		}
+		stream := msg.Metadata.Get(middleware.PoisonedTopicKey)
+		streamID := fields[StreamIDField]
+		if err := d.store.AddDeadLetter(msg.Context(), stream, streamID, fields, reason); err != nil {
+			return err
+		}
+		d.metrics.deadLetters.Inc()
+		d.logger.Error("stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "reason", reason)
+	}
+	return nil
+}
+
+func (d *deadLetterPublisher) Close() error { return nil }

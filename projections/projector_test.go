@@ -1,0 +1,288 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/projections"
+)
+
+func TestMain(m *testing.M) { localstacktest.Main(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type projectorOpts struct {
+	name  string
+	store interface {
+		projections.LedgerAppender
+		projections.DeadLetterStore
+	}
+}
+
+// runProjector starts a projector over the stack and returns a function that
+// stops it and waits for it to return.
+func runProjector(t *testing.T, s *ledgertest.Stack, o projectorOpts) (stop func()) {
+	t.Helper()
+	if o.name == "" {
+		o.name = "test"
+	}
+	if o.store == nil {
+		o.store = s.Ledger
+	}
+	streams := s.Keyspace.StreamKeys()
+	p, err := projections.NewProjector(projections.ProjectorConfig{
+		NewRedisClient: func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: 4 * len(streams)})
+		},
+		Streams:              streams,
+		ConsumerName:         o.name,
+		RetryInitialInterval: 50 * time.Millisecond,
+		RetryMaxInterval:     500 * time.Millisecond,
+		Logger:               quiet,
+		Metrics:              projections.NewMetrics(prometheus.NewRegistry()),
+	}, o.store, o.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("projector: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("projector did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// streamLen counts the SKU's events in its partition stream.
+func streamLen(t *testing.T, s *ledgertest.Stack, sku string) int { return len(s.StreamEvents(t, sku)) }
+
+func ledgerCount(t *testing.T, pool *pgxpool.Pool, sku string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&n); err != nil {
+		t.Logf("count ledger: %v", err)
+		return -1
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// assertLedgerEqualsStream checks the projection invariants for sku: one row
+// per stream event, seqs 1..N without gaps, and SUM(delta) equal to both the
+// Redis stock and the balances row.
+func assertLedgerEqualsStream(t *testing.T, s *ledgertest.Stack, sku string) {
+	t.Helper()
+	ctx := context.Background()
+	var entries []map[string]any
+	for _, e := range s.StreamEvents(t, sku) {
+		// Entries without an event id are dead letters; tests check them apart.
+		if _, ok := e["event_id"]; ok {
+			entries = append(entries, e)
+		}
+	}
+	want := map[string]string{}
+	for _, e := range entries {
+		want[e["event_id"].(string)] = e["seq"].(string)
+	}
+	rows, err := s.Pool.Query(ctx, `SELECT event_id::text, seq FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if seq != int64(n) {
+			t.Fatalf("ledger seq %d at position %d: gap or duplicate", seq, n)
+		}
+		if want[id] != fmt.Sprint(seq) {
+			t.Fatalf("ledger row %s seq %d not in the stream with that seq", id, seq)
+		}
+	}
+	if n != len(entries) {
+		t.Fatalf("ledger has %d rows, stream has %d events", n, len(entries))
+	}
+	var sum, balance, lastSeq int64
+	if err := s.Pool.QueryRow(ctx, `SELECT COALESCE(SUM(delta),0) FROM ledger_entries WHERE sku = $1`, sku).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pool.QueryRow(ctx, `SELECT balance, last_seq FROM balances WHERE sku = $1`, sku).Scan(&balance, &lastSeq); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Service.State(ctx, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != *st.RedisStock || balance != sum || lastSeq != int64(n) {
+		t.Fatalf("SUM(delta)=%d redis stock=%d balances=%d/%d, want all equal and last_seq %d", sum, *st.RedisStock, balance, lastSeq, n)
+	}
+}
+
+// sale fires users purchases (retries and repeat buyers included) at sku and
+// releases every tenth success.
+func sale(t *testing.T, s *ledgertest.Stack, sku string, users, goroutines int) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, goroutines)
+	for i := range goroutines {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			u := i % users
+			cmd := ledger.DeductCommand{SKU: sku, User: fmt.Sprintf("u%d", u), Qty: 1, RequestID: fmt.Sprintf("r%d-%d", u, i%3)}
+			rc, err := s.Service.Deduct(ctx, cmd)
+			switch {
+			case err == nil && rc.Seq%10 == 0:
+				if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: sku, User: cmd.User, RequestID: cmd.RequestID}); err != nil {
+					t.Errorf("release: %v", err)
+				}
+			case err == nil, errors.Is(err, domain.ErrSoldOut), errors.Is(err, domain.ErrAlreadyPurchased):
+			default:
+				t.Errorf("deduct: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
+	s := ledgertest.New(t)
+	s.SKU(t, "proj-sku", 500, 1)
+	s.SKU(t, "proj-other", 50, 1) // another SKU, likely in another partition
+	runProjector(t, s, projectorOpts{})
+	sale(t, s, "proj-sku", 2000, 5000)
+	sale(t, s, "proj-other", 100, 200)
+	for _, sku := range []string{"proj-sku", "proj-other"} {
+		want := streamLen(t, s, sku)
+		waitFor(t, "ledger to catch up with "+sku, 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
+		assertLedgerEqualsStream(t, s, sku)
+	}
+}
+
+// flakyStore loses its connection mid-batch: from the moment armed is set it
+// fails every batch without committing, like a process that died mid-commit.
+type flakyStore struct {
+	*pgstore.PostgresLedgerStore
+	armed   atomic.Bool
+	refused atomic.Int64
+}
+
+func (f *flakyStore) AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error) {
+	if f.armed.Load() {
+		f.refused.Add(int64(len(events)))
+		return nil, errors.New("connection lost mid-batch")
+	}
+	return f.PostgresLedgerStore.AppendBatch(ctx, events)
+}
+
+func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
+	s := ledgertest.New(t)
+	const sku = "crash-sku"
+	s.SKU(t, sku, 3000, 1)
+	flaky := &flakyStore{PostgresLedgerStore: s.Ledger}
+	stop := runProjector(t, s, projectorOpts{name: "crashy", store: flaky})
+
+	saleDone := make(chan struct{})
+	go func() { defer close(saleDone); sale(t, s, sku, 4000, 4000) }()
+	waitFor(t, "some projection", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 200 })
+	// Crash: batches in flight fail and nothing more commits; the process is
+	// gone before any retry can succeed, leaving its entries pending.
+	flaky.armed.Store(true)
+	waitFor(t, "a batch to fail mid-flight", 10*time.Second, func() bool { return flaky.refused.Load() > 0 })
+	stop()
+	pending, err := s.RedisClient.XPending(context.Background(), s.Keyspace.SKUStreamKey(sku), projections.ConsumerGroup).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending.Count == 0 {
+		t.Fatal("the crash left no pending entries; the test did not crash mid-batch")
+	}
+	// Restart under the same stable name while the sale goes on.
+	runProjector(t, s, projectorOpts{name: "crashy"})
+	<-saleDone
+	want := streamLen(t, s, sku)
+	waitFor(t, "ledger to catch up after the restart", 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
+	assertLedgerEqualsStream(t, s, sku)
+}
+
+func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
+	s := ledgertest.New(t)
+	ctx := context.Background()
+	const sku = "dl-sku"
+	s.SKU(t, sku, 10, 1)
+	stream := s.Keyspace.SKUStreamKey(sku)
+	badID, err := s.RedisClient.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: map[string]any{"type": "deducted", "sku": sku}}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: fmt.Sprint(i), Qty: 1, RequestID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runProjector(t, s, projectorOpts{})
+	waitFor(t, "the entries after the bad one", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == 6 })
+	var gotStream, gotID, reason string
+	var fields map[string]string
+	waitFor(t, "the dead letter", 10*time.Second, func() bool {
+		return s.Pool.QueryRow(ctx, `SELECT stream, stream_id, error, fields FROM dead_letters`).Scan(&gotStream, &gotID, &reason, &fields) == nil
+	})
+	if gotStream != stream || gotID != badID || fields["type"] != "deducted" {
+		t.Fatalf("dead letter %s %s %v, want %s %s with its raw fields", gotStream, gotID, fields, stream, badID)
+	}
+	for _, f := range []string{"event_id", "seq"} {
+		if !strings.Contains(reason, f) {
+			t.Fatalf("dead letter reason %q does not name missing field %s", reason, f)
+		}
+	}
+	pending, err := s.RedisClient.XPending(ctx, stream, projections.ConsumerGroup).Result()
+	if err != nil || pending.Count != 0 {
+		t.Fatalf("pending after dead-lettering: %+v %v, want none", pending, err)
+	}
+	assertLedgerEqualsStream(t, s, sku)
+}
