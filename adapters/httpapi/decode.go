@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// DefaultMaxBodyBytes is the largest request body accepted (DESIGN: a body
+// over 64 KiB gives 400).
+const DefaultMaxBodyBytes = 64 << 10
+
+// Request bodies. Pointers tell a missing field from a zero one.
+type (
+	createSKUBody struct {
+		Stock        *int64 `json:"stock"`
+		PerUserLimit *int64 `json:"per_user_limit"`
+	}
+	deductBody struct {
+		UserID    string `json:"user_id"`
+		Qty       *int64 `json:"qty"`
+		RequestID string `json:"request_id"`
+	}
+	releaseBody struct {
+		UserID    string `json:"user_id"`
+		RequestID string `json:"request_id"`
+		Reason    string `json:"reason"`
+	}
+)
+
+// bodyError is a *domain.FieldError for the request body as a whole, so
+// every decoding failure maps to 400 invalid_request like field errors do.
+func bodyError(format string, args ...any) error {
+	return domain.NewFieldError("body", fmt.Errorf(format, args...))
+}
+
+// decodeJSON reads exactly one JSON object from body into dst. body should be
+// an http.MaxBytesReader: exceeding it is reported as a body error. Unknown
+// fields, trailing data, an empty body and a value of the wrong type are all
+// refused, with an error that names the field at fault.
+func decodeJSON(body io.Reader, dst any) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return translateJSONError(err)
+	}
+	// Anything but whitespace after the object is refused. Reading to EOF
+	// also makes the size limit apply to what follows the object.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return translateJSONError(err)
+		}
+		return bodyError("unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// translateJSONError turns an encoding/json error into a *domain.FieldError
+// naming the field when there is one, and "body" otherwise.
+func translateJSONError(err error) error {
+	var (
+		tooBig  *http.MaxBytesError
+		typeErr *json.UnmarshalTypeError
+		synErr  *json.SyntaxError
+	)
+	switch {
+	case errors.As(err, &tooBig):
+		return bodyError("larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, io.EOF):
+		return bodyError("empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return bodyError("malformed JSON: unexpected end of input")
+	case errors.As(err, &synErr):
+		return bodyError("malformed JSON at byte %d", synErr.Offset)
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return bodyError("must be a JSON object, not %s", typeErr.Value)
+		}
+		return domain.NewFieldError(typeErr.Field, fmt.Errorf("must be %s, not %s", kindName(typeErr.Type), typeErr.Value))
+	}
+	// encoding/json reports an unknown field only as an error string.
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		name, uerr := strconv.Unquote(strings.TrimPrefix(msg, "json: unknown field "))
+		if uerr != nil {
+			name = strings.TrimPrefix(msg, "json: unknown field ")
+		}
+		return bodyError("unknown field %q", name)
+	}
+	return bodyError("malformed JSON: %v", err)
+}
+
+func kindName(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a " + t.Kind().String()
+}
+
+// decodeDeduct reads a deduct body for sku and validates every field with the
+// domain's own validators, in the order sku, user_id, qty, request_id. A nil
+// error means the command passes them all.
+func decodeDeduct(sku string, body io.Reader) (ledger.DeductCommand, error) {
+	var b deductBody
+	if err := decodeJSON(body, &b); err != nil {
+		return ledger.DeductCommand{}, err
+	}
+	cmd := ledger.DeductCommand{SKU: sku, User: b.UserID, RequestID: b.RequestID}
+	if _, err := domain.NewSKUID(sku); err != nil {
+		return cmd, err
+	}
+	if _, err := domain.NewUserID(b.UserID); err != nil {
+		return cmd, err
+	}
+	if b.Qty == nil {
+		return cmd, domain.NewFieldError("qty", errors.New("is required"))
+	}
+	cmd.Qty = *b.Qty
+	if _, err := domain.NewQuantity(cmd.Qty); err != nil {
+		return cmd, err
+	}
+	if _, err := domain.NewRequestID(b.RequestID); err != nil {
+		return cmd, err
+	}
+	return cmd, nil
+}
+
+// decodeRelease reads a release body for sku and validates every field.
+func decodeRelease(sku string, body io.Reader) (ledger.ReleaseCommand, error) {
+	var b releaseBody
+	if err := decodeJSON(body, &b); err != nil {
+		return ledger.ReleaseCommand{}, err
+	}
+	cmd := ledger.ReleaseCommand{SKU: sku, User: b.UserID, RequestID: b.RequestID, Reason: b.Reason}
+	if _, err := domain.NewSKUID(sku); err != nil {
+		return cmd, err
+	}
+	if _, err := domain.NewUserID(b.UserID); err != nil {
+		return cmd, err
+	}
+	if _, err := domain.NewRequestID(b.RequestID); err != nil {
+		return cmd, err
+	}
+	if _, err := domain.NewReason(b.Reason); err != nil {
+		return cmd, err
+	}
+	return cmd, nil
+}
+
+// decodeCreateSKU reads a create body for sku. stock is required;
+// per_user_limit defaults to 1 when absent, and an explicit 0 is refused
+// (the service would otherwise read it as "absent").
+func decodeCreateSKU(sku string, body io.Reader) (ledger.CreateSKUCommand, error) {
+	var b createSKUBody
+	if err := decodeJSON(body, &b); err != nil {
+		return ledger.CreateSKUCommand{}, err
+	}
+	cmd := ledger.CreateSKUCommand{SKU: sku, PerUserLimit: 1}
+	id, err := domain.NewSKUID(sku)
+	if err != nil {
+		return cmd, err
+	}
+	if b.Stock == nil {
+		return cmd, domain.NewFieldError("stock", errors.New("is required"))
+	}
+	cmd.Stock = *b.Stock
+	if b.PerUserLimit != nil {
+		cmd.PerUserLimit = *b.PerUserLimit
+	}
+	if _, err := domain.NewSKUDefinition(id, cmd.Stock, cmd.PerUserLimit); err != nil {
+		return cmd, err
+	}
+	return cmd, nil
+}

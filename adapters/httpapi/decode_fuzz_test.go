@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/invledger/invledger/domain"
+)
+
+// FuzzDecodeDeduct feeds arbitrary bodies and SKUs to the deduct decoder.
+// It must never panic; an accepted body must be a single valid JSON object
+// whose command passes every domain validator; a refused one must be a
+// *domain.FieldError naming a field of the request.
+func FuzzDecodeDeduct(f *testing.F) {
+	for _, seed := range []string{
+		`{"user_id":"u1","qty":1,"request_id":"r1"}`,
+		`{"user_id":"u1","qty":0,"request_id":"r1"}`,
+		`{"user_id":"u1","qty":-1,"request_id":"r1"}`,
+		`{"user_id":"u1","qty":1.5,"request_id":"r1"}`,
+		`{"user_id":"u1","qty":"1","request_id":"r1"}`,
+		`{"user_id":"","qty":1,"request_id":"r1"}`,
+		`{"user_id":"u1","request_id":"r1"}`,
+		`{"user_id":"u1","qty":1,"request_id":"r1","x":1}`,
+		`{"USER_ID":"u1","Qty":1,"request_id":"r1"}`,
+		`{"user_id":"u1","qty":1,"request_id":"r1","qty":2}`,
+		`{"user_id":"u1","qty":1,"request_id":"r1"} x`,
+		`{"user_id":"u1","qty":1,"request_id":"r1"}{}`,
+		`{"user_id":"\u00e9\ud83d\ude00","qty":1e0,"request_id":"\u2028"}`,
+		`{"user_id":"u1","qty":99999999999999999999,"request_id":"r1"}`,
+		`null`, `[]`, `""`, `{`, ``, " ", "\xff", `{"user_id":"a\u0000"}`,
+	} {
+		f.Add([]byte(seed), "sku-1")
+	}
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "bad{sku}")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "a b")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "")
+
+	const maxBody = 1 << 10 // small, so the fuzzer reaches the limit
+	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true}
+
+	f.Fuzz(func(t *testing.T, data []byte, sku string) {
+		body := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(data)), maxBody)
+		cmd, err := decodeDeduct(sku, body)
+		if err != nil {
+			var fe *domain.FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, domain.ErrInvalidInput) {
+				t.Fatalf("refusal %v (%T) is not a *domain.FieldError", err, err)
+			}
+			if !fields[fe.Field] {
+				t.Fatalf("refusal %q names field %q, not a field of the request", err, fe.Field)
+			}
+			if !strings.HasPrefix(err.Error(), fe.Field+": ") {
+				t.Fatalf("refusal %q does not start with its field", err)
+			}
+			return
+		}
+		if len(data) > maxBody {
+			t.Fatalf("accepted a body of %d bytes over the %d limit", len(data), maxBody)
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		if bytes.TrimSpace(data)[0] != '{' {
+			t.Fatalf("accepted a body that is not an object: %q", data)
+		}
+		if cmd.SKU != sku {
+			t.Fatalf("command SKU %q, path SKU %q", cmd.SKU, sku)
+		}
+		if _, err := domain.NewSKUID(cmd.SKU); err != nil {
+			t.Fatalf("accepted %q: sku: %v", data, err)
+		}
+		if _, err := domain.NewUserID(cmd.User); err != nil {
+			t.Fatalf("accepted %q: user_id: %v", data, err)
+		}
+		if _, err := domain.NewQuantity(cmd.Qty); err != nil {
+			t.Fatalf("accepted %q: qty: %v", data, err)
+		}
+		if _, err := domain.NewRequestID(cmd.RequestID); err != nil {
+			t.Fatalf("accepted %q: request_id: %v", data, err)
+		}
+		// An accepted object holds no field but the three known ones
+		// (encoding/json matches names case-insensitively, with Unicode folding).
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("accepted %q, which is not a JSON object: %v", data, err)
+		}
+		for k := range m {
+			if !strings.EqualFold(k, "user_id") && !strings.EqualFold(k, "qty") && !strings.EqualFold(k, "request_id") {
+				t.Fatalf("accepted %q with unknown field %q", data, k)
+			}
+		}
+	})
+}

@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver for migrations
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/migrations"
+)
+
+func TestMain(m *testing.M) { localstacktest.Main(m) }
+
+// Secrets of the test tokens, one principal per role.
+const (
+	secretGateway  = "gateway-secret-000001"
+	secretOperator = "operator-secret-00001"
+	secretApprover = "approver-secret-00001"
+	secretAuditor  = "auditor-secret-000001"
+	secretBad      = "not-a-known-secret-01"
+)
+
+var testTokens = []Token{
+	{Name: "storefront", Role: RoleGateway, Secret: secretGateway},
+	{Name: "olga", Role: RoleOperator, Secret: secretOperator},
+	{Name: "adam", Role: RoleApprover, Secret: secretApprover},
+	{Name: "audrey", Role: RoleAuditor, Secret: secretAuditor},
+}
+
+// stack is the API over the real thing: a private redis-server and a fresh
+// PostgreSQL database with migrations applied, wired as cmd/ will wire them.
+type stack struct {
+	srv    *httptest.Server
+	client *http.Client
+	rdb    *redis.Client
+	pool   *pgxpool.Pool
+	keys   redisinventory.Keyspace
+	svc    *ledger.Service
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func newStack(t testing.TB) *stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	rs := localstacktest.Redis(t)
+	pgURL := localstacktest.Postgres(t)
+
+	db, err := sql.Open("pgx", pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, db, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	opts, err := redis.ParseURL(rs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.PoolSize = 256
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	keys, err := redisinventory.NewKeyspace(redisinventory.DefaultPartitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := redisinventory.NewRedisInventory(rdb, keys)
+	if err := inv.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc := ledger.NewService(inv, pgstore.NewPostgresSKUStore(pool), pgstore.NewPostgresLedgerStore(pool))
+
+	h, err := NewHandler(svc, Config{
+		Tokens: testTokens,
+		Ready: func(ctx context.Context) error {
+			return errors.Join(rdb.Ping(ctx).Err(), pool.Ping(ctx))
+		},
+		Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 512
+	t.Cleanup(tr.CloseIdleConnections)
+	return &stack{srv: srv, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, rdb: rdb, pool: pool, keys: keys, svc: svc}
+}
+
+// response is one answer of the API.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends method path (already escaped) with body ("" sends none) and the
+// bearer secret ("" sends no Authorization header).
+func (s *stack) do(t testing.TB, method, path, secret, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	return s.doReader(t, method, path, secret, rd)
+}
+
+func (s *stack) doReader(t testing.TB, method, path, secret string, body io.Reader) response {
+	t.Helper()
+	req, err := http.NewRequest(method, s.srv.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// mustCreateWarm defines and warms a SKU through the API.
+func (s *stack) mustCreateWarm(t testing.TB, sku, body string) {
+	t.Helper()
+	if r := s.do(t, http.MethodPut, "/v1/skus/"+sku, secretOperator, body); r.status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", sku, r.status, r.body)
+	}
+	if r := s.do(t, http.MethodPost, "/v1/skus/"+sku+"/warm", secretOperator, ""); r.status != http.StatusOK {
+		t.Fatalf("warm %s: %d %s", sku, r.status, r.body)
+	}
+}

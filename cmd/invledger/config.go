@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
+)
+
+// Config holds the settings shared by every command. Each one is a flag
+// whose default comes from its INVLEDGER_* environment variable.
+type Config struct {
+	RedisURL     string
+	RedisCluster []string
+	DatabaseURL  string
+	Partitions   int
+	LogLevel     string
+}
+
+func (c *Config) setDefaults() {
+	if c.RedisURL == "" {
+		c.RedisURL = "redis://127.0.0.1:6379/0"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = redisinventory.DefaultPartitions
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+}
+
+// Validate reports every invalid setting at once, naming flag and variable.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
+	}
+	if c.Partitions < 1 || c.Partitions > 1024 {
+		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
+	}
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level (INVLEDGER_LOG_LEVEL) must be debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+// envFlags registers flags whose defaults come from the environment and
+// remembers malformed variables, so the command can report them by name
+// instead of silently ignoring them.
+type envFlags struct {
+	fs   *pflag.FlagSet
+	errs []error
+}
+
+func (e *envFlags) usage(usage, env string) string { return usage + " (env " + env + ")" }
+
+func (e *envFlags) String(p *string, name, env, def, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) StringSlice(p *[]string, name, env string, usage string) {
+	var def []string
+	if v, ok := os.LookupEnv(env); ok && strings.TrimSpace(v) != "" {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				def = append(def, part)
+			}
+		}
+	}
+	e.fs.StringSliceVar(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) Int(p *int, name, env string, def int, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	e.fs.IntVar(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration such as 60s or 1m", env, v))
+		} else {
+			def = d
+		}
+	}
+	e.fs.DurationVar(p, name, def, e.usage(usage, env))
+}
+
+func (e *envFlags) Err() error { return errors.Join(e.errs...) }

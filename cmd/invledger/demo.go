@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// DemoConfig shapes the simulated flash sale.
+type DemoConfig struct {
+	Dir         string
+	Stock       int64
+	Buyers      int
+	Concurrency int
+	RetryShare  float64 // buyers who send their request twice (a retry)
+	RepeatShare float64 // buyers who try again with a new request
+	KeepData    bool
+}
+
+// Validate reports every invalid setting at once.
+func (c DemoConfig) Validate() error {
+	var errs []error
+	if c.Stock < 1 || c.Stock > domain.MaxQuantity {
+		errs = append(errs, fmt.Errorf("--stock must be 1-%d", domain.MaxQuantity))
+	}
+	if c.Buyers < 1 || c.Buyers > 1_000_000 {
+		errs = append(errs, errors.New("--buyers must be 1-1000000"))
+	}
+	if c.Concurrency < 1 || c.Concurrency > 5000 {
+		errs = append(errs, errors.New("--concurrency must be 1-5000"))
+	}
+	for name, v := range map[string]float64{"--retry-share": c.RetryShare, "--repeat-share": c.RepeatShare} {
+		if v < 0 || v > 1 {
+			errs = append(errs, fmt.Errorf("%s must be between 0 and 1", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func newDemoCmd() *cobra.Command {
+	dc := DemoConfig{Stock: 1000, Buyers: 20000, Concurrency: 200, RetryShare: 0.1, RepeatShare: 0.05}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a simulated flash sale against a private Redis and PostgreSQL",
+		Long: `demo starts a private redis-server and PostgreSQL, runs the projector, and sells
+--stock units to --buyers simulated buyers through the Go library, some of whom
+retry or try twice. It shows live progress, then a summary: sold, refused by
+reason, oversold (always 0), throughput, latency, and whether the ledger equals
+Redis once the projection caught up.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := dc.Validate(); err != nil {
+				return err
+			}
+			return runDemo(cmd.Context(), dc, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dc.Dir, "dir", "", "keep the servers' data here (default: a temporary directory, removed afterwards)")
+	f.Int64Var(&dc.Stock, "stock", dc.Stock, "units on sale")
+	f.IntVar(&dc.Buyers, "buyers", dc.Buyers, "distinct simulated buyers")
+	f.IntVar(&dc.Concurrency, "concurrency", dc.Concurrency, "purchases in flight at once")
+	f.Float64Var(&dc.RetryShare, "retry-share", dc.RetryShare, "share of buyers who retry the same request")
+	f.Float64Var(&dc.RepeatShare, "repeat-share", dc.RepeatShare, "share of buyers who try to buy a second time")
+	return cmd
+}
+
+type demoTally struct {
+	attempts, sold, replays, soldOut, already, failed atomic.Int64
+	mu                                                sync.Mutex
+	latencies                                         []time.Duration
+	events                                            map[string]bool
+}
+
+func runDemo(ctx context.Context, dc DemoConfig, out, progress io.Writer) error {
+	dir := dc.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "invledger-demo-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	cfg := Config{LogLevel: "warn"}
+	cfg.setDefaults()
+	log := newLogger(cfg.LogLevel)
+	fmt.Fprintf(progress, "starting private redis-server and PostgreSQL in %s ...\n", dir)
+	stack, err := startPrivateStack(ctx, dir, "strict", log)
+	if err != nil {
+		return err
+	}
+	defer stack.stop()
+	cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
+	if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+		return err
+	}
+
+	// The projector runs beside the sale, as serve would run it.
+	projCtx, stopProjector := context.WithCancel(ctx)
+	projDone := make(chan error, 1)
+	go func() {
+		projDone <- serve(projCtx, cfg, ServeConfig{Components: []string{"projector"}, Subscribers: 4, BatchSize: 500,
+			BatchWait: defaultBatchWait, StreamRetention: defaultRetention, Durability: "strict"}, nil)
+	}()
+	defer func() {
+		stopProjector()
+		<-projDone
+	}()
+
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	sku := fmt.Sprintf("demo-%d", time.Now().Unix())
+	if _, _, err := a.service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: dc.Stock, PerUserLimit: 1}); err != nil {
+		return err
+	}
+	if _, err := a.service.Warm(ctx, sku); err != nil {
+		return err
+	}
+
+	attempts := demoAttempts(sku, dc)
+	tally := &demoTally{events: map[string]bool{}, latencies: make([]time.Duration, 0, len(attempts))}
+	fmt.Fprintf(progress, "flash sale: %d units of %s, %d buyers, %d attempts, %d in flight\n", dc.Stock, sku, dc.Buyers, len(attempts), dc.Concurrency)
+	start := time.Now()
+	stopProgress := showProgress(progress, tally, len(attempts), dc.Stock, start)
+	work := make(chan ledger.DeductCommand)
+	var wg sync.WaitGroup
+	for range dc.Concurrency {
+		wg.Go(func() {
+			for c := range work {
+				t0 := time.Now()
+				rc, err := a.service.Deduct(ctx, c)
+				tally.record(rc, err, time.Since(t0))
+			}
+		})
+	}
+feed:
+	for _, c := range attempts {
+		select {
+		case work <- c:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopProgress()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("demo interrupted: %w", err)
+	}
+
+	caughtUp, lag, err := waitLedgerEqualsRedis(ctx, a, sku, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	return tally.summary(out, dc, len(attempts), elapsed, caughtUp, lag)
+}
+
+// demoAttempts builds the sale's traffic in a random order: one request per
+// buyer, a duplicate of it for retrying buyers, and a second request for
+// buyers who try again.
+func demoAttempts(sku string, dc DemoConfig) []ledger.DeductCommand {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out []ledger.DeductCommand
+	for b := range dc.Buyers {
+		user := fmt.Sprintf("buyer-%06d", b)
+		first := ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: user + "-a"}
+		out = append(out, first)
+		if rng.Float64() < dc.RetryShare {
+			out = append(out, first)
+		}
+		if rng.Float64() < dc.RepeatShare {
+			out = append(out, ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: user + "-b"})
+		}
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+func (t *demoTally) record(rc domain.Receipt, err error, took time.Duration) {
+	t.attempts.Add(1)
+	t.mu.Lock()
+	t.latencies = append(t.latencies, took)
+	replay := false
+	if err == nil {
+		replay = t.events[rc.EventID]
+		t.events[rc.EventID] = true
+	}
+	t.mu.Unlock()
+	switch {
+	case err == nil && replay:
+		t.replays.Add(1)
+	case err == nil:
+		t.sold.Add(1)
+	case errors.Is(err, domain.ErrSoldOut):
+		t.soldOut.Add(1)
+	case errors.Is(err, domain.ErrAlreadyPurchased):
+		t.already.Add(1)
+	default:
+		t.failed.Add(1)
+	}
+}
+
+// showProgress redraws one status line until the returned func is called.
+// Without a terminal it prints a line per second instead, so CI logs stay readable.
+func showProgress(w io.Writer, t *demoTally, total int, stock int64, start time.Time) (stop func()) {
+	interactive := isTerminal(w)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	draw := func(final bool) {
+		n := t.attempts.Load()
+		const width = 30
+		filled := int(int64(width) * n / int64(total))
+		bar := make([]byte, width)
+		for i := range bar {
+			bar[i] = ' '
+			if i < filled {
+				bar[i] = '#'
+			}
+		}
+		rate := float64(n) / max(time.Since(start).Seconds(), 1e-9)
+		line := fmt.Sprintf("[%s] %6d/%d attempts  sold %d/%d  refused %d  %6.0f/s", bar, n, total, t.sold.Load(), stock,
+			t.soldOut.Load()+t.already.Load(), rate)
+		if interactive {
+			fmt.Fprintf(w, "\r%s", line)
+			if final {
+				fmt.Fprintln(w)
+			}
+		} else {
+			fmt.Fprintln(w, line)
+		}
+	}
+	interval := 100 * time.Millisecond
+	if !interactive {
+		interval = time.Second
+	}
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				draw(true)
+				return
+			case <-tick.C:
+				draw(false)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// waitLedgerEqualsRedis polls until the ledger's balance and seq for sku
+// equal Redis's, and returns how long that took.
+func waitLedgerEqualsRedis(ctx context.Context, a *app, sku string, timeout time.Duration) (bool, time.Duration, error) {
+	start := time.Now()
+	for {
+		v, err := a.service.State(ctx, sku)
+		if err != nil {
+			return false, 0, err
+		}
+		if v.LedgerStock != nil && *v.LedgerStock == *v.RedisStock && *v.LedgerSeq == *v.RedisSeq {
+			var sum, rows int64
+			err := a.pool.QueryRow(ctx, `SELECT COALESCE(SUM(delta), 0), count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&sum, &rows)
+			if err != nil {
+				return false, 0, err
+			}
+			if sum == *v.RedisStock && rows == *v.RedisSeq {
+				return true, time.Since(start), nil
+			}
+		}
+		if time.Since(start) > timeout {
+			return false, time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (t *demoTally) summary(w io.Writer, dc DemoConfig, attempts int, elapsed time.Duration, caughtUp bool, lag time.Duration) error {
+	slices.Sort(t.latencies)
+	pct := func(p float64) time.Duration {
+		if len(t.latencies) == 0 {
+			return 0
+		}
+		return t.latencies[min(len(t.latencies)-1, int(p*float64(len(t.latencies))))]
+	}
+	oversold := max(0, t.sold.Load()-dc.Stock)
+	fmt.Fprintf(w, "\nflash sale summary\n")
+	fmt.Fprintf(w, "  units on sale          %d\n", dc.Stock)
+	fmt.Fprintf(w, "  attempts               %d from %d buyers\n", attempts, dc.Buyers)
+	fmt.Fprintf(w, "  sold                   %d\n", t.sold.Load())
+	fmt.Fprintf(w, "  refused: sold_out      %d\n", t.soldOut.Load())
+	fmt.Fprintf(w, "  refused: already_purchased %d\n", t.already.Load())
+	fmt.Fprintf(w, "  retries answered with the original receipt %d\n", t.replays.Load())
+	fmt.Fprintf(w, "  errors                 %d\n", t.failed.Load())
+	fmt.Fprintf(w, "  oversold               %d\n", oversold)
+	fmt.Fprintf(w, "  throughput             %.0f attempts/s over %s\n", float64(attempts)/elapsed.Seconds(), elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  latency                p50 %s  p99 %s\n", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond))
+	if caughtUp {
+		fmt.Fprintf(w, "  ledger equals Redis    yes (%s after the last purchase)\n", lag.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "  ledger equals Redis    NO after %s\n", lag.Round(time.Second))
+	}
+	switch {
+	case oversold > 0:
+		return fmt.Errorf("oversold %d units", oversold)
+	case t.failed.Load() > 0:
+		return fmt.Errorf("%d purchase attempts failed with errors", t.failed.Load())
+	case !caughtUp:
+		return errors.New("the ledger did not catch up with Redis")
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/invledger/invledger/ledger"
+)
+
+func newRootCmd() *cobra.Command {
+	var cfg Config
+	env := &envFlags{}
+	root := &cobra.Command{
+		Use:   "invledger",
+		Short: "Event-sourced inventory ledger for flash sales",
+		Long: `invledger sells stock from Redis in one Lua script per purchase, projects every
+event into an append-only PostgreSQL ledger, and keeps the two honest.
+
+Every flag can also be set with the environment variable named in its help.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return env.Err()
+		},
+	}
+	env.fs = root.PersistentFlags()
+	env.String(&cfg.RedisURL, "redis-url", "INVLEDGER_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL")
+	env.StringSlice(&cfg.RedisCluster, "redis-cluster", "INVLEDGER_REDIS_CLUSTER", "Redis Cluster seed addresses, comma-separated; when set, cluster mode is used")
+	env.String(&cfg.DatabaseURL, "database-url", "INVLEDGER_DATABASE_URL", "", "PostgreSQL URL")
+	env.Int(&cfg.Partitions, "partitions", "INVLEDGER_PARTITIONS", 16, "partition streams; fixed for a deployment")
+	env.String(&cfg.LogLevel, "log-level", "INVLEDGER_LOG_LEVEL", "info", "debug, info, warn or error")
+
+	// config returns the validated settings for a command that needs them.
+	config := func() (Config, error) {
+		c := cfg
+		c.setDefaults()
+		return c, c.Validate()
+	}
+	withApp := func(ctx context.Context, f func(*app) error) error {
+		c, err := config()
+		if err != nil {
+			return err
+		}
+		a, err := openApp(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		if err := a.checkSchema(ctx); err != nil {
+			return err
+		}
+		return f(a)
+	}
+
+	root.AddCommand(
+		newMigrateCmd(config),
+		newServeCmd(config),
+		newDevCmd(&cfg),
+		newDemoCmd(),
+		newSKUCmd(withApp),
+		newDeductCmd(withApp),
+		newReleaseCmd(withApp),
+	)
+	return root
+}
+
+func newMigrateCmd(config func() (Config, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the embedded database migrations",
+		Long:  "migrate brings the PostgreSQL schema up to date. It is safe to run repeatedly and from several processes at once.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := config()
+			if err != nil {
+				return err
+			}
+			return migrate(cmd.Context(), c.DatabaseURL, newLogger(c.LogLevel))
+		},
+	}
+}
+
+type appRunner func(ctx context.Context, f func(*app) error) error
+
+func newSKUCmd(withApp appRunner) *cobra.Command {
+	cmd := &cobra.Command{Use: "sku", Short: "Create, warm and show SKUs"}
+
+	var stock, limit int64
+	create := &cobra.Command{
+		Use:   "create SKU --stock N [--per-user-limit L]",
+		Short: "Define a SKU's initial stock and per-user limit",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !c.Flags().Changed("stock") {
+				return fmt.Errorf("--stock is required")
+			}
+			return withApp(c.Context(), func(a *app) error {
+				def, created, err := a.service.CreateSKU(c.Context(), ledger.CreateSKUCommand{SKU: args[0], Stock: stock, PerUserLimit: limit})
+				if err != nil {
+					return err
+				}
+				return printJSON(c.OutOrStdout(), map[string]any{"sku": def.SKU().String(), "stock": def.InitialStock(),
+					"per_user_limit": def.PerUserLimit(), "created": created})
+			})
+		},
+	}
+	create.Flags().Int64Var(&stock, "stock", 0, "initial stock")
+	create.Flags().Int64Var(&limit, "per-user-limit", 1, "most units one user may hold")
+
+	warm := &cobra.Command{
+		Use:   "warm SKU",
+		Short: "Load a SKU into Redis and append its stocked event; a no-op on a live SKU",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withApp(c.Context(), func(a *app) error {
+				res, err := a.service.Warm(c.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return printJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "stock": res.State.Stock, "seq": res.State.Seq,
+					"status": res.State.Status, "stocked": res.Stocked})
+			})
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show SKU",
+		Short: "Show a SKU as Redis and the ledger each see it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withApp(c.Context(), func(a *app) error {
+				v, err := a.service.State(c.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return printJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "redis_stock": v.RedisStock, "redis_seq": v.RedisSeq,
+					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "state": v.Status,
+					"initial_stock": v.Definition.InitialStock(), "per_user_limit": v.Definition.PerUserLimit()})
+			})
+		},
+	}
+	cmd.AddCommand(create, warm, show)
+	return cmd
+}
+
+func newDeductCmd(withApp appRunner) *cobra.Command {
+	var c ledger.DeductCommand
+	cmd := &cobra.Command{
+		Use:   "deduct --sku S --user U [--qty N] [--request-id R]",
+		Short: "Buy units for a user (exit status 2 when refused)",
+		Long:  "deduct runs one purchase attempt. Re-running it with the same --request-id returns the original receipt instead of buying again.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.RequestID == "" {
+				c.RequestID = uuid.NewString()
+			}
+			return withApp(cmd.Context(), func(a *app) error {
+				rc, err := a.service.Deduct(cmd.Context(), c)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), map[string]any{"status": "ok", "seq": rc.Seq, "remaining": rc.Remaining,
+					"event_id": rc.EventID, "request_id": rc.RequestID})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&c.SKU, "sku", "", "SKU id")
+	cmd.Flags().StringVar(&c.User, "user", "", "user id")
+	cmd.Flags().Int64Var(&c.Qty, "qty", 1, "units to buy")
+	cmd.Flags().StringVar(&c.RequestID, "request-id", "", "idempotency key (default: a new UUID)")
+	return cmd
+}
+
+func newReleaseCmd(withApp appRunner) *cobra.Command {
+	var c ledger.ReleaseCommand
+	cmd := &cobra.Command{
+		Use:   "release --sku S --user U --request-id R [--reason TEXT]",
+		Short: "Return a deduction's units to stock, exactly once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app) error {
+				rel, err := a.service.Release(cmd.Context(), c)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), map[string]any{"status": "released", "event_id": rel.EventID,
+					"seq": rel.Seq, "already_released": rel.AlreadyReleased})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&c.SKU, "sku", "", "SKU id")
+	cmd.Flags().StringVar(&c.User, "user", "", "user id of the deduction")
+	cmd.Flags().StringVar(&c.RequestID, "request-id", "", "request id of the deduction")
+	cmd.Flags().StringVar(&c.Reason, "reason", "", "why the units go back")
+	return cmd
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
