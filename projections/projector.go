@@ -187,7 +187,9 @@ func (p *Projector) Run(ctx context.Context) error {
 		stopWriter()
 		wg.Wait()
 	}()
-	if err := router.Run(ctx); err != nil {
+	// A shutdown that arrives while subscriptions are still being set up is
+	// not a failure: nothing was read, so nothing is lost.
+	if err := router.Run(ctx); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("projector: %w", err)
 	}
 	return nil

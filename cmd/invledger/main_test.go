@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+)
+
+func TestMain(m *testing.M) { localstacktest.Main(m) }
+
+// stackDir is a directory the postgres OS user can reach when tests run as root.
+func stackDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "invledger-cmd-test-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func TestDemoSellsEverythingAndNeverOversells(t *testing.T) {
+	var out bytes.Buffer
+	dc := DemoConfig{Dir: stackDir(t), Stock: 150, Buyers: 1500, Concurrency: 64, RetryShare: 0.2, RepeatShare: 0.2}
+	if err := runDemo(context.Background(), dc, &out, io.Discard); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"sold                   150\n", "oversold               0\n", "errors                 0\n", "ledger equals Redis    yes"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
+	ctx := context.Background()
+	stack, err := startPrivateStack(ctx, stackDir(t), "strict", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.stop)
+	cfg := Config{RedisURL: stack.redis.URL(), DatabaseURL: stack.databaseURL, LogLevel: "error"}
+	cfg.setDefaults()
+	if err := migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	const op, gw = "operator-secret-0001", "gateway-secret-00001"
+	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: "ops:operator:" + op + ",shop:gateway:" + gw + ",audit:auditor:auditor-secret-0001",
+		Durability: "strict", Components: knownComponents, Subscribers: 2, BatchSize: 100, BatchWait: defaultBatchWait, StreamRetention: time.Hour}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("serve ended early: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening")
+	}
+	api := "http://" + addr
+
+	call := func(method, path, token, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	if code, _ := call("GET", "/readyz", "", ""); code != 200 {
+		t.Fatalf("readyz %d", code)
+	}
+	if code, _ := call("PUT", "/v1/skus/srv-1", op, `{"stock":10,"per_user_limit":1}`); code != 201 {
+		t.Fatalf("create %d", code)
+	}
+	if code, _ := call("POST", "/v1/skus/srv-1/warm", op, ""); code != 200 {
+		t.Fatalf("warm %d", code)
+	}
+	for i := range 3 {
+		if code, m := call("POST", "/v1/skus/srv-1/deduct", gw, fmt.Sprintf(`{"user_id":"u%d","qty":1,"request_id":"r%d"}`, i, i)); code != 200 {
+			t.Fatalf("deduct %d %v", code, m)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, m := call("GET", "/v1/skus/srv-1", "auditor-secret-0001", "")
+		if m["ledger_stock"] == float64(7) && m["ledger_seq"] == float64(4) && m["redis_stock"] == float64(7) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("projection did not reach the ledger: %v", m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Get(api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"invledger_projected_events_total", "invledger_projection_batch_events", "go_goroutines"} {
+		if !bytes.Contains(metrics, []byte(name)) {
+			t.Fatalf("/metrics lacks %s", name)
+		}
+	}
+
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after SIGTERM-equivalent: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not shut down within 30s")
+	}
+}
+
+func TestDurabilityCheck(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name          string
+		appendOnly    bool
+		fsync, mode   string
+		allowVolatile bool
+		wantErr       string
+	}{
+		{"strict on always", true, "always", "strict", false, ""},
+		{"strict on everysec", true, "everysec", "strict", false, "appendfsync always"},
+		{"everysec on everysec", true, "everysec", "everysec", false, ""},
+		{"persistence off", false, "always", "strict", false, "--allow-volatile-redis"},
+		{"persistence off allowed", false, "always", "strict", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := localstacktest.Redis(t, func(c *localstack.RedisConfig) {
+				c.DisableAppendOnly = !tc.appendOnly
+				c.AppendFsync = tc.fsync
+			})
+			client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+			defer client.Close()
+			err := checkDurability(ctx, client, tc.mode, tc.allowVolatile, quietLogger())
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestMalformedSettingsNameTheirVariable(t *testing.T) {
+	for _, tc := range []struct{ env, value, args, want string }{
+		{"INVLEDGER_PARTITIONS", "many", "migrate", "INVLEDGER_PARTITIONS"},
+		{"INVLEDGER_BATCH_WAIT", "soon", "serve", "INVLEDGER_BATCH_WAIT"},
+		{"INVLEDGER_DATABASE_URL", "", "migrate", "INVLEDGER_DATABASE_URL"},
+		{"INVLEDGER_LOG_LEVEL", "loud", "migrate", "INVLEDGER_LOG_LEVEL"},
+		{"INVLEDGER_DURABILITY", "maybe", "serve", "INVLEDGER_DURABILITY"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv("INVLEDGER_DATABASE_URL", "postgres://127.0.0.1:1/x")
+			t.Setenv(tc.env, tc.value)
+			cmd := newRootCmd()
+			cmd.SetArgs(strings.Fields(tc.args))
+			cmd.SetOut(io.Discard)
+			err := cmd.ExecuteContext(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to name %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func quietLogger() *slog.Logger { return newLogger("error") }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# install-deps.sh installs what invledger's demo and tests need and the
+# machine lacks: redis-server and PostgreSQL from Debian's packages. Tests
+# and the demo start private instances of their own; nothing here configures
+# or relies on the machine's default services.
+set -euo pipefail
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
+if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null && ! command -v postgres >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+command -v go >/dev/null 2>&1 || { echo "install-deps: Go is not installed; install Go 1.26 from https://go.dev/dl/" >&2; exit 1; }
+command -v gcc >/dev/null 2>&1 || missing+=(gcc) # go test -race needs cgo
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]} from Debian's packages" >&2
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

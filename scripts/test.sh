@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# test.sh is `make test`: vet, every test with the race detector against
+# private redis-server and PostgreSQL processes the tests start themselves,
+# a short run of every Go benchmark so none can rot, and a short run of
+# every fuzz target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME=${FUZZTIME:-5s}
+
+scripts/install-deps.sh
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+echo "== benchmarks (short, so they cannot rot)"
+go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
+
+echo "== fuzz targets, ${FUZZTIME} each"
+grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do
+  pkg=$(dirname "$file")
+  grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
+    echo "-- $pkg $target"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+  done
+done
+echo "== all tests passed"
