@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,14 +12,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver for migrations
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/migrations"
+	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }
@@ -58,50 +55,14 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
-	rs := localstacktest.Redis(t)
-	pgURL := localstacktest.Postgres(t)
-
-	db, err := sql.Open("pgx", pgURL)
-	if err != nil {
+	ls := ledgertest.New(t)
+	if err := ls.Inventory.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrations.Up(ctx, db, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-
-	opts, err := redis.ParseURL(rs.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.PoolSize = 256
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
-
-	keys, err := redisinventory.NewKeyspace(redisinventory.DefaultPartitions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := redisinventory.NewRedisInventory(rdb, keys)
-	if err := inv.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	svc := ledger.NewService(inv, pgstore.NewPostgresSKUStore(pool), pgstore.NewPostgresLedgerStore(pool))
-
-	h, err := NewHandler(svc, Config{
+	h, err := NewHandler(ls.Service, Config{
 		Tokens: testTokens,
 		Ready: func(ctx context.Context) error {
-			return errors.Join(rdb.Ping(ctx).Err(), pool.Ping(ctx))
+			return errors.Join(ls.RedisClient.Ping(ctx).Err(), ls.Pool.Ping(ctx))
 		},
 		Logger: testLogger(t),
 	})
@@ -113,7 +74,8 @@ func newStack(t testing.TB) *stack {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 512
 	t.Cleanup(tr.CloseIdleConnections)
-	return &stack{srv: srv, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, rdb: rdb, pool: pool, keys: keys, svc: svc}
+	return &stack{srv: srv, client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		rdb: ls.RedisClient, pool: ls.Pool, keys: ls.Keyspace, svc: ls.Service}
 }
 
 // response is one answer of the API.
