@@ -31,20 +31,24 @@ type DeadLetterStore interface {
 
 // ProjectorConfig configures a Projector.
 type ProjectorConfig struct {
-	// NewRedisClient returns a fresh client per subscriber. Watermill's
-	// subscriber closes its client on Close, so it must never be the client
-	// that runs the purchase scripts.
-	NewRedisClient func() redis.UniversalClient
+	// NewRedisClient returns a fresh client per subscriber with a pool of at
+	// least poolSize connections. Watermill's subscriber closes its client on
+	// Close, so it must never be the client that runs the purchase scripts.
+	NewRedisClient func(poolSize int) redis.UniversalClient
 	// Streams are the partition streams to project, one Watermill topic each.
 	Streams []string
 	// ConsumerName prefixes the stable consumer names (name-0, name-1, ...).
 	// Defaults to the host name, so a restarted process takes back its own
 	// pending entries at once.
 	ConsumerName string
-	// SubscribersPerPartition is how many consumers read each stream. Each
-	// holds one message in flight until its batch commits, so this bounds
-	// the batch size per partition.
+	// SubscribersPerPartition is how many named consumers read each stream.
 	SubscribersPerPartition int
+	// ReadersPerSubscriber is how many concurrent reads each consumer runs on
+	// each stream. A Watermill subscription holds one message until it is
+	// acked, which happens after its batch commits, so subscribers times
+	// readers is the most events of one partition in flight, and bounds how
+	// fast one hot SKU's partition can be projected.
+	ReadersPerSubscriber int
 	// ReclaimAfter is how long an entry pending on another consumer must be
 	// idle before this projector takes it over.
 	ReclaimAfter time.Duration
@@ -67,6 +71,9 @@ func (c *ProjectorConfig) setDefaults() {
 	}
 	if c.SubscribersPerPartition == 0 {
 		c.SubscribersPerPartition = 4
+	}
+	if c.ReadersPerSubscriber == 0 {
+		c.ReadersPerSubscriber = 8
 	}
 	if c.ReclaimAfter == 0 {
 		c.ReclaimAfter = 30 * time.Second
@@ -95,6 +102,9 @@ func (c ProjectorConfig) Validate() error {
 	if c.SubscribersPerPartition < 1 {
 		errs = append(errs, errors.New("projector: SubscribersPerPartition must be at least 1"))
 	}
+	if c.ReadersPerSubscriber < 1 {
+		errs = append(errs, errors.New("projector: ReadersPerSubscriber must be at least 1"))
+	}
 	if c.ReclaimAfter < time.Second {
 		errs = append(errs, errors.New("projector: ReclaimAfter must be at least 1s"))
 	}
@@ -119,11 +129,6 @@ func NewProjector(cfg ProjectorConfig, store LedgerAppender, deadLetters DeadLet
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	// A bigger batch than the messages that can be in flight at once would
-	// only ever be closed by the timer.
-	if inFlight := len(cfg.Streams) * cfg.SubscribersPerPartition; cfg.Batch.MaxBatch > inFlight {
-		cfg.Batch.MaxBatch = inFlight
 	}
 	w, err := NewGroupCommitWriter(cfg.Batch, store, cfg.Metrics)
 	if err != nil {
@@ -176,7 +181,9 @@ func (p *Projector) Run(ctx context.Context) error {
 			return err
 		}
 		for _, stream := range p.cfg.Streams {
-			router.AddConsumerHandler(fmt.Sprintf("project %s %s", stream, consumer), stream, sub, p.handle)
+			for r := range p.cfg.ReadersPerSubscriber {
+				router.AddConsumerHandler(fmt.Sprintf("project %s %s/%d", stream, consumer, r), stream, sub, p.handle)
+			}
 		}
 	}
 
@@ -196,7 +203,9 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 func (p *Projector) newSubscriber(consumer string, started time.Time, logger watermill.LoggerAdapter) (*redisstream.Subscriber, error) {
-	client := p.cfg.NewRedisClient()
+	// Every reader blocks on one connection and acks on another; each
+	// stream's claimer needs one more.
+	client := p.cfg.NewRedisClient(len(p.cfg.Streams)*(2*p.cfg.ReadersPerSubscriber+1) + 4)
 	client.AddHook(streamIDHook{})
 	sub, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{
 		Client:                        client,
@@ -206,7 +215,10 @@ func (p *Projector) newSubscriber(consumer string, started time.Time, logger wat
 		OldestId:                      "0",
 		DisableIndefiniteInitialBlock: true,
 		NackResendSleep:               100 * time.Millisecond,
-		ClaimInterval:                 time.Second,
+		// Idle readers poll once per BlockTime and claimers once per
+		// ClaimInterval; with many readers both cost Redis real work.
+		BlockTime:     time.Second,
+		ClaimInterval: 5 * time.Second,
 		// Pending entries are listed once idle for a second; which of them to
 		// take is ShouldClaimPendingMessage's decision.
 		MaxIdleTime: time.Second,

@@ -40,6 +40,14 @@ type projectorOpts struct {
 // stops it and waits for it to return.
 func runProjector(t *testing.T, s *ledgertest.Stack, o projectorOpts) (stop func()) {
 	t.Helper()
+	return startProjector(t, s, o)
+}
+
+// runProjectorB is runProjector for benchmarks.
+func runProjectorB(b *testing.B, s *ledgertest.Stack) { startProjector(b, s, projectorOpts{}) }
+
+func startProjector(t testing.TB, s *ledgertest.Stack, o projectorOpts) (stop func()) {
+	t.Helper()
 	if o.name == "" {
 		o.name = "test"
 	}
@@ -48,8 +56,8 @@ func runProjector(t *testing.T, s *ledgertest.Stack, o projectorOpts) (stop func
 	}
 	streams := s.Keyspace.StreamKeys()
 	p, err := projections.NewProjector(projections.ProjectorConfig{
-		NewRedisClient: func() redis.UniversalClient {
-			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: 4 * len(streams)})
+		NewRedisClient: func(poolSize int) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
 		},
 		Streams:              streams,
 		ConsumerName:         o.name,

@@ -20,7 +20,10 @@ type LedgerAppender interface {
 type GroupCommitConfig struct {
 	// MaxBatch is the most events committed in one transaction.
 	MaxBatch int
-	// MaxWait is how long the first event of a batch waits for company.
+	// MaxWait is how long a batch may linger for more events after taking
+	// every event already queued. Zero commits what is queued at once: each
+	// consumer holds only one message until its commit, so lingering mostly
+	// waits for events that cannot come.
 	MaxWait time.Duration
 	// Writers is how many transactions may commit at once; two overlap one
 	// batch's commit with the next one's gathering.
@@ -33,9 +36,6 @@ type GroupCommitConfig struct {
 func (c *GroupCommitConfig) setDefaults() {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 500
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = 5 * time.Millisecond
 	}
 	if c.Writers == 0 {
 		c.Writers = 2
@@ -69,7 +69,8 @@ type submission struct {
 }
 
 // GroupCommitWriter gathers events from many concurrent handlers and commits
-// them together: up to MaxBatch events or MaxWait, whichever comes first.
+// them together: each free writer takes every queued event, up to MaxBatch,
+// lingers up to MaxWait for more, and commits them in one transaction.
 // Submit returns only once its event's transaction committed, so a handler
 // acks its message strictly after the commit.
 type GroupCommitWriter struct {
@@ -128,19 +129,31 @@ func (w *GroupCommitWriter) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		timer.Reset(w.cfg.MaxWait)
-	gather:
+		// Group commit: take everything queued while the last commit ran.
+	drain:
 		for len(batch) < w.cfg.MaxBatch {
 			select {
 			case s := <-w.in:
 				batch = append(batch, s)
-			case <-timer.C:
-				break gather
-			case <-ctx.Done():
-				break gather
+			default:
+				break drain
 			}
 		}
-		timer.Stop()
+		if w.cfg.MaxWait > 0 && len(batch) < w.cfg.MaxBatch {
+			timer.Reset(w.cfg.MaxWait)
+		linger:
+			for len(batch) < w.cfg.MaxBatch {
+				select {
+				case s := <-w.in:
+					batch = append(batch, s)
+				case <-timer.C:
+					break linger
+				case <-ctx.Done():
+					break linger
+				}
+			}
+			timer.Stop()
+		}
 		w.commit(batch)
 	}
 }

@@ -163,8 +163,8 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	if sc.has("projector") {
 		streams := a.keys.StreamKeys()
 		p, err := projections.NewProjector(projections.ProjectorConfig{
-			NewRedisClient: func() redis.UniversalClient {
-				client, _ := newRedisClient(c, 4*len(streams)) // the URL was validated by openApp
+			NewRedisClient: func(poolSize int) redis.UniversalClient {
+				client, _ := newRedisClient(c, poolSize) // the URL was validated by openApp
 				return client
 			},
 			Streams:                 streams,

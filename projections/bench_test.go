@@ -1,0 +1,99 @@
+package projections_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/ledgertest"
+)
+
+// fillStreams appends n well-formed deducted events spread over skus SKUs,
+// as the deduct script would have, with pipelined XADDs.
+func fillStreams(b *testing.B, s *ledgertest.Stack, n, skus int) {
+	b.Helper()
+	ctx := context.Background()
+	seq := make([]int64, skus)
+	pipe := s.RedisClient.Pipeline()
+	for i := range n {
+		k := i % skus
+		seq[k]++
+		sku := fmt.Sprintf("bench-%d", k)
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: s.Keyspace.SKUStreamKey(sku), Values: []any{
+			"event_id", uuid.Must(uuid.NewV7()).String(), "type", "deducted", "sku", sku, "seq", seq[k],
+			"qty", 1, "delta", -1, "balance", 1_000_000 - seq[k], "user", fmt.Sprint("u", i), "request_id", fmt.Sprint("r", i),
+			"ts", time.Now().UnixMicro(),
+		}})
+		if pipe.Len() == 1000 || i == n-1 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func totalRows(b *testing.B, s *ledgertest.Stack) int {
+	var n int
+	if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_entries`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// BenchmarkProjectorDrain measures how fast the projector drains a backlog of
+// b.N events: the stream is filled first, then the clock runs from the
+// projector's start until the ledger holds every event.
+func BenchmarkProjectorDrain(b *testing.B) {
+	for _, skus := range []int{1, 256} {
+		b.Run(fmt.Sprintf("skus=%d", skus), func(b *testing.B) {
+			s := ledgertest.New(b)
+			fillStreams(b, s, b.N, skus)
+			b.ResetTimer()
+			start := time.Now()
+			runProjectorB(b, s)
+			for totalRows(b, s) < b.N {
+				time.Sleep(5 * time.Millisecond)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkRawBatchedInsert is the ceiling the projector is compared with:
+// the same ledger insert, 500 rows a transaction, from two writers, with no
+// Redis in the way.
+func BenchmarkRawBatchedInsert(b *testing.B) {
+	s := ledgertest.New(b)
+	events := make([]domain.Event, b.N)
+	for i := range events {
+		events[i] = domain.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: domain.EventDeducted, SKU: fmt.Sprintf("raw-%d", i%256),
+			Seq: int64(i/256 + 1), Qty: 1, Delta: -1, Balance: 1, User: "u", RequestID: fmt.Sprint("r", i),
+			OccurredAt: time.Now(), StreamID: fmt.Sprintf("%d-0", i+1)}
+	}
+	const batch, writers = 500, 2
+	work := make(chan []domain.Event)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for chunk := range work {
+				if _, err := s.Ledger.AppendBatch(context.Background(), chunk); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := 0; i < len(events); i += batch {
+		work <- events[i:min(i+batch, len(events))]
+	}
+	close(work)
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
