@@ -12,6 +12,9 @@ const (
 	StatusOpen SKUStatus = "open"
 	// StatusClosed means the sale ended; deductions are refused.
 	StatusClosed SKUStatus = "closed"
+	// StatusRecovering means Redis restarted and the SKU is not yet verified
+	// against the ledger; purchases are refused until it is.
+	StatusRecovering SKUStatus = "recovering"
 )
 
 // SKUDefinition is what an operator declares for a sale: the initial stock
@@ -90,4 +93,7 @@ type StockState struct {
 	Seq    int64
 	Limit  int64
 	Status SKUStatus
+	// Verified is true when the SKU was checked against the ledger under the
+	// Redis run that holds it now.
+	Verified bool
 }

@@ -188,6 +188,9 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 	switch {
 	case err == nil:
 		view.RedisStock, view.RedisSeq, view.Status = &live.Stock, &live.Seq, live.Status
+		if !live.Verified {
+			view.Status = domain.StatusRecovering
+		}
 	case !errors.Is(err, domain.ErrNotWarmed):
 		return SKUView{}, err
 	}

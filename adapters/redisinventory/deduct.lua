@@ -2,7 +2,8 @@
 -- record and the deducted event. Every check runs before the first write,
 -- because Redis does not roll back a script that fails halfway.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
--- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id,
+-- ARGV[6] the caller's Redis run_id
 -- Reply codes (the seed's, extended):
 --   {1, event_id, seq, remaining}  deducted now
 --   {2, event_id, seq, remaining}  this request id already deducted: the original receipt
@@ -10,14 +11,22 @@
 --   {-1}                           not warmed
 --   {-2}                           per-user limit reached (already purchased)
 --   {-3}                           qty above the per-user limit: no user could ever buy it
+--   {-4}                           recovering: the SKU is not verified since Redis restarted
 --   {-5}                           sku closed
 --   {-6}                           request id already used by another user or quantity
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local sku, user, qty, request_id, event_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local sku, user, qty, request_id, event_id, run_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status')
+local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'epoch')
 if not live[1] then
   return {-1}
+end
+-- Fencing: the SKU was verified under one Redis run. The caller's run_id can
+-- be stale for a moment after a restart (go-redis retries on a new
+-- connection with the old arguments), so LASTSAVE, which Redis resets at
+-- every start, guards the same thing from inside.
+if live[4] ~= run_id or tonumber(live[5]) ~= redis.call('LASTSAVE') then
+  return {-4}
 end
 
 -- A retry (go-redis retries commands, callers retry on timeouts) must return

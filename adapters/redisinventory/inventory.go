@@ -20,6 +20,8 @@ var (
 	releaseSource string
 	//go:embed state.lua
 	stateSource string
+	//go:embed stamp.lua
+	stampSource string
 
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
@@ -27,6 +29,7 @@ var (
 	deductScript  = redis.NewScript(deductSource)
 	releaseScript = redis.NewScript(releaseSource)
 	stateScript   = redis.NewScript(stateSource)
+	stampScript   = redis.NewScript(stampSource)
 )
 
 // ErrScript marks a Redis reply that the scripts never produce: a version
@@ -38,11 +41,45 @@ var ErrScript = errors.New("unexpected redis script reply")
 type RedisInventory struct {
 	client redis.UniversalClient
 	keys   Keyspace
+	runIDs *RunIDs
 }
 
 // NewRedisInventory returns an inventory over client using keys' layout.
-func NewRedisInventory(client redis.UniversalClient, keys Keyspace) *RedisInventory {
-	return &RedisInventory{client: client, keys: keys}
+// runIDs must be attached to client (RunIDs.Attach) so that purchases carry
+// the run_id of the Redis they run on.
+func NewRedisInventory(client redis.UniversalClient, keys Keyspace, runIDs *RunIDs) *RedisInventory {
+	return &RedisInventory{client: client, keys: keys, runIDs: runIDs}
+}
+
+// RunIDs returns the tracker of the run_ids of the Redis nodes in use.
+func (r *RedisInventory) RunIDs() *RunIDs { return r.runIDs }
+
+// runID returns the run_id of the node that holds key, connecting first if
+// no connection to it was made yet.
+func (r *RedisInventory) runID(ctx context.Context, key string) (string, error) {
+	node := r.client
+	if cluster, ok := r.client.(*redis.ClusterClient); ok {
+		master, err := cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return "", fmt.Errorf("cluster node of %s: %w", key, err)
+		}
+		node = master
+	}
+	client, ok := node.(*redis.Client)
+	if !ok {
+		return "", fmt.Errorf("unsupported redis client %T", node)
+	}
+	addr := client.Options().Addr
+	if id := r.runIDs.Get(addr); id != "" {
+		return id, nil
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		return "", fmt.Errorf("connect to redis %s: %w", addr, err)
+	}
+	if id := r.runIDs.Get(addr); id != "" {
+		return id, nil
+	}
+	return "", fmt.Errorf("redis %s: no run_id seen; was the tracker attached to the client?", addr)
 }
 
 // Keyspace returns the key layout in use.
@@ -50,7 +87,7 @@ func (r *RedisInventory) Keyspace() Keyspace { return r.keys }
 
 // Load preloads every script so the first purchases do not pay for EVAL.
 func (r *RedisInventory) Load(ctx context.Context) error {
-	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript} {
+	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript} {
 		if err := s.Load(ctx, r.client).Err(); err != nil {
 			return fmt.Errorf("load redis scripts: %w", err)
 		}
@@ -89,7 +126,11 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error) {
 	s := sku.String()
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	reply, err := deductScript.Run(ctx, r.client, keys, s, user.String(), qty.Int64(), req.String(), eventID).Slice()
+	runID, err := r.runID(ctx, keys[0])
+	if err != nil {
+		return domain.Receipt{}, err
+	}
+	reply, err := deductScript.Run(ctx, r.client, keys, s, user.String(), qty.Int64(), req.String(), eventID, runID).Slice()
 	if err != nil {
 		return domain.Receipt{}, fmt.Errorf("deduct %s: %w", s, err)
 	}
@@ -115,6 +156,8 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 		return domain.Receipt{}, domain.ErrAlreadyPurchased
 	case -3:
 		return domain.Receipt{}, domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
+	case -4:
+		return domain.Receipt{}, fmt.Errorf("%w: sku %s is being verified after a Redis restart", domain.ErrRecovering, s)
 	case -5:
 		return domain.Receipt{}, domain.ErrClosed
 	case -6:
@@ -128,7 +171,11 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error) {
 	s := sku.String()
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	reply, err := releaseScript.Run(ctx, r.client, keys, s, user.String(), req.String(), eventID, reason.String()).Slice()
+	runID, err := r.runID(ctx, keys[0])
+	if err != nil {
+		return domain.ReleaseReceipt{}, err
+	}
+	reply, err := releaseScript.Run(ctx, r.client, keys, s, user.String(), req.String(), eventID, reason.String(), runID).Slice()
 	if err != nil {
 		return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w", s, err)
 	}
@@ -147,6 +194,8 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 		return res, nil
 	case -1:
 		return domain.ReleaseReceipt{}, domain.ErrNotWarmed
+	case -4:
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s is being verified after a Redis restart", domain.ErrRecovering, s)
 	case -6:
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q belongs to another user", domain.ErrConflict, req.String())
 	case -7:
@@ -159,23 +208,43 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 // Redis is ErrNotWarmed.
 func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.StockState, error) {
 	s := sku.String()
-	reply, err := stateScript.Run(ctx, r.client, []string{r.keys.SKUKey(s)}).Slice()
+	key := r.keys.SKUKey(s)
+	runID, err := r.runID(ctx, key)
+	if err != nil {
+		return domain.StockState{}, err
+	}
+	reply, err := stateScript.Run(ctx, r.client, []string{key}, runID).Slice()
 	if err != nil {
 		return domain.StockState{}, fmt.Errorf("state %s: %w", s, err)
 	}
 	if len(reply) == 0 {
 		return domain.StockState{}, domain.ErrNotWarmed
 	}
-	if len(reply) != 4 {
+	if len(reply) != 5 {
 		return domain.StockState{}, fmt.Errorf("state %s: %w: %v", s, ErrScript, reply)
 	}
 	st := domain.StockState{SKU: s}
+	verified, _ := replyInt(reply, 4)
+	st.Verified = verified == 1
 	st.Stock, _ = replyInt(reply, 0)
 	st.Seq, _ = replyInt(reply, 1)
 	st.Limit, _ = replyInt(reply, 2)
 	status, _ := reply[3].(string)
 	st.Status = domain.SKUStatus(status)
 	return st, nil
+}
+
+// Stamp marks a SKU as verified under the current Redis run, provided its seq
+// is still seq. stamped is false when a purchase moved the seq since the check.
+func (r *RedisInventory) Stamp(ctx context.Context, sku domain.SKUID, seq int64) (stamped bool, err error) {
+	n, err := stampScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, seq).Int64()
+	if err != nil {
+		return false, fmt.Errorf("stamp %s: %w", sku, err)
+	}
+	if n == -1 {
+		return false, domain.ErrNotWarmed
+	}
+	return n == 1, nil
 }
 
 func replyInt(reply []any, i int) (int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 func TestMain(m *testing.M) { localstacktest.Main(m) }
 
 type fixture struct {
+	srv    *localstack.RedisServer
 	client *redis.Client
 	keys   redisinventory.Keyspace
 	inv    *redisinventory.RedisInventory
@@ -27,13 +29,16 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	srv := localstacktest.Redis(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	opts := &redis.Options{Addr: srv.Addr()}
+	runIDs := redisinventory.NewRunIDs()
+	runIDs.Attach(opts)
+	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
 	keys, err := redisinventory.NewKeyspace(redisinventory.DefaultPartitions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{client: client, keys: keys, inv: redisinventory.NewRedisInventory(client, keys)}
+	return &fixture{srv: srv, client: client, keys: keys, inv: redisinventory.NewRedisInventory(client, keys, runIDs)}
 }
 
 // must unwraps fixtures that cannot fail unless the test itself is wrong.
@@ -285,5 +290,58 @@ func (r *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			r.mu.Unlock()
 		}
 		return next(ctx, cmd)
+	}
+}
+
+// TestRestartFencesEverySKUUntilStamped kills Redis and restarts it from its
+// AOF: every SKU must refuse purchases as recovering until it is stamped,
+// even for a caller whose run_id is stale, and resume after the stamp.
+func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "fenced", 10, 5)
+	must(deduct(t, f, sku, "u1", 1, "before", uuid.NewString()))
+	oldRunID := f.inv.RunIDs().Get(f.srv.Addr())
+
+	if err := f.srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A stale caller: the pre-restart run_id, sent over a fresh connection.
+	stale := redis.NewClient(&redis.Options{Addr: f.srv.Addr()})
+	defer stale.Close()
+	before := f.snapshot(t)
+	_, err := deduct(t, f, sku, "u2", 1, "after", uuid.NewString())
+	if !errors.Is(err, domain.ErrRecovering) {
+		t.Fatalf("deduct after restart: %v, want ErrRecovering", err)
+	}
+	if newRunID := f.inv.RunIDs().Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
+		t.Fatalf("run_id not refreshed on reconnect: %q -> %q", oldRunID, newRunID)
+	}
+	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("deduct.lua")))).Result()),
+		[]string{f.keys.SKUKey("fenced"), f.keys.BuyersKey("fenced"), f.keys.RequestsKey("fenced"), f.keys.SKUStreamKey("fenced")},
+		"fenced", "u3", 1, "stale", uuid.NewString(), oldRunID).Slice()
+	if err != nil || reply[0] != int64(-4) {
+		t.Fatalf("deduct with the pre-restart run_id: %v %v, want code -4 (recovering)", reply, err)
+	}
+	if _, err := f.inv.Release(ctx, sku, must(domain.NewUserID("u1")), must(domain.NewRequestID("before")), domain.Reason{}, uuid.NewString()); !errors.Is(err, domain.ErrRecovering) {
+		t.Fatalf("release after restart: %v, want ErrRecovering", err)
+	}
+	assertSame(t, before, f.snapshot(t))
+	st := must(f.inv.State(ctx, sku))
+	if st.Verified || st.Stock != 9 || st.Seq != 2 {
+		t.Fatalf("state after restart %+v, want unverified stock 9 seq 2", st)
+	}
+
+	if stamped, err := f.inv.Stamp(ctx, sku, 1); err != nil || stamped {
+		t.Fatalf("stamp with a stale seq: stamped=%v err=%v, want refused", stamped, err)
+	}
+	if stamped, err := f.inv.Stamp(ctx, sku, 2); err != nil || !stamped {
+		t.Fatalf("stamp: stamped=%v err=%v", stamped, err)
+	}
+	if _, err := deduct(t, f, sku, "u2", 1, "after", uuid.NewString()); err != nil {
+		t.Fatalf("deduct after stamp: %v", err)
 	}
 }

@@ -1,15 +1,20 @@
 -- release.lua: the seed's compensation. Returns a deduction's units to stock
 -- exactly once and appends the released event.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
--- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,
+-- ARGV[6] the caller's Redis run_id
 -- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
--- (the original release event); {-1} not warmed; {-6} the deduction belongs
+-- (the original release event); {-1} not warmed; {-4} recovering (see deduct.lua); {-6} the deduction belongs
 -- to another user; {-7} no deduction with that request id.
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local sku, user, request_id, event_id, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local sku, user, request_id, event_id, reason, run_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
-if redis.call('EXISTS', sku_key) == 0 then
+local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch')
+if not live[1] then
   return {-1}
+end
+if live[2] ~= run_id or tonumber(live[3]) ~= redis.call('LASTSAVE') then
+  return {-4}
 end
 local raw = redis.call('HGET', requests_key, request_id)
 if not raw then

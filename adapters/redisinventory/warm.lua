@@ -3,7 +3,8 @@
 -- ARGV[1] sku id, ARGV[2] initial stock, ARGV[3] per-user limit, ARGV[4] event id
 -- Reply: {1, stock, seq, status} when stocked now; {2, stock, seq, status} when
 -- the SKU was already live, in which case nothing is written: re-warming must
--- never reset stock in the middle of a sale.
+-- never reset stock in the middle of a sale. A new SKU is stamped as verified
+-- under this Redis run (run_id and LASTSAVE), see deduct.lua.
 local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, stock, limit, event_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -13,10 +14,11 @@ if live[1] then
 end
 
 -- All checks done; writes follow.
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local t = redis.call('TIME')
 local ts = t[1] .. string.format('%06d', tonumber(t[2]))
 redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
-  'stocked_event_id', event_id)
+  'stocked_event_id', event_id, 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
 redis.call('XADD', stream_key, '*',
   'event_id', event_id, 'type', 'stocked', 'sku', sku, 'seq', 1,
   'qty', stock, 'delta', stock, 'balance', stock, 'ts', ts)

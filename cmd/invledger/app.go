@@ -37,16 +37,24 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
-// newRedisClient makes a client for cfg. poolSize 0 means the go-redis default.
-func newRedisClient(cfg Config, poolSize int) (redis.UniversalClient, error) {
+// newRedisClient makes a client for cfg. poolSize 0 means the go-redis
+// default. runIDs, if not nil, learns the run_id of every node connected to.
+func newRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (redis.UniversalClient, error) {
 	if len(cfg.RedisCluster) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize}), nil
+		opts := &redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize}
+		if runIDs != nil {
+			runIDs.AttachCluster(opts)
+		}
+		return redis.NewClusterClient(opts), nil
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("--redis-url (INVLEDGER_REDIS_URL): %w", err)
 	}
 	opts.PoolSize = poolSize
+	if runIDs != nil {
+		runIDs.Attach(opts)
+	}
 	return redis.NewClient(opts), nil
 }
 
@@ -60,7 +68,8 @@ func openApp(ctx context.Context, cfg Config) (*app, error) {
 	if a.keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
 		return nil, err
 	}
-	if a.redis, err = newRedisClient(cfg, 64*runtime.GOMAXPROCS(0)+256); err != nil {
+	runIDs := redisinventory.NewRunIDs()
+	if a.redis, err = newRedisClient(cfg, 64*runtime.GOMAXPROCS(0)+256, runIDs); err != nil {
 		return nil, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -85,7 +94,7 @@ func openApp(ctx context.Context, cfg Config) (*app, error) {
 		a.Close()
 		return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d: %w (check --database-url / INVLEDGER_DATABASE_URL)", poolCfg.ConnConfig.Host, poolCfg.ConnConfig.Port, err)
 	}
-	a.inventory = redisinventory.NewRedisInventory(a.redis, a.keys)
+	a.inventory = redisinventory.NewRedisInventory(a.redis, a.keys, runIDs)
 	a.skus = pgstore.NewPostgresSKUStore(a.pool)
 	a.ledger = pgstore.NewPostgresLedgerStore(a.pool)
 	a.service = ledger.NewService(a.inventory, a.skus, a.ledger)

@@ -164,7 +164,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		streams := a.keys.StreamKeys()
 		p, err := projections.NewProjector(projections.ProjectorConfig{
 			NewRedisClient: func(poolSize int) redis.UniversalClient {
-				client, _ := newRedisClient(c, poolSize) // the URL was validated by openApp
+				client, _ := newRedisClient(c, poolSize, nil) // the URL was validated by openApp
 				return client
 			},
 			Streams:                 streams,

@@ -30,6 +30,7 @@ type Stack struct {
 	DatabaseURL string
 	Pool        *pgxpool.Pool
 	Keyspace    redisinventory.Keyspace
+	RunIDs      *redisinventory.RunIDs
 	Inventory   *redisinventory.RedisInventory
 	SKUs        *pgstore.PostgresSKUStore
 	Ledger      *pgstore.PostgresLedgerStore
@@ -74,7 +75,10 @@ func New(t testing.TB, opts ...Option) *Stack {
 		s.DatabaseURL = localstacktest.Postgres(t)
 	}
 
-	s.RedisClient = redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: 256})
+	s.RunIDs = redisinventory.NewRunIDs()
+	redisOpts := &redis.Options{Addr: s.Redis.Addr(), PoolSize: 256}
+	s.RunIDs.Attach(redisOpts)
+	s.RedisClient = redis.NewClient(redisOpts)
 	t.Cleanup(func() { _ = s.RedisClient.Close() })
 
 	Migrate(t, s.DatabaseURL)
@@ -88,7 +92,7 @@ func New(t testing.TB, opts ...Option) *Stack {
 	if s.Keyspace, err = redisinventory.NewKeyspace(o.partitions); err != nil {
 		t.Fatal(err)
 	}
-	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace)
+	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace, s.RunIDs)
 	s.SKUs = pgstore.NewPostgresSKUStore(pool)
 	s.Ledger = pgstore.NewPostgresLedgerStore(pool)
 	s.Service = ledger.NewService(s.Inventory, s.SKUs, s.Ledger)
