@@ -12,6 +12,9 @@ type Purchase struct {
 	Remaining      int64
 	Released       bool
 	ReleaseEventID string
+	// ReleaseSeq is the seq of the released event, which a repeated release
+	// reports; zero while the purchase is held.
+	ReleaseSeq int64
 }
 
 // SKUState is the state that a SKU's events fold into: what Redis must hold
@@ -83,7 +86,7 @@ func (s *SKUState) Apply(e Event) error {
 		s.Buyers[e.User] += e.Qty
 		s.Requests[e.RequestID] = Purchase{User: e.User, Qty: e.Qty, EventID: e.ID, Seq: e.Seq, Remaining: e.Balance}
 	case EventReleased:
-		release.Released, release.ReleaseEventID = true, e.ID
+		release.Released, release.ReleaseEventID, release.ReleaseSeq = true, e.ID, e.Seq
 		s.Requests[e.RequestID] = release
 		if s.Buyers[release.User] -= release.Qty; s.Buyers[release.User] <= 0 {
 			delete(s.Buyers, release.User)

@@ -65,7 +65,7 @@ func purchase(user string, qty, seq, remaining int64) domain.Purchase {
 }
 
 func released(p domain.Purchase, releaseSeq int64) domain.Purchase {
-	p.Released, p.ReleaseEventID = true, fmt.Sprintf("ev-%d", releaseSeq)
+	p.Released, p.ReleaseEventID, p.ReleaseSeq = true, fmt.Sprintf("ev-%d", releaseSeq), releaseSeq
 	return p
 }
 

@@ -86,6 +86,20 @@ type LedgerBalance struct {
 	UpdatedAt time.Time
 }
 
+// LedgerSummary is what a SKU's ledger folds into, read in one snapshot
+// together with its balances row, for reconciliation.
+type LedgerSummary struct {
+	Stock int64
+	// Seq is the highest seq in the ledger; Count the number of rows. Count
+	// below Seq means seqs are missing.
+	Seq   int64
+	Count int64
+	// Holders is the number of users holding units after releases.
+	Holders int64
+	// Balance is the SKU's balances row, nil if there is none.
+	Balance *LedgerBalance
+}
+
 // StockState is a SKU's live inventory as Redis holds it.
 type StockState struct {
 	SKU    string

@@ -22,6 +22,10 @@ const StreamIDField = "_stream_id"
 // entries go to dead_letters instead of being retried.
 var ErrMalformedEntry = errors.New("malformed stream entry")
 
+// ErrLostEntry marks an entry from a Redis run that crashed and lost it.
+// It goes to dead_letters instead of the ledger.
+var ErrLostEntry = errors.New("stream entry lost by a Redis restart")
+
 // ParseEntry turns the fields the Lua scripts write into an event. Every
 // problem is an ErrMalformedEntry naming the field.
 func ParseEntry(fields map[string]string) (domain.Event, error) {

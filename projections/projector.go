@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -56,9 +57,19 @@ type ProjectorConfig struct {
 	// PostgreSQL is unavailable; retries never give up.
 	RetryInitialInterval time.Duration
 	RetryMaxInterval     time.Duration
-	Batch                GroupCommitConfig
-	Logger               *slog.Logger
-	Metrics              *Metrics
+	// Epoch, if set, identifies the current Redis run (run_id and LASTSAVE)
+	// and EntryExists tells whether a stream entry is still in Redis. With
+	// both, an entry read before a Redis crash that the restarted Redis no
+	// longer holds (lost in the everysec window) is not projected but
+	// dead-lettered: the reconciler reports such deductions as lost, and
+	// projecting them after Redis resumed selling their seqs would collide.
+	Epoch       func(ctx context.Context) (string, error)
+	EntryExists func(ctx context.Context, stream, id string) (bool, error)
+	// EpochPoll is how often Epoch is read. Default 200ms.
+	EpochPoll time.Duration
+	Batch     GroupCommitConfig
+	Logger    *slog.Logger
+	Metrics   *Metrics
 }
 
 func (c *ProjectorConfig) setDefaults() {
@@ -87,6 +98,9 @@ func (c *ProjectorConfig) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.EpochPoll == 0 {
+		c.EpochPoll = 200 * time.Millisecond
+	}
 	c.Batch.setDefaults()
 }
 
@@ -111,6 +125,9 @@ func (c ProjectorConfig) Validate() error {
 	if c.Metrics == nil {
 		errs = append(errs, errors.New("projector: Metrics is required"))
 	}
+	if (c.Epoch == nil) != (c.EntryExists == nil) {
+		errs = append(errs, errors.New("projector: set both Epoch and EntryExists, or neither"))
+	}
 	errs = append(errs, c.Batch.Validate())
 	return errors.Join(errs...)
 }
@@ -122,6 +139,7 @@ type Projector struct {
 	cfg     ProjectorConfig
 	writer  *GroupCommitWriter
 	deadLet DeadLetterStore
+	epoch   atomic.Pointer[string]
 }
 
 // NewProjector returns a projector writing to store.
@@ -147,7 +165,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		return fmt.Errorf("projector router: %w", err)
 	}
 	poison, err := middleware.PoisonQueueWithFilter(&deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger},
-		deadLetterTopic, func(err error) bool { return errors.Is(err, ErrMalformedEntry) })
+		deadLetterTopic, func(err error) bool { return errors.Is(err, ErrMalformedEntry) || errors.Is(err, ErrLostEntry) })
 	if err != nil {
 		return fmt.Errorf("projector poison queue: %w", err)
 	}
@@ -164,7 +182,9 @@ func (p *Projector) Run(ctx context.Context) error {
 			Multiplier:          2,
 			RandomizationFactor: 0.2,
 			ResetContextOnRetry: true,
-			ShouldRetry:         func(rp middleware.RetryParams) bool { return !errors.Is(rp.Err, ErrMalformedEntry) },
+			ShouldRetry: func(rp middleware.RetryParams) bool {
+				return !errors.Is(rp.Err, ErrMalformedEntry) && !errors.Is(rp.Err, ErrLostEntry)
+			},
 			OnRetryHook: func(n int, delay time.Duration) {
 				if n == 1 || n%10 == 0 {
 					p.cfg.Logger.Warn("projector retrying a commit", "attempt", n, "next_delay", delay)
@@ -190,6 +210,9 @@ func (p *Projector) Run(ctx context.Context) error {
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { p.writer.Run(writerCtx) })
+	if p.cfg.Epoch != nil {
+		wg.Go(func() { p.watchEpoch(writerCtx) })
+	}
 	defer func() {
 		stopWriter()
 		wg.Wait()
@@ -206,7 +229,7 @@ func (p *Projector) newSubscriber(consumer string, started time.Time, logger wat
 	// Every reader blocks on one connection and acks on another; each
 	// stream's claimer needs one more.
 	client := p.cfg.NewRedisClient(len(p.cfg.Streams)*(2*p.cfg.ReadersPerSubscriber+1) + 4)
-	client.AddHook(streamIDHook{})
+	client.AddHook(streamIDHook{epoch: &p.epoch})
 	sub, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{
 		Client:                        client,
 		Unmarshaller:                  entryUnmarshaller{},
@@ -242,7 +265,45 @@ func (p *Projector) handle(msg *message.Message) error {
 	if err != nil {
 		return err
 	}
+	if err := p.checkNotLost(msg); err != nil {
+		return err
+	}
 	return p.writer.Submit(msg.Context(), event)
+}
+
+// checkNotLost refuses an entry read under an earlier Redis run that the
+// current run no longer holds. Entries read under the current run need no
+// check, so the cost falls only on the few messages in flight at a restart.
+func (p *Projector) checkNotLost(msg *message.Message) error {
+	current := p.epoch.Load()
+	readUnder, stamped := msg.Metadata[epochKey]
+	if p.cfg.EntryExists == nil || current == nil || !stamped || readUnder == *current {
+		return nil
+	}
+	stream := message.SubscribeTopicFromCtx(msg.Context())
+	exists, err := p.cfg.EntryExists(msg.Context(), stream, msg.Metadata[StreamIDField])
+	if err != nil {
+		return fmt.Errorf("check stream entry after a redis restart: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("%w: read before Redis restarted, and the restarted Redis no longer holds it", ErrLostEntry)
+	}
+	return nil
+}
+
+func (p *Projector) watchEpoch(ctx context.Context) {
+	t := time.NewTicker(p.cfg.EpochPoll)
+	defer t.Stop()
+	for {
+		if e, err := p.cfg.Epoch(ctx); err == nil {
+			p.epoch.Store(&e)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // deadLetterPublisher is the poison queue's publisher: it stores poisoned

@@ -24,7 +24,9 @@ end
 -- Fencing: the SKU was verified under one Redis run. The caller's run_id can
 -- be stale for a moment after a restart (go-redis retries on a new
 -- connection with the old arguments), so LASTSAVE, which Redis resets at
--- every start, guards the same thing from inside.
+-- every start, guards the same thing from inside. LASTSAVE has one-second
+-- resolution: only a Redis that crashed within a second of starting, seen
+-- by a caller with a stale run_id, could slip through both.
 if live[4] ~= run_id or tonumber(live[5]) ~= redis.call('LASTSAVE') then
   return {-4}
 end

@@ -22,6 +22,10 @@ var (
 	stateSource string
 	//go:embed stamp.lua
 	stampSource string
+	//go:embed fence.lua
+	fenceSource string
+	//go:embed correct.lua
+	correctSource string
 
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
@@ -30,6 +34,8 @@ var (
 	releaseScript = redis.NewScript(releaseSource)
 	stateScript   = redis.NewScript(stateSource)
 	stampScript   = redis.NewScript(stampSource)
+	fenceScript   = redis.NewScript(fenceSource)
+	correctScript = redis.NewScript(correctSource)
 )
 
 // ErrScript marks a Redis reply that the scripts never produce: a version
@@ -87,7 +93,7 @@ func (r *RedisInventory) Keyspace() Keyspace { return r.keys }
 
 // Load preloads every script so the first purchases do not pay for EVAL.
 func (r *RedisInventory) Load(ctx context.Context) error {
-	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript} {
+	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript} {
 		if err := s.Load(ctx, r.client).Err(); err != nil {
 			return fmt.Errorf("load redis scripts: %w", err)
 		}
@@ -237,9 +243,25 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 // Stamp marks a SKU as verified under the current Redis run, provided its seq
 // is still seq. stamped is false when a purchase moved the seq since the check.
 func (r *RedisInventory) Stamp(ctx context.Context, sku domain.SKUID, seq int64) (stamped bool, err error) {
-	n, err := stampScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, seq).Int64()
+	return r.casScript(ctx, stampScript, "stamp", sku, seq)
+}
+
+// Fence takes the SKU out of sale (purchases get recovering) if its seq is
+// still seq. fenced is false when a purchase moved the seq meanwhile.
+func (r *RedisInventory) Fence(ctx context.Context, sku domain.SKUID, seq int64) (fenced bool, err error) {
+	return r.casScript(ctx, fenceScript, "fence", sku, seq)
+}
+
+// Correct sets the SKU's stock and stamps it verified if its seq is still
+// seq. corrected is false when a purchase moved the seq meanwhile.
+func (r *RedisInventory) Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (corrected bool, err error) {
+	return r.casScript(ctx, correctScript, "correct", sku, seq, stock)
+}
+
+func (r *RedisInventory) casScript(ctx context.Context, s *redis.Script, name string, sku domain.SKUID, seq int64, args ...any) (bool, error) {
+	n, err := s.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, append([]any{seq}, args...)...).Int64()
 	if err != nil {
-		return false, fmt.Errorf("stamp %s: %w", sku, err)
+		return false, fmt.Errorf("%s %s: %w", name, sku, err)
 	}
 	if n == -1 {
 		return false, domain.ErrNotWarmed

@@ -3,6 +3,7 @@ package redisinventory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -87,4 +88,40 @@ func parseRunID(info string) string {
 		}
 	}
 	return ""
+}
+
+// Epoch identifies the current run of every Redis node: run_id and LASTSAVE.
+// It changes on restart and failover (and LASTSAVE on a manual SAVE), which
+// is exactly when SKUs lose their verified stamp.
+func (r *RedisInventory) Epoch(ctx context.Context) (string, error) {
+	read := func(ctx context.Context, c *redis.Client) (string, error) {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return "", err
+		}
+		last, err := c.LastSave(ctx).Result()
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s@%s/%d", c.Options().Addr, parseRunID(info), last), nil
+	}
+	switch c := r.client.(type) {
+	case *redis.Client:
+		return read(ctx, c)
+	case *redis.ClusterClient:
+		var (
+			mu    sync.Mutex
+			parts []string
+		)
+		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			e, err := read(ctx, node)
+			mu.Lock()
+			parts = append(parts, e)
+			mu.Unlock()
+			return err
+		})
+		slices.Sort(parts)
+		return strings.Join(parts, ","), err
+	}
+	return "", fmt.Errorf("unsupported redis client %T", r.client)
 }

@@ -3,12 +3,13 @@
 -- slipped in since the check, nothing is written and the verifier looks again.
 -- KEYS[1] sku hash
 -- ARGV[1] the seq the verifier checked
--- Reply: 1 stamped; 0 seq moved; -1 not warmed.
-local seq = redis.call('HGET', KEYS[1], 'seq')
-if not seq then
+-- Reply: 1 stamped; 0 seq moved or a restore is running; -1 not warmed.
+local live = redis.call('HMGET', KEYS[1], 'seq', 'fence')
+if not live[1] then
   return -1
 end
-if seq ~= ARGV[1] then
+-- A restore in progress owns the SKU until it stamps it itself.
+if live[1] ~= ARGV[1] or string.sub(live[2] or '', 1, 10) == 'restoring:' then
   return 0
 end
 local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')

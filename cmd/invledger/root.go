@@ -65,6 +65,9 @@ Every flag can also be set with the environment variable named in its help.`,
 		newSKUCmd(withApp),
 		newDeductCmd(withApp),
 		newReleaseCmd(withApp),
+		newRestoreRedisCmd(withApp),
+		newRebuildProjectionsCmd(withApp),
+		newArchiveBuyersCmd(withApp),
 	)
 	return root
 }
@@ -143,7 +146,7 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, warm, show)
+	cmd.AddCommand(create, warm, show, newSKUCloseCmd(withApp))
 	return cmd
 }
 

@@ -171,6 +171,8 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 			ConsumerName:            sc.ConsumerName,
 			SubscribersPerPartition: sc.Subscribers,
 			Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
+			Epoch:                   a.inventory.Epoch,
+			EntryExists:             a.inventory.EntryExists,
 			Logger:                  a.log,
 			Metrics:                 metrics,
 		}, a.ledger, a.ledger)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -35,6 +36,8 @@ type Stack struct {
 	SKUs        *pgstore.PostgresSKUStore
 	Ledger      *pgstore.PostgresLedgerStore
 	Service     *ledger.Service
+	// Journal records the deductions Service acknowledged, as serve's does.
+	Journal *ledger.ReceiptJournal
 }
 
 // Option changes how New builds the stack.
@@ -95,7 +98,8 @@ func New(t testing.TB, opts ...Option) *Stack {
 	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace, s.RunIDs)
 	s.SKUs = pgstore.NewPostgresSKUStore(pool)
 	s.Ledger = pgstore.NewPostgresLedgerStore(pool)
-	s.Service = ledger.NewService(s.Inventory, s.SKUs, s.Ledger)
+	s.Journal = ledger.NewReceiptJournal(30 * time.Second)
+	s.Service = ledger.NewService(s.Journal.Wrap(s.Inventory), s.SKUs, s.Ledger)
 	return s
 }
 

@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/ledgertest"
+)
+
+func TestCloseEndpoint(t *testing.T) {
+	ls := ledgertest.New(t)
+	h, err := NewHandler(ls.Service, Config{
+		Tokens: testTokens,
+		Ready:  func(context.Context) error { return nil },
+		Logger: testLogger(t),
+		Routes: []Route{CloseRoute(ls.Archiver(t), testLogger(t))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s := &stack{srv: srv, client: srv.Client(), rdb: ls.RedisClient, pool: ls.Pool, keys: ls.Keyspace, svc: ls.Service}
+	s.mustCreateWarm(t, "close-1", `{"stock":5,"per_user_limit":1}`)
+	if r := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != http.StatusOK {
+		t.Fatalf("deduct: %d %s", r.status, r.body)
+	}
+	receipt := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`).body
+
+	before := s.footprint(t, "close-1")
+	for _, secret := range []string{secretGateway, secretAuditor, secretApprover} {
+		expectError(t, s.do(t, http.MethodPost, "/v1/skus/close-1/close", secret, ""), http.StatusForbidden, codeForbidden)
+	}
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/close-1/close", "", ""), http.StatusUnauthorized, codeUnauthorized)
+	if after := s.footprint(t, "close-1"); after != before {
+		t.Fatalf("refused close changed Redis: %+v -> %+v", before, after)
+	}
+
+	var first closeJSON
+	r := s.do(t, http.MethodPost, "/v1/skus/close-1/close", secretOperator, "")
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &first) != nil || first.Status != "closed" || first.AlreadyClosed ||
+		time.Since(first.ClosedAt) > time.Minute {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	var again closeJSON
+	r = s.do(t, http.MethodPost, "/v1/skus/close-1/close", secretOperator, "")
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &again) != nil || !again.AlreadyClosed || !again.ClosedAt.Equal(first.ClosedAt) {
+		t.Fatalf("close again: %d %s, want already closed at %v", r.status, r.body, first.ClosedAt)
+	}
+
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u2","qty":1,"request_id":"r2"}`),
+		http.StatusConflict, codeClosed)
+	if r := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != http.StatusOK || string(r.body) != string(receipt) {
+		t.Fatalf("retry after close: %d %s, want the original receipt %s", r.status, r.body, receipt)
+	}
+	var view skuViewJSON
+	if r := s.do(t, http.MethodGet, "/v1/skus/close-1", secretAuditor, ""); json.Unmarshal(r.body, &view) != nil || view.State != "closed" {
+		t.Fatalf("sku after close: %s", r.body)
+	}
+
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/close", secretOperator, ""), http.StatusNotFound, codeNotFound)
+	if r := s.do(t, http.MethodPut, "/v1/skus/cold-1", secretOperator, `{"stock":5,"per_user_limit":1}`); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/cold-1/close", secretOperator, ""), http.StatusConflict, codeNotWarmed, "restore-redis")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/bad%7B/close", secretOperator, ""), http.StatusBadRequest, codeInvalidRequest, "sku")
+	expectError(t, s.do(t, http.MethodGet, "/v1/skus/close-1/close", secretOperator, ""), http.StatusMethodNotAllowed, codeMethodNotAllowed)
+}
+
+func TestCloseRouteMapsErrorsWithoutLeakingThem(t *testing.T) {
+	rt := CloseRoute(closerFunc(func(context.Context, string) error { return errors.New("dial tcp 10.0.0.7:6379: refused") }), testLogger(t))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/skus/x/close", nil)
+	req.SetPathValue("sku", "x")
+	rt.Handler.ServeHTTP(rec, req)
+	expectError(t, response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, http.StatusInternalServerError, codeInternal, detailInternal)
+}
+
+type closerFunc func(ctx context.Context, sku string) error
+
+func (f closerFunc) CloseSKU(ctx context.Context, sku string) (ledger.CloseResult, error) {
+	return ledger.CloseResult{}, f(ctx, sku)
+}

@@ -1,0 +1,123 @@
+package redisinventory
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+var (
+	//go:embed close.lua
+	closeSource string
+	//go:embed drop_buyers.lua
+	dropBuyersSource string
+
+	closeScript      = redis.NewScript(closeSource)
+	dropBuyersScript = redis.NewScript(dropBuyersSource)
+)
+
+var _ ledger.InventoryArchiver = (*RedisInventory)(nil)
+
+// CloseSKU marks a SKU closed with the Redis time, so deduct.lua refuses new
+// purchases. already is true, and closedAt the original time, when it was
+// closed before. A SKU that is not in Redis is domain.ErrNotWarmed.
+func (r *RedisInventory) CloseSKU(ctx context.Context, sku domain.SKUID) (closedAt time.Time, already bool, err error) {
+	reply, err := closeScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}).Slice()
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
+	}
+	code, err := replyInt(reply, 0)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
+	}
+	switch code {
+	case 1, 2:
+		at, err := replyMicros(reply, 1)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
+		}
+		return at, code == 2, nil
+	case -1:
+		return time.Time{}, false, domain.ErrNotWarmed
+	}
+	return time.Time{}, false, fmt.Errorf("close %s: %w: code %d", sku, ErrScript, code)
+}
+
+// Buyers reads a SKU's buyers hash in pages (HSCAN), so a large hash never
+// blocks Redis. archived is true when DropBuyers already deleted it. The
+// pages are not one snapshot: callers check that the SKU's seq did not move
+// across the read.
+func (r *RedisInventory) Buyers(ctx context.Context, sku domain.SKUID) (buyers map[string]int64, archived bool, err error) {
+	s := sku.String()
+	archived, err = r.client.HExists(ctx, r.keys.SKUKey(s), "archived_at").Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("buyers of %s: %w", s, err)
+	}
+	buyers = map[string]int64{}
+	key := r.keys.BuyersKey(s)
+	var cursor uint64
+	for {
+		kv, next, err := r.client.HScan(ctx, key, cursor, "", 1000).Result()
+		if err != nil {
+			return nil, false, fmt.Errorf("buyers of %s: %w", s, err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			n, err := strconv.ParseInt(kv[i+1], 10, 64)
+			if err != nil {
+				return nil, false, fmt.Errorf("buyers of %s: user %q holds %q: %w", s, kv[i], kv[i+1], ErrScript)
+			}
+			buyers[kv[i]] = n
+		}
+		if next == 0 {
+			return buyers, archived, nil
+		}
+		cursor = next
+	}
+}
+
+// DropBuyers deletes a closed SKU's buyers hash and marks the SKU archived,
+// provided its seq is still seq; otherwise it is ledger.ErrSeqMoved and
+// nothing changes. Dropping again is a no-op. An open SKU is
+// ledger.ErrSKUOpen; a SKU not in Redis is domain.ErrNotWarmed.
+func (r *RedisInventory) DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) error {
+	s := sku.String()
+	reply, err := dropBuyersScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.BuyersKey(s)}, seq).Slice()
+	if err != nil {
+		return fmt.Errorf("drop buyers of %s: %w", s, err)
+	}
+	code, err := replyInt(reply, 0)
+	if err != nil {
+		return fmt.Errorf("drop buyers of %s: %w", s, err)
+	}
+	switch code {
+	case 1, 2:
+		return nil
+	case 0:
+		return ledger.ErrSeqMoved
+	case -1:
+		return domain.ErrNotWarmed
+	case -2:
+		return ledger.ErrSKUOpen
+	}
+	return fmt.Errorf("drop buyers of %s: %w: code %d", s, ErrScript, code)
+}
+
+// replyMicros reads element i of a script reply as Redis TIME microseconds.
+func replyMicros(reply []any, i int) (time.Time, error) {
+	if i >= len(reply) {
+		return time.Time{}, fmt.Errorf("%w: %d elements, want index %d", ErrScript, len(reply), i)
+	}
+	s, _ := reply[i].(string)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: element %d is %q, not microseconds", ErrScript, i, s)
+	}
+	return time.UnixMicro(n).UTC(), nil
+}

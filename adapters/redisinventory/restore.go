@@ -1,0 +1,234 @@
+package redisinventory
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+var (
+	//go:embed restore_begin.lua
+	restoreBeginSource string
+	//go:embed restore_chunk.lua
+	restoreChunkSource string
+	//go:embed restore_finish.lua
+	restoreFinishSource string
+
+	restoreBeginScript  = redis.NewScript(restoreBeginSource)
+	restoreChunkScript  = redis.NewScript(restoreChunkSource)
+	restoreFinishScript = redis.NewScript(restoreFinishSource)
+)
+
+const (
+	// restoreChunkFields is how many hash fields one restore_chunk.lua call
+	// writes: big enough that a million receipts take a thousand calls,
+	// small enough that one call stays well under a millisecond and Lua's
+	// unpack limit.
+	restoreChunkFields = 1000
+	// restoreChunksPerPipeline is how many chunk calls go out per round trip.
+	restoreChunksPerPipeline = 16
+	// restoreTokenPrefix marks a fence held by a restore.
+	restoreTokenPrefix = "restoring:"
+)
+
+var _ ledger.InventoryRestorer = (*RedisInventory)(nil)
+
+// EnsureStreams creates every partition stream and group on it where they
+// are missing, as after Redis lost its data: the projector's reads fail
+// until its group exists again. A new group starts at the stream's first
+// entry, not at its end, so an event appended before the group was created
+// (a warm right after the wipe) is still projected; projection is
+// idempotent by event_id, so this never adds a ledger row twice.
+func (r *RedisInventory) EnsureStreams(ctx context.Context, group string) error {
+	for _, stream := range r.keys.StreamKeys() {
+		err := r.client.XGroupCreateMkStream(ctx, stream, group, "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return fmt.Errorf("create consumer group %s on %s: %w", group, stream, err)
+		}
+	}
+	return nil
+}
+
+// Restore replaces a SKU's Redis state with img in three steps: a script
+// fences the SKU (purchases get recovering) and empties its buyers and
+// requests, pipelined scripts rewrite them in chunks while the fence still
+// holds this restore's token, and a last script checks that every field
+// landed, sets the figures and stamps the SKU verified. Redis holding the
+// SKU at a higher seq than img is ledger.ErrRedisAhead, and nothing is
+// written. A restore that fails midway leaves the SKU fenced, never half
+// open; running it again completes it.
+func (r *RedisInventory) Restore(ctx context.Context, img ledger.RedisImage) error {
+	st := img.State
+	keys := []string{r.keys.SKUKey(st.SKU), r.keys.BuyersKey(st.SKU), r.keys.RequestsKey(st.SKU)}
+	token := restoreTokenPrefix + uuid.NewString()
+	if err := restoreChunkScript.Load(ctx, r.client).Err(); err != nil {
+		return fmt.Errorf("load restore script: %w", err)
+	}
+
+	reply, err := restoreBeginScript.Run(ctx, r.client, keys, token, st.Seq, st.Stock, img.Limit).Slice()
+	if err != nil {
+		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
+	}
+	switch code, err := replyInt(reply, 0); {
+	case err != nil:
+		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
+	case code == 0:
+		seq, _ := replyInt(reply, 1)
+		return fmt.Errorf("%w: Redis holds seq %d, the ledger %d", ledger.ErrRedisAhead, seq, st.Seq)
+	case code != 1:
+		return fmt.Errorf("fence %s for restore: %w: %v", st.SKU, ErrScript, reply)
+	}
+
+	w := chunkWriter{client: r.client, skuKey: keys[0], token: token, sku: st.SKU}
+	buyers := 0
+	if img.ArchivedAt.IsZero() {
+		for user, qty := range st.Buyers {
+			if err := w.add(ctx, keys[1], user, strconv.FormatInt(qty, 10)); err != nil {
+				return err
+			}
+		}
+		buyers = len(st.Buyers)
+	}
+	for req, p := range st.Requests {
+		if err := w.add(ctx, keys[2], req, receiptJSON(p)); err != nil {
+			return err
+		}
+	}
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+
+	reply, err = restoreFinishScript.Run(ctx, r.client, keys, token, st.Stock, st.Seq, img.Limit, img.StockedEventID,
+		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests)).Slice()
+	if err != nil {
+		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
+	}
+	switch code, err := replyInt(reply, 0); {
+	case err != nil:
+		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
+	case code == 0:
+		return errFenceLost(st.SKU)
+	case code == -2:
+		return fmt.Errorf("finish restore of %s: Redis holds %v buyers and requests, %d and %d were written; "+
+			"the sku stays fenced: run the restore again", st.SKU, reply[1:], buyers, len(st.Requests))
+	case code != 1:
+		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, reply)
+	}
+	return nil
+}
+
+func errFenceLost(sku string) error {
+	return fmt.Errorf("%w: the restore fence of sku %s was replaced while it was being written (a second restore, or a stamp); "+
+		"run the restore again", domain.ErrConflict, sku)
+}
+
+// receipt is a deduction as deduct.lua and release.lua keep it in the
+// requests hash (cjson); the scripts read exactly these fields.
+type receipt struct {
+	User           string `json:"user"`
+	Qty            int64  `json:"qty"`
+	EventID        string `json:"event_id"`
+	Seq            int64  `json:"seq"`
+	Remaining      int64  `json:"remaining"`
+	Released       bool   `json:"released,omitempty"`
+	ReleaseEventID string `json:"release_event_id,omitempty"`
+	ReleaseSeq     int64  `json:"release_seq,omitempty"`
+}
+
+func receiptJSON(p domain.Purchase) []byte {
+	b, _ := json.Marshal(receipt{ // strings and integers: Marshal cannot fail
+		User: p.User, Qty: p.Qty, EventID: p.EventID, Seq: p.Seq, Remaining: p.Remaining,
+		Released: p.Released, ReleaseEventID: p.ReleaseEventID, ReleaseSeq: p.ReleaseSeq,
+	})
+	return b
+}
+
+// micros renders t as Redis TIME microseconds, the scripts' timestamp
+// format, or "" for the zero time.
+func micros(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMicro(), 10)
+}
+
+// chunkWriter batches hash fields into restore_chunk.lua calls and the calls
+// into pipelines, so a restore costs a round trip per 16,000 fields.
+type chunkWriter struct {
+	client redis.UniversalClient
+	skuKey string
+	token  string
+	sku    string
+
+	target string // the hash the pending chunk writes to
+	args   []any  // token, then field/value pairs
+	pipe   redis.Pipeliner
+	queued int
+}
+
+func (w *chunkWriter) add(ctx context.Context, target, field string, value any) error {
+	if target != w.target || len(w.args) >= 1+2*restoreChunkFields {
+		if err := w.endChunk(ctx); err != nil {
+			return err
+		}
+		w.target = target
+	}
+	if len(w.args) == 0 {
+		w.args = append(make([]any, 0, 1+2*restoreChunkFields), w.token)
+	}
+	w.args = append(w.args, field, value)
+	return nil
+}
+
+// endChunk queues the pending chunk, sending the pipeline when it is full.
+func (w *chunkWriter) endChunk(ctx context.Context) error {
+	if len(w.args) > 1 {
+		if w.pipe == nil {
+			w.pipe = w.client.Pipeline()
+		}
+		w.pipe.EvalSha(ctx, restoreChunkScript.Hash(), []string{w.skuKey, w.target}, w.args...)
+		w.queued++
+	}
+	w.args = nil
+	if w.queued >= restoreChunksPerPipeline {
+		return w.send(ctx)
+	}
+	return nil
+}
+
+func (w *chunkWriter) flush(ctx context.Context) error {
+	if err := w.endChunk(ctx); err != nil {
+		return err
+	}
+	return w.send(ctx)
+}
+
+func (w *chunkWriter) send(ctx context.Context) error {
+	if w.queued == 0 {
+		return nil
+	}
+	cmds, err := w.pipe.Exec(ctx)
+	w.queued = 0
+	if err != nil {
+		return fmt.Errorf("restore %s: write buyers and requests: %w", w.sku, err)
+	}
+	for _, c := range cmds {
+		if n, err := c.(*redis.Cmd).Int64(); err != nil || n != 1 {
+			if err == nil {
+				return errFenceLost(w.sku)
+			}
+			return fmt.Errorf("restore %s: write buyers and requests: %w", w.sku, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+-- restore_begin.lua: fence a SKU before its state is rebuilt from the ledger.
+-- deduct.lua and release.lua compare the fence with the caller's run_id, and
+-- a restore token never equals one, so both answer "recovering" until
+-- restore_finish.lua stamps the SKU: nobody sees a half-written state.
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash
+-- ARGV[1] restore token, ARGV[2] the ledger's seq, ARGV[3] the ledger's stock,
+-- ARGV[4] per-user limit
+-- Reply: {1} fenced, buyers and requests emptied for rewriting;
+-- {0, seq} Redis holds the SKU at a higher seq than the ledger: its newer
+-- events are not projected yet, and nothing is written.
+local seq = redis.call('HGET', KEYS[1], 'seq')
+if seq and tonumber(seq) > tonumber(ARGV[2]) then
+  return {0, tonumber(seq)}
+end
+
+-- All checks done; writes follow.
+if seq then
+  redis.call('HSET', KEYS[1], 'fence', ARGV[1])
+else
+  -- A missing SKU is created whole, so that warm.lua finds it live and can
+  -- never stock it a second time while the restore runs.
+  redis.call('HSET', KEYS[1], 'stock', ARGV[3], 'seq', ARGV[2], 'limit', ARGV[4],
+    'status', 'open', 'fence', ARGV[1])
+end
+redis.call('UNLINK', KEYS[2], KEYS[3])
+return {1}

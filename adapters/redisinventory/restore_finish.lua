@@ -1,0 +1,44 @@
+-- restore_finish.lua: complete a restore: set the SKU's figures from the
+-- ledger and stamp it as verified under this Redis run (run_id and LASTSAVE,
+-- as warm.lua and stamp.lua do), which reopens it to purchases.
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash
+-- ARGV[1] restore token, ARGV[2] stock, ARGV[3] seq, ARGV[4] per-user limit,
+-- ARGV[5] stocked event id, ARGV[6] closed_at ('' while open),
+-- ARGV[7] archived_at ('' unless the buyers were archived to SQL),
+-- ARGV[8] buyers written, ARGV[9] requests written
+-- Reply: {1} stamped; {0} the fence no longer holds the token (another
+-- restore or a stamp took over): nothing written; {-2, buyers, requests}
+-- the hashes do not hold what was written: nothing written, the SKU stays
+-- fenced until a restore completes.
+local live = redis.call('HMGET', KEYS[1], 'fence', 'status', 'closed_at')
+if live[1] ~= ARGV[1] then
+  return {0}
+end
+local buyers, requests = redis.call('HLEN', KEYS[2]), redis.call('HLEN', KEYS[3])
+if buyers ~= tonumber(ARGV[8]) or requests ~= tonumber(ARGV[9]) then
+  return {-2, buyers, requests}
+end
+-- A close that ran during the restore wins over the ledger's open state:
+-- closing only ever refuses sales, and SQL records it right after.
+local status, closed_at = 'open', false
+if ARGV[6] ~= '' then
+  status, closed_at = 'closed', ARGV[6]
+elseif live[2] == 'closed' then
+  status, closed_at = 'closed', live[3]
+end
+
+-- All checks done; writes follow.
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'seq', ARGV[3], 'limit', ARGV[4], 'status', status,
+  'stocked_event_id', ARGV[5], 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+if closed_at then
+  redis.call('HSET', KEYS[1], 'closed_at', closed_at)
+else
+  redis.call('HDEL', KEYS[1], 'closed_at')
+end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'archived_at', ARGV[7])
+else
+  redis.call('HDEL', KEYS[1], 'archived_at')
+end
+return {1}

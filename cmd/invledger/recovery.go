@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/projections"
+)
+
+// recovery wires a ledger.Recovery over the app's connections.
+func (a *app) recovery() (*ledger.Recovery, error) {
+	return ledger.NewRecovery(ledger.RecoveryConfig{
+		Ledger: a.ledger, SKUs: a.skus, Balances: a.ledger, Redis: a.inventory,
+		ConsumerGroup: projections.ConsumerGroup, Logger: a.log,
+	})
+}
+
+// archiver wires a ledger.Archiver over the app's connections.
+func (a *app) archiver() (*ledger.Archiver, error) {
+	return ledger.NewArchiver(ledger.ArchiverConfig{
+		Ledger: a.ledger, SKUs: a.skus, Inventory: a.inventory, Redis: a.inventory,
+		Archives: pgstore.NewPostgresArchiveStore(a.pool), Logger: a.log,
+	})
+}
+
+// progressPrinter writes a progress line at most once a second, and always
+// the last one, so long runs show they are alive without flooding stderr.
+type progressPrinter struct {
+	w     io.Writer
+	start time.Time
+	last  time.Time
+}
+
+func newProgressPrinter(w io.Writer) *progressPrinter {
+	now := time.Now()
+	return &progressPrinter{w: w, start: now, last: now}
+}
+
+func (p *progressPrinter) print(final bool, format string, args ...any) {
+	if now := time.Now(); final || now.Sub(p.last) >= time.Second {
+		p.last = now
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func (p *progressPrinter) rate(n int64) float64 {
+	return float64(n) / max(time.Since(p.start).Seconds(), 1e-9)
+}
+
+func newRestoreRedisCmd(withApp appRunner) *cobra.Command {
+	var (
+		sku string
+		all bool
+	)
+	cmd := &cobra.Command{
+		Use:   "restore-redis --sku S | --all",
+		Short: "Rebuild Redis from the ledger after Redis lost its data",
+		Long: `restore-redis rebuilds each SKU's Redis state from its ledger: stock, seq,
+per-user limit, status (closed sales come back closed), buyers, and the
+receipt of every request, so retries still get their original receipts and
+past buyers are still refused. It also recreates the partition streams and
+the projector's consumer group.
+
+It is safe while serve runs: each SKU is fenced first, so purchases of it are
+answered "recovering" (503, retry) until its state is complete. A SKU that
+Redis holds at a higher seq than the ledger is refused, because its newest
+events are still being projected; wait for the projector and run it again.
+
+Use it when warm answers needs_restore, or when reconcile reports a SKU that
+Redis lost. With --all, progress goes to stderr about once a second.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (sku == "") == !all {
+				return errors.New("give exactly one of --sku S and --all")
+			}
+			return withApp(cmd.Context(), func(a *app) error {
+				rec, err := a.recovery()
+				if err != nil {
+					return err
+				}
+				if sku != "" {
+					if err := rec.RestoreSKU(cmd.Context(), sku); err != nil {
+						return err
+					}
+					v, err := a.service.State(cmd.Context(), sku)
+					if err != nil {
+						return err
+					}
+					return printJSON(cmd.OutOrStdout(), map[string]any{"sku": sku, "restored": true,
+						"redis_stock": v.RedisStock, "redis_seq": v.RedisSeq, "state": v.Status})
+				}
+				p := newProgressPrinter(cmd.ErrOrStderr())
+				report, err := rec.RestoreAll(cmd.Context(), func(done, total int, rows int64) {
+					p.print(done == total, "restore-redis: %d/%d skus, %d ledger rows, %.0f rows/s", done, total, rows, p.rate(rows))
+				})
+				if perr := printJSON(cmd.OutOrStdout(), report); perr != nil {
+					return errors.Join(err, perr)
+				}
+				if err != nil {
+					return fmt.Errorf("%d skus were not restored; the others were:\n%w", len(report.Failed), err)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&sku, "sku", "", "restore this SKU")
+	cmd.Flags().BoolVar(&all, "all", false, "restore every SKU that has ledger events")
+	return cmd
+}
+
+func newRebuildProjectionsCmd(withApp appRunner) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rebuild-projections",
+		Short: "Recompute the balances projection from the ledger",
+		Long: `rebuild-projections recomputes every SKU's balances row (stock and last seq)
+from ledger_entries, the truth, and prints which rows were wrong. Rows of SKUs
+without ledger rows are removed.
+
+It is safe while serve and its projector run: each SKU is recomputed in its
+own transaction under the balances row lock the projector also takes, so no
+projected event is lost or counted twice. Progress goes to stderr about once
+a second.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app) error {
+				rec, err := a.recovery()
+				if err != nil {
+					return err
+				}
+				p := newProgressPrinter(cmd.ErrOrStderr())
+				report, err := rec.RebuildBalances(cmd.Context(), func(done, total int) {
+					p.print(done == total, "rebuild-projections: %d/%d skus", done, total)
+				})
+				if perr := printJSON(cmd.OutOrStdout(), report); perr != nil {
+					return errors.Join(err, perr)
+				}
+				return err
+			})
+		},
+	}
+}
+
+func newArchiveBuyersCmd(withApp appRunner) *cobra.Command {
+	var (
+		sku       string
+		closedFor time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "archive-buyers --sku S | --closed-for DURATION",
+		Short: "Move a closed sale's buyers from Redis to SQL",
+		Long: `archive-buyers moves the buyers of a closed sale out of Redis, where the set
+would otherwise grow without bound, into the buyer_archives tables, and
+deletes the Redis buyers hash. Receipts of past requests stay, so retries and
+releases keep working.
+
+It only archives what the ledger vouches for. It refuses a SKU that is still
+open (close it with "invledger sku close S"), one whose ledger has not caught
+up with Redis (wait for the projector, or run reconcile), and one whose Redis
+buyers differ from the ledger (reconcile first). Running it again is a no-op.
+
+With --closed-for, it archives every SKU closed at least that long ago, e.g.
+--closed-for 24h.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			byAge := cmd.Flags().Changed("closed-for")
+			if (sku == "") == !byAge {
+				return errors.New("give exactly one of --sku S and --closed-for DURATION")
+			}
+			if closedFor < 0 {
+				return fmt.Errorf("--closed-for must not be negative, got %s", closedFor)
+			}
+			return withApp(cmd.Context(), func(a *app) error {
+				arch, err := a.archiver()
+				if err != nil {
+					return err
+				}
+				if sku != "" {
+					res, err := arch.ArchiveBuyers(cmd.Context(), sku)
+					if err != nil {
+						return err
+					}
+					return printJSON(cmd.OutOrStdout(), res)
+				}
+				results, err := arch.ArchiveClosed(cmd.Context(), closedFor)
+				if perr := printJSON(cmd.OutOrStdout(), map[string]any{"archived": results}); perr != nil {
+					return errors.Join(err, perr)
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&sku, "sku", "", "archive this SKU's buyers")
+	cmd.Flags().DurationVar(&closedFor, "closed-for", 0, "archive every SKU closed at least this long ago")
+	return cmd
+}
+
+func newSKUCloseCmd(withApp appRunner) *cobra.Command {
+	return &cobra.Command{
+		Use:   "close SKU",
+		Short: "End a SKU's sale: later deductions are refused as closed",
+		Long: `close ends a SKU's sale. Later deductions are refused with "closed"; retries of
+earlier requests still get their original receipts, and releases still return
+stock. The closing time is recorded in PostgreSQL too, so a restore-redis
+brings the SKU back closed. Closing again is a no-op that reports the original
+closing time. Afterwards, archive-buyers can move its buyers out of Redis.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withApp(cmd.Context(), func(a *app) error {
+				arch, err := a.archiver()
+				if err != nil {
+					return err
+				}
+				res, err := arch.CloseSKU(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), res)
+			})
+		},
+	}
+}

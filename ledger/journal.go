@@ -1,0 +1,86 @@
+package ledger
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/invledger/invledger/domain"
+)
+
+// ReceiptJournal remembers the deductions this process acknowledged in the
+// last Window. With Redis in everysec mode a crash can lose the last second
+// of acknowledged deductions from both Redis and its stream; the ledger never
+// saw them, so only the process that acknowledged them can name them. The
+// reconciler asks the journal, when it verifies a SKU after a restart, which
+// receipts lie beyond what Redis and the ledger still hold, and reports them
+// as lost with their request and event ids.
+type ReceiptJournal struct {
+	window time.Duration
+	mu     sync.Mutex
+	bySKU  map[string][]journaled
+}
+
+type journaled struct {
+	at      time.Time
+	receipt domain.Receipt
+}
+
+// NewReceiptJournal keeps receipts for window; a few seconds covers the
+// everysec loss window with margin.
+func NewReceiptJournal(window time.Duration) *ReceiptJournal {
+	return &ReceiptJournal{window: window, bySKU: map[string][]journaled{}}
+}
+
+// Wrap returns inv with every successful deduction journaled.
+func (j *ReceiptJournal) Wrap(inv Inventory) Inventory {
+	return &journaledInventory{Inventory: inv, j: j}
+}
+
+type journaledInventory struct {
+	Inventory
+	j *ReceiptJournal
+}
+
+func (ji *journaledInventory) Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error) {
+	rc, err := ji.Inventory.Deduct(ctx, sku, user, qty, req, eventID)
+	if err == nil {
+		ji.j.record(rc)
+	}
+	return rc, err
+}
+
+func (j *ReceiptJournal) record(rc domain.Receipt) {
+	now := time.Now()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	list := j.bySKU[rc.SKU]
+	// Entries arrive roughly in time order; drop the expired head.
+	drop := 0
+	for drop < len(list) && now.Sub(list[drop].at) > j.window {
+		drop++
+	}
+	j.bySKU[rc.SKU] = append(list[drop:], journaled{at: now, receipt: rc})
+}
+
+// TakeBeyond removes and returns the journaled receipts of sku with a seq
+// above seq: acknowledged, yet absent from a Redis and ledger that end at seq.
+func (j *ReceiptJournal) TakeBeyond(sku string, seq int64) []domain.Receipt {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var lost []domain.Receipt
+	seen := map[string]bool{} // a retried request journals its receipt again
+	kept := j.bySKU[sku][:0]
+	for _, e := range j.bySKU[sku] {
+		if e.receipt.Seq > seq {
+			if !seen[e.receipt.EventID] {
+				seen[e.receipt.EventID] = true
+				lost = append(lost, e.receipt)
+			}
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	j.bySKU[sku] = kept
+	return lost
+}

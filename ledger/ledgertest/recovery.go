@@ -1,0 +1,140 @@
+package ledgertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/projections"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Recovery returns a ledger.Recovery over the stack, as cmd/ wires it.
+func (s *Stack) Recovery(t testing.TB) *ledger.Recovery {
+	t.Helper()
+	r, err := ledger.NewRecovery(ledger.RecoveryConfig{
+		Ledger: s.Ledger, SKUs: s.SKUs, Balances: s.Ledger, Redis: s.Inventory,
+		ConsumerGroup: projections.ConsumerGroup, Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Archiver returns a ledger.Archiver over the stack, as cmd/ wires it.
+func (s *Stack) Archiver(t testing.TB) *ledger.Archiver {
+	t.Helper()
+	a, err := ledger.NewArchiver(ledger.ArchiverConfig{
+		Ledger: s.Ledger, SKUs: s.SKUs, Inventory: s.Inventory, Redis: s.Inventory,
+		Archives: pgstore.NewPostgresArchiveStore(s.Pool), Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// ProjectStreams appends every event now in the partition streams to the
+// ledger, as the projector would, without running one: for tests that need
+// the ledger to equal Redis at a known moment.
+func (s *Stack) ProjectStreams(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	for _, stream := range s.Keyspace.StreamKeys() {
+		msgs, err := s.RedisClient.XRange(ctx, stream, "-", "+").Result()
+		if err != nil {
+			t.Fatalf("read %s: %v", stream, err)
+		}
+		events := make([]domain.Event, 0, len(msgs))
+		for _, m := range msgs {
+			fields := map[string]string{projections.StreamIDField: m.ID}
+			for k, v := range m.Values {
+				fields[k] = fmt.Sprint(v)
+			}
+			e, err := projections.ParseEntry(fields)
+			if err != nil {
+				t.Fatalf("stream entry %s %s: %v", stream, m.ID, err)
+			}
+			events = append(events, e)
+		}
+		for len(events) > 0 {
+			n := min(len(events), 1000)
+			if _, err := s.Ledger.AppendBatch(ctx, events[:n]); err != nil {
+				t.Fatalf("append to the ledger: %v", err)
+			}
+			events = events[n:]
+		}
+	}
+}
+
+// RunProjector starts a projector over every partition stream and returns
+// a function that stops it and waits for it; the test's end stops it too.
+func (s *Stack) RunProjector(t testing.TB) (stop func()) {
+	t.Helper()
+	p, err := projections.NewProjector(projections.ProjectorConfig{
+		NewRedisClient: func(poolSize int) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
+		},
+		Streams:              s.Keyspace.StreamKeys(),
+		ConsumerName:         "ledgertest",
+		RetryInitialInterval: 50 * time.Millisecond,
+		RetryMaxInterval:     500 * time.Millisecond,
+		Logger:               quiet,
+		Metrics:              projections.NewMetrics(prometheus.NewRegistry()),
+	}, s.Ledger, s.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("projector: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("projector did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// WaitProjected waits until the ledger holds as many events of sku as its
+// partition stream, failing the test after timeout.
+func (s *Stack) WaitProjected(t testing.TB, sku string, timeout time.Duration) {
+	t.Helper()
+	want := len(s.StreamEvents(t, sku))
+	deadline := time.Now().Add(timeout)
+	for {
+		var n int
+		if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger holds %d events of %s after %s, the stream %d", n, sku, timeout, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

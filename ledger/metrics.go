@@ -1,0 +1,106 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/invledger/invledger/domain"
+)
+
+// InventoryMetrics instruments the purchase path: latency and outcome of
+// every script call, and script failures that are not purchase outcomes.
+type InventoryMetrics struct {
+	latency      *prometheus.HistogramVec
+	outcomes     *prometheus.CounterVec
+	scriptErrors *prometheus.CounterVec
+}
+
+// NewInventoryMetrics creates the metrics and registers them on reg.
+func NewInventoryMetrics(reg prometheus.Registerer) *InventoryMetrics {
+	m := &InventoryMetrics{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "invledger_deduction_duration_seconds",
+			Help:    "Latency of one deduction, one Redis round trip, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"outcome"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_inventory_operations_total",
+			Help: "Inventory script calls, by operation (deduct, release, warm) and outcome.",
+		}, []string{"operation", "outcome"}),
+		scriptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_redis_script_errors_total",
+			Help: "Inventory script calls that failed for a reason other than a purchase outcome: Redis unreachable, timeouts, unexpected replies.",
+		}, []string{"operation"}),
+	}
+	reg.MustRegister(m.latency, m.outcomes, m.scriptErrors)
+	return m
+}
+
+// Wrap returns inv with every call measured.
+func (m *InventoryMetrics) Wrap(inv Inventory) Inventory {
+	return &measuredInventory{Inventory: inv, m: m}
+}
+
+type measuredInventory struct {
+	Inventory
+	m *InventoryMetrics
+}
+
+func (mi *measuredInventory) Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error) {
+	start := time.Now()
+	rc, err := mi.Inventory.Deduct(ctx, sku, user, qty, req, eventID)
+	outcome := mi.m.record("deduct", err)
+	mi.m.latency.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	return rc, err
+}
+
+func (mi *measuredInventory) Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error) {
+	rel, err := mi.Inventory.Release(ctx, sku, user, req, reason, eventID)
+	mi.m.record("release", err)
+	return rel, err
+}
+
+func (mi *measuredInventory) Warm(ctx context.Context, def domain.SKUDefinition, eventID string) (domain.StockState, bool, error) {
+	st, stocked, err := mi.Inventory.Warm(ctx, def, eventID)
+	mi.m.record("warm", err)
+	return st, stocked, err
+}
+
+// record counts one call and returns its outcome label.
+func (m *InventoryMetrics) record(op string, err error) string {
+	outcome := Outcome(err)
+	m.outcomes.WithLabelValues(op, outcome).Inc()
+	if outcome == "error" {
+		m.scriptErrors.WithLabelValues(op).Inc()
+	}
+	return outcome
+}
+
+// Outcome names the result of an inventory call for metrics and reports:
+// ok, one of the contract's refusal codes, or error.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, domain.ErrInvalidInput):
+		return "invalid_request"
+	case errors.Is(err, domain.ErrSoldOut):
+		return "sold_out"
+	case errors.Is(err, domain.ErrAlreadyPurchased):
+		return "already_purchased"
+	case errors.Is(err, domain.ErrNotWarmed):
+		return "not_warmed"
+	case errors.Is(err, domain.ErrRecovering):
+		return "recovering"
+	case errors.Is(err, domain.ErrClosed):
+		return "closed"
+	case errors.Is(err, domain.ErrConflict):
+		return "conflict"
+	case errors.Is(err, domain.ErrNotFound):
+		return "not_found"
+	}
+	return "error"
+}

@@ -1,0 +1,113 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/domain"
+)
+
+// check is everything known about one SKU at one instant.
+type check struct {
+	sku      string
+	live     redisinventory.LiveSKU
+	ledger   domain.LedgerSummary
+	inFlight []domain.Event // stream events not yet in the ledger, by seq
+}
+
+// figures derives the truth from the ledger plus the in-flight events.
+func (c check) figures() Figures {
+	f := Figures{LedgerStock: c.ledger.Stock, LedgerSeq: c.ledger.Seq, LedgerCount: c.ledger.Count,
+		Holders: c.ledger.Holders, InFlight: len(c.inFlight), TruthStock: c.ledger.Stock, TruthSeq: c.ledger.Seq}
+	for _, e := range c.inFlight {
+		f.InFlightSum += e.Delta
+		f.TruthSeq = max(f.TruthSeq, e.Seq)
+	}
+	f.TruthStock += f.InFlightSum
+	if c.live.Present {
+		stock, seq, buyers := c.live.Stock, c.live.Seq, c.live.Buyers
+		f.RedisStock, f.RedisSeq, f.RedisBuyers = &stock, &seq, &buyers
+	}
+	if b := c.ledger.Balance; b != nil {
+		stock, seq := b.Stock, b.LastSeq
+		f.BalanceStock, f.BalanceSeq = &stock, &seq
+	}
+	return f
+}
+
+// classify compares one SKU's Redis state with the ledger and the events in
+// flight. It reports lagging, never drift, for any difference the in-flight
+// events explain exactly: a sale at full speed is not an incident.
+func classify(c check) (Class, []Finding) {
+	f := c.figures()
+	known := c.ledger.Count + int64(len(c.inFlight))
+	if !c.live.Present {
+		if known == 0 {
+			return ClassOK, nil // defined but never warmed: nothing to compare
+		}
+		return ClassRedisMissing, []Finding{{SKU: c.sku, Class: ClassRedisMissing, Before: f,
+			Detail: fmt.Sprintf("the ledger holds %d events up to seq %d but Redis has no state for the SKU", known, f.TruthSeq)}}
+	}
+
+	var findings []Finding
+	add := func(class Class, format string, args ...any) {
+		findings = append(findings, Finding{SKU: c.sku, Class: class, Before: f, Detail: fmt.Sprintf(format, args...)})
+	}
+	redisSide := ClassOK
+	switch {
+	// Behind first: a Redis that lost writes must never go on issuing seqs the
+	// ledger already holds, gap or no gap.
+	case c.live.Seq < f.TruthSeq:
+		redisSide = ClassRedisBehind
+		add(ClassRedisBehind, "Redis is at seq %d, the ledger and stream at %d: Redis lost %d events", c.live.Seq, f.TruthSeq, f.TruthSeq-c.live.Seq)
+	case known < f.TruthSeq || c.live.Seq > f.TruthSeq:
+		redisSide = ClassLedgerGap
+		add(ClassLedgerGap, "seqs up to %d: %d known to the ledger and the stream, Redis is at seq %d", max(f.TruthSeq, c.live.Seq), known, c.live.Seq)
+	case c.live.Stock > f.TruthStock:
+		redisSide = ClassRedisHigh
+		add(ClassRedisHigh, "Redis stock %d is %d above the truth %d (ledger %d%+d in flight): risk of overselling",
+			c.live.Stock, c.live.Stock-f.TruthStock, f.TruthStock, f.LedgerStock, f.InFlightSum)
+	case c.live.Stock < f.TruthStock:
+		redisSide = ClassRedisLow
+		add(ClassRedisLow, "Redis stock %d is %d below the truth %d (ledger %d%+d in flight): units are being undersold",
+			c.live.Stock, f.TruthStock-c.live.Stock, f.TruthStock, f.LedgerStock, f.InFlightSum)
+	}
+
+	b := c.ledger.Balance
+	if c.ledger.Count > 0 && (b == nil || b.Stock != c.ledger.Stock || b.LastSeq != c.ledger.Seq) {
+		if b == nil {
+			add(ClassBalancesDrift, "no balances row, the ledger folds to stock %d at seq %d", c.ledger.Stock, c.ledger.Seq)
+		} else {
+			add(ClassBalancesDrift, "balances row says stock %d at seq %d, the ledger folds to stock %d at seq %d",
+				b.Stock, b.LastSeq, c.ledger.Stock, c.ledger.Seq)
+		}
+	}
+	// Buyers are compared only when nothing is in flight: the ledger's
+	// holders are exact then, and a sale in progress cannot look like drift.
+	if len(c.inFlight) == 0 && redisSide == ClassOK && !c.live.Archived && c.live.Buyers != c.ledger.Holders {
+		add(ClassBuyersDrift, "Redis buyers hash has %d users, the ledger has %d holders", c.live.Buyers, c.ledger.Holders)
+	}
+	switch {
+	case len(findings) > 0:
+		return findings[0].Class, findings
+	case len(c.inFlight) > 0:
+		return ClassLagging, nil
+	}
+	return ClassOK, nil
+}
+
+// seqRanges turns the seqs in 1..upTo that are absent from present into
+// inclusive ranges.
+func seqRanges(present []int64, upTo int64) []SeqRange {
+	slices.Sort(present)
+	var out []SeqRange
+	next := int64(1)
+	for _, s := range append(present, upTo+1) {
+		if s > next {
+			out = append(out, SeqRange{From: next, To: min(s-1, upTo)})
+		}
+		next = max(next, s+1)
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/ledger/reconcile"
+)
+
+type crashOutcome struct {
+	mu         sync.Mutex
+	receipts   map[string]domain.Receipt // event id → receipt seen as ok
+	recovering atomic.Int64
+	okAfter    atomic.Int64 // successes after the restart
+	soldOut    atomic.Int64
+	errs       atomic.Int64
+}
+
+// crashSale runs goroutines buying from sku until stop closes, while the
+// test kills and restarts Redis; every ok receipt is recorded.
+func crashSale(s *ledgertest.Stack, sku string, goroutines int, stop <-chan struct{}, restarted *atomic.Bool) *crashOutcome {
+	out := &crashOutcome{receipts: map[string]domain.Receipt{}}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				u := fmt.Sprintf("g%d-%d", g, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				rc, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: u, Qty: 1, RequestID: u})
+				cancel()
+				switch {
+				case err == nil:
+					out.mu.Lock()
+					out.receipts[rc.EventID] = rc
+					out.mu.Unlock()
+					if restarted.Load() {
+						out.okAfter.Add(1)
+					}
+				case errors.Is(err, domain.ErrRecovering):
+					out.recovering.Add(1)
+					time.Sleep(20 * time.Millisecond)
+				case errors.Is(err, domain.ErrSoldOut):
+					out.soldOut.Add(1)
+					time.Sleep(20 * time.Millisecond)
+				default: // Redis is down: connection errors until it is back
+					out.errs.Add(1)
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	go func() { <-stop; wg.Wait() }()
+	return out
+}
+
+// runVerifier runs the reconciler's loop, as serve does.
+func runVerifier(t *testing.T, s *ledgertest.Stack, rec *reconcile.Reconciler) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rec.RunLoop(ctx, reconcile.LoopConfig{Interval: time.Hour, Epoch: s.Inventory.Epoch,
+			EpochPoll: 100 * time.Millisecond, Changed: s.RunIDs.Changed()})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestStrictModeRedisCrashLosesNoAcknowledgedDeduction(t *testing.T) {
+	s := ledgertest.New(t) // appendfsync always
+	const sku, stock = "crash-strict", 100_000
+	s.SKU(t, sku, stock, 1)
+	startProjector(t, s)
+	rec := newReconciler(t, s, &alertSink{})
+	runVerifier(t, s, rec)
+
+	stop := make(chan struct{})
+	var restarted atomic.Bool
+	out := crashSale(s, sku, 2000, stop, &restarted)
+	time.Sleep(1500 * time.Millisecond)
+	ctx := context.Background()
+	if err := s.Redis.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := s.Redis.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted.Store(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for out.okAfter.Load() < 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sales did not resume on their own after the restart: %d ok after, %d recovering, %d errors",
+				out.okAfter.Load(), out.recovering.Load(), out.errs.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	time.Sleep(100 * time.Millisecond)
+	waitCaughtUp(t, s, sku)
+	assertEveryReceiptInLedgerOnce(t, s, sku, out)
+	if out.recovering.Load() == 0 {
+		t.Fatal("no purchase was refused as recovering: the restart was not fenced")
+	}
+	t.Logf("%d receipts, %d refused as recovering, %d connection errors", len(out.receipts), out.recovering.Load(), out.errs.Load())
+}
+
+func assertEveryReceiptInLedgerOnce(t *testing.T, s *ledgertest.Stack, sku string, out *crashOutcome) {
+	t.Helper()
+	ctx := context.Background()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	ids := make([]string, 0, len(out.receipts))
+	for id := range out.receipts {
+		ids = append(ids, id)
+	}
+	var found int
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE event_id = ANY($1::uuid[])`, ids).Scan(&found); err != nil {
+		t.Fatal(err)
+	}
+	if found != len(ids) {
+		t.Fatalf("%d of %d acknowledged deductions are in the ledger", found, len(ids))
+	}
+	assertNotOversold(t, s, sku)
+}
+
+func assertNotOversold(t *testing.T, s *ledgertest.Stack, sku string) {
+	t.Helper()
+	var stocked, sold, released, sum, rows, maxSeq int64
+	if err := s.Pool.QueryRow(context.Background(), `SELECT
+		COALESCE(SUM(delta) FILTER (WHERE type IN ('stocked','adjusted')), 0),
+		COALESCE(SUM(qty) FILTER (WHERE type = 'deducted'), 0),
+		COALESCE(SUM(qty) FILTER (WHERE type = 'released'), 0),
+		COALESCE(SUM(delta), 0), count(*), COALESCE(max(seq), 0)
+		FROM ledger_entries WHERE sku = $1`, sku).Scan(&stocked, &sold, &released, &sum, &rows, &maxSeq); err != nil {
+		t.Fatal(err)
+	}
+	if sold-released > stocked || sum < 0 {
+		t.Fatalf("oversold: sold %d released %d stocked %d", sold, released, stocked)
+	}
+	if rows != maxSeq {
+		t.Fatalf("ledger has %d rows up to seq %d: duplicates or gaps", rows, maxSeq)
+	}
+	st, err := s.Service.State(context.Background(), sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *st.RedisStock != sum {
+		t.Fatalf("redis stock %d, ledger %d", *st.RedisStock, sum)
+	}
+}
+
+func TestEverysecModeRedisCrashLossIsReportedAndNothingOversold(t *testing.T) {
+	s := ledgertest.New(t, ledgertest.WithRedisConfig(func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" }))
+	const sku, stock = "crash-everysec", 100_000
+	s.SKU(t, sku, stock, 1)
+	startProjector(t, s)
+	alerts := &alertSink{}
+	rec := newReconciler(t, s, alerts)
+	runVerifier(t, s, rec)
+
+	stop := make(chan struct{})
+	var restarted atomic.Bool
+	out := crashSale(s, sku, 2000, stop, &restarted)
+	time.Sleep(1500 * time.Millisecond)
+	ctx := context.Background()
+	if err := s.Redis.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Redis.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted.Store(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for out.okAfter.Load() < 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sales did not resume after the restart: %d ok after, %d recovering, %d errors",
+				out.okAfter.Load(), out.recovering.Load(), out.errs.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	time.Sleep(100 * time.Millisecond)
+	waitCaughtUp(t, s, sku)
+
+	lost := map[string]bool{}
+	alerts.mu.Lock()
+	for _, f := range alerts.findings {
+		for _, l := range f.Lost {
+			lost[l.EventID] = true
+		}
+	}
+	alerts.mu.Unlock()
+	out.mu.Lock()
+	ids := make([]string, 0, len(out.receipts))
+	for id := range out.receipts {
+		ids = append(ids, id)
+	}
+	out.mu.Unlock()
+	rows, err := s.Pool.Query(ctx, `SELECT event_id::text FROM ledger_entries WHERE event_id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inLedger := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		inLedger[id] = true
+	}
+	rows.Close()
+	for _, id := range ids {
+		if inLedger[id] == lost[id] {
+			var seq int64
+			var recorded time.Time
+			_ = s.Pool.QueryRow(ctx, `SELECT seq, recorded_at FROM ledger_entries WHERE event_id = $1`, id).Scan(&seq, &recorded)
+			out.mu.Lock()
+			rc := out.receipts[id]
+			out.mu.Unlock()
+			for _, f := range alerts.findings {
+				t.Logf("finding %s %s at %v: %s", f.SKU, f.Class, f.Before.TruthSeq, f.Detail)
+			}
+			t.Logf("receipt %+v; ledger seq %d recorded %v", rc, seq, recorded)
+			t.Fatalf("acknowledged deduction %s: in ledger %v, reported lost %v; want exactly one", id, inLedger[id], lost[id])
+		}
+	}
+	assertNotOversold(t, s, sku)
+	t.Logf("%d acknowledged: %d in the ledger, %d reported lost; %d refused as recovering", len(ids), len(inLedger), len(lost), out.recovering.Load())
+}

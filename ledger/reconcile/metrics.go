@@ -1,0 +1,69 @@
+package reconcile
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the reconciler's Prometheus instruments.
+type Metrics struct {
+	findings   *prometheus.CounterVec
+	drifting   *prometheus.GaugeVec
+	runs       *prometheus.CounterVec
+	duration   prometheus.Histogram
+	unverified prometheus.Gauge
+	alerts     *prometheus.CounterVec
+}
+
+// NewMetrics creates the reconciler's metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_reconcile_findings_total",
+			Help: "Reconciliation findings, by class.",
+		}, []string{"class"}),
+		drifting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "invledger_reconcile_drifting_skus",
+			Help: "SKUs with a finding of this class in the last reconciliation run.",
+		}, []string{"class"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_reconcile_runs_total",
+			Help: "Reconciliation runs, by trigger and result (ok or error).",
+		}, []string{"trigger", "result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "invledger_reconcile_duration_seconds",
+			Help:    "Duration of one reconciliation run.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+		unverified: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "invledger_fenced_skus",
+			Help: "SKUs refusing purchases as recovering because they are not yet verified under the current Redis run.",
+		}),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_alert_webhook_deliveries_total",
+			Help: "Alert webhook deliveries, by result: delivered, failed (after retries) or dropped (queue full).",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.alerts)
+	return m
+}
+
+func (m *Metrics) observeRun(rep Report, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.runs.WithLabelValues(rep.Trigger, result).Inc()
+	m.duration.Observe(rep.Finished.Sub(rep.Started).Seconds())
+	if err != nil {
+		return
+	}
+	counts := map[Class]int{}
+	for _, f := range rep.Drifts {
+		counts[f.Class]++
+		m.findings.WithLabelValues(string(f.Class)).Inc()
+	}
+	for _, c := range []Class{ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassLedgerGap,
+		ClassBalancesDrift, ClassBuyersDrift} {
+		m.drifting.WithLabelValues(string(c)).Set(float64(counts[c]))
+	}
+}

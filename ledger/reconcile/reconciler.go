@@ -1,0 +1,480 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/projections"
+)
+
+// RedisView is the live side: consistent snapshots and compare-and-set repairs.
+type RedisView interface {
+	Keyspace() redisinventory.Keyspace
+	Snapshot(ctx context.Context, partition int, group string, skus []string) (redisinventory.PartitionSnapshot, error)
+	StreamEntries(ctx context.Context, sku string, seqs map[int64]bool) ([]redisinventory.StreamEntry, error)
+	Stamp(ctx context.Context, sku domain.SKUID, seq int64) (bool, error)
+	Fence(ctx context.Context, sku domain.SKUID, seq int64) (bool, error)
+	Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (bool, error)
+}
+
+// LedgerView is the truth side.
+type LedgerView interface {
+	// LedgerSnapshot folds the ledger of skus (nil: every SKU) together with
+	// the balances rows, and says which of eventIDs the ledger holds, all
+	// from one snapshot.
+	LedgerSnapshot(ctx context.Context, skus, eventIDs []string) (map[string]domain.LedgerSummary, map[string]bool, error)
+	// KnownEventIDs returns which of ids the ledger holds now.
+	KnownEventIDs(ctx context.Context, ids []string) (map[string]bool, error)
+	// Seqs returns the seqs the ledger holds for sku.
+	Seqs(ctx context.Context, sku string) ([]int64, error)
+	AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error)
+}
+
+// SKULister lists every defined SKU.
+type SKULister interface {
+	List(ctx context.Context) ([]domain.SKUID, error)
+}
+
+// Restorer rebuilds one SKU's Redis state from its ledger fold and stamps it.
+type Restorer interface {
+	RestoreSKU(ctx context.Context, sku string) error
+}
+
+// BalanceRebuilder recomputes one SKU's balances row from the ledger.
+type BalanceRebuilder interface {
+	RebuildBalance(ctx context.Context, sku string) error
+}
+
+// RunStore persists runs and findings.
+type RunStore interface {
+	RecordRun(ctx context.Context, r Report, runErr error) (int64, error)
+}
+
+// LossJournal names deductions this process acknowledged beyond a seq.
+type LossJournal interface {
+	TakeBeyond(sku string, seq int64) []domain.Receipt
+}
+
+// Alerter is told about every finding. It must not block.
+type Alerter interface {
+	Alert(ctx context.Context, f Finding)
+}
+
+// Config configures a Reconciler.
+type Config struct {
+	Redis     RedisView
+	Ledger    LedgerView
+	SKUs      SKULister
+	Restorer  Restorer
+	Rebuilder BalanceRebuilder
+	Runs      RunStore
+	Alerts    Alerter
+	// Journal, if set, lets verification after a restart name acknowledged
+	// deductions that Redis lost before they reached the ledger.
+	Journal LossJournal
+	Metrics *Metrics
+	Logger  *slog.Logger
+	// Group is the projector's consumer group; its unacked entries are the
+	// events in flight. Default projections.ConsumerGroup.
+	Group string
+	// ChunkSize is how many SKUs one Redis snapshot reads at most.
+	ChunkSize int
+}
+
+func (c *Config) setDefaults() {
+	if c.Group == "" {
+		c.Group = projections.ConsumerGroup
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = 1000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every missing dependency at once.
+func (c Config) Validate() error {
+	var errs []error
+	for name, missing := range map[string]bool{"Redis": c.Redis == nil, "Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil,
+		"Restorer": c.Restorer == nil, "Rebuilder": c.Rebuilder == nil, "Runs": c.Runs == nil, "Alerts": c.Alerts == nil,
+		"Metrics": c.Metrics == nil} {
+		if missing {
+			errs = append(errs, fmt.Errorf("reconcile: Config.%s is required", name))
+		}
+	}
+	if c.ChunkSize < 1 {
+		errs = append(errs, errors.New("reconcile: ChunkSize must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Reconciler checks SKUs. Runs are serialized: a run never races a repair
+// of another run.
+type Reconciler struct {
+	cfg Config
+	mu  sync.Mutex
+}
+
+// New returns a reconciler.
+func New(cfg Config) (*Reconciler, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Reconciler{cfg: cfg}, nil
+}
+
+// Options select what one run does.
+type Options struct {
+	// SKUs limits the run; empty means every defined SKU.
+	SKUs []string
+	// Repair corrects what can be corrected: Redis stock by compare-and-set,
+	// lost Redis state by restore from the ledger, balances by recompute,
+	// ledger gaps by re-projection from the stream.
+	Repair bool
+	// Trigger says why the run happened: interval, cli, api, redis_restart,
+	// adjustment.
+	Trigger string
+}
+
+// Run checks the SKUs, stamps the ones verified under the current Redis
+// run, repairs if asked, records the run and alerts on every finding.
+func (r *Reconciler) Run(ctx context.Context, opts Options) (Report, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := Report{Trigger: opts.Trigger, Started: time.Now(), Drifts: []Finding{}, Repaired: []Finding{}}
+	err := r.run(ctx, opts, &rep)
+	rep.Finished = time.Now()
+	id, recErr := r.cfg.Runs.RecordRun(context.WithoutCancel(ctx), rep, err)
+	rep.RunID = id
+	r.cfg.Metrics.observeRun(rep, err)
+	if err != nil {
+		return rep, err
+	}
+	if recErr != nil {
+		return rep, fmt.Errorf("record reconciliation run: %w", recErr)
+	}
+	if len(rep.Drifts) > 0 {
+		r.cfg.Logger.Warn("reconciliation found drift", "run", rep.RunID, "trigger", rep.Trigger, "checked", rep.Checked,
+			"drifts", len(rep.Drifts), "repaired", len(rep.Repaired))
+	}
+	return rep, nil
+}
+
+func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
+	skus := opts.SKUs
+	if len(skus) == 0 {
+		ids, err := r.cfg.SKUs.List(ctx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			skus = append(skus, id.String())
+		}
+	}
+	checks, err := r.check(ctx, skus, len(opts.SKUs) == 0)
+	if err != nil {
+		return err
+	}
+	unverified := 0
+	for _, sku := range skus {
+		c, ok := checks[sku]
+		if !ok {
+			continue
+		}
+		rep.Checked++
+		class, findings := classify(c)
+		if class == ClassLagging {
+			rep.Lagging++
+		}
+		if class == ClassLedgerGap {
+			r.describeGap(ctx, c, findings)
+		}
+		// Losses first, while the SKU is still fenced: once stamped it sells
+		// again, and its new receipts would look like lost ones.
+		if (c.live.Present && !c.live.Verified) || class == ClassRedisMissing {
+			if f, ok := r.lostAcknowledged(ctx, c); ok {
+				findings = append(findings, f)
+			}
+		}
+		if c.live.Present && !c.live.Verified {
+			unverified++
+			if r.stampIfSafe(ctx, c, findings) {
+				rep.Verified++
+			}
+		}
+		for _, f := range findings {
+			if opts.Repair {
+				r.repair(ctx, c, &f)
+			}
+			r.cfg.Alerts.Alert(ctx, f)
+			rep.Drifts = append(rep.Drifts, f)
+			if f.Repaired {
+				rep.Repaired = append(rep.Repaired, f)
+			}
+		}
+	}
+	rep.Unverified = unverified - rep.Verified
+	for _, f := range rep.Repaired {
+		// Repairs of Redis-side drift restore or correct and stamp the SKU.
+		switch f.Class {
+		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
+			if checks[f.SKU].live.Present && !checks[f.SKU].live.Verified {
+				rep.Unverified--
+			}
+		}
+	}
+	r.cfg.Metrics.unverified.Set(float64(rep.Unverified))
+	if opts.Repair {
+		r.fillAfter(ctx, rep)
+	}
+	return nil
+}
+
+// check reads Redis first, then the ledger. The order matters: an event is
+// either acked before the Redis snapshot, so committed before the ledger
+// read, or still unacked in the snapshot's tail. Events committed in between
+// are recognised by event id.
+func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[string]check, error) {
+	keys := r.cfg.Redis.Keyspace()
+	byPartition := map[int][]string{}
+	for _, sku := range skus {
+		p := keys.Partition(sku)
+		byPartition[p] = append(byPartition[p], sku)
+	}
+	checks := make(map[string]check, len(skus))
+	var ids []string
+	for p, list := range byPartition {
+		for chunk := range slices.Chunk(list, r.cfg.ChunkSize) {
+			snap, err := r.cfg.Redis.Snapshot(ctx, p, r.cfg.Group, chunk)
+			if err != nil {
+				return nil, err
+			}
+			for _, sku := range chunk {
+				checks[sku] = check{sku: sku, live: snap.SKUs[sku]}
+			}
+			for _, entry := range snap.InFlight {
+				c, ok := checks[entry.Fields["sku"]]
+				if !ok || !slices.Contains(chunk, c.sku) {
+					continue
+				}
+				entry.Fields[projections.StreamIDField] = entry.ID
+				e, err := projections.ParseEntry(entry.Fields)
+				if err != nil {
+					continue // a dead letter: the projector records it
+				}
+				c.inFlight = append(c.inFlight, e)
+				checks[c.sku] = c
+				ids = append(ids, e.ID)
+			}
+		}
+	}
+	var filter []string
+	if !all {
+		filter = skus
+	}
+	summaries, known, err := r.cfg.Ledger.LedgerSnapshot(ctx, filter, ids)
+	if err != nil {
+		return nil, err
+	}
+	for sku, c := range checks {
+		c.ledger = summaries[sku]
+		c.inFlight = slices.DeleteFunc(c.inFlight, func(e domain.Event) bool { return known[e.ID] })
+		slices.SortFunc(c.inFlight, func(a, b domain.Event) int { return int(a.Seq - b.Seq) })
+		checks[sku] = c
+	}
+	return checks, nil
+}
+
+// lostAcknowledged reports the deductions this process acknowledged beyond
+// everything Redis, the stream and the ledger still hold for the SKU.
+func (r *Reconciler) lostAcknowledged(ctx context.Context, c check) (Finding, bool) {
+	if r.cfg.Journal == nil {
+		return Finding{}, false
+	}
+	fig := c.figures()
+	held := max(fig.TruthSeq, c.live.Seq)
+	candidates := r.cfg.Journal.TakeBeyond(c.sku, held)
+	if len(candidates) == 0 {
+		return Finding{}, false
+	}
+	// A batch the projector was committing when Redis died may land after
+	// the check; what reached the ledger is not lost.
+	ids := make([]string, len(candidates))
+	for i, rc := range candidates {
+		ids[i] = rc.EventID
+	}
+	known, err := r.cfg.Ledger.KnownEventIDs(ctx, ids)
+	if err != nil {
+		r.cfg.Logger.Warn("look up possibly lost deductions", "sku", c.sku, "err", err)
+	}
+	lost := slices.DeleteFunc(candidates, func(rc domain.Receipt) bool { return known[rc.EventID] })
+	if len(lost) == 0 {
+		return Finding{}, false
+	}
+	f := Finding{SKU: c.sku, Class: ClassLostAcknowledged, Before: fig,
+		Detail: fmt.Sprintf("%d acknowledged deductions after seq %d are in neither Redis nor the ledger: Redis lost them before they were projected", len(lost), held)}
+	for _, rc := range lost {
+		f.Lost = append(f.Lost, LostReceipt{Seq: rc.Seq, EventID: rc.EventID, RequestID: rc.RequestID, User: rc.User, Qty: rc.Qty})
+	}
+	return f, true
+}
+
+// stampIfSafe stamps a SKU that Redis restarted under when its state agrees
+// with the ledger and the stream. SKUs with Redis-side drift stay fenced
+// until their repair, which stamps them.
+func (r *Reconciler) stampIfSafe(ctx context.Context, c check, findings []Finding) bool {
+	for _, f := range findings {
+		switch f.Class {
+		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
+			return false
+		}
+	}
+	sku, err := domain.NewSKUID(c.sku)
+	if err != nil {
+		return false
+	}
+	stamped, err := r.cfg.Redis.Stamp(ctx, sku, c.live.Seq)
+	if err != nil {
+		r.cfg.Logger.Warn("stamp failed", "sku", c.sku, "err", err)
+		return false
+	}
+	return stamped
+}
+
+func (r *Reconciler) describeGap(ctx context.Context, c check, findings []Finding) {
+	seqs, err := r.cfg.Ledger.Seqs(ctx, c.sku)
+	if err != nil {
+		r.cfg.Logger.Warn("read ledger seqs", "sku", c.sku, "err", err)
+		return
+	}
+	for _, e := range c.inFlight {
+		seqs = append(seqs, e.Seq)
+	}
+	upTo := max(c.live.Seq, c.ledger.Seq)
+	for i := range findings {
+		if findings[i].Class == ClassLedgerGap {
+			findings[i].MissingSeqs = seqRanges(seqs, upTo)
+		}
+	}
+}
+
+// repair corrects one finding where that is safe, and says why not otherwise.
+func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
+	sku, err := domain.NewSKUID(c.sku)
+	if err != nil {
+		f.RepairError = err.Error()
+		return
+	}
+	fail := func(err error) { f.RepairError = err.Error() }
+	switch f.Class {
+	case ClassRedisHigh, ClassRedisLow:
+		if f.Class == ClassRedisHigh {
+			// Fence first: no purchase may run on the excess while it is removed.
+			if ok, err := r.cfg.Redis.Fence(ctx, sku, c.live.Seq); err != nil || !ok {
+				fail(errors.Join(err, errSeqMoved))
+				return
+			}
+		}
+		ok, err := r.cfg.Redis.Correct(ctx, sku, c.live.Seq, f.Before.TruthStock)
+		if err != nil || !ok {
+			fail(errors.Join(err, errSeqMoved))
+			return
+		}
+		f.Repaired = true
+	case ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
+		if len(c.inFlight) > 0 {
+			fail(fmt.Errorf("%d events are still in flight; restoring now would drop them, retrying after the projector catches up", len(c.inFlight)))
+			return
+		}
+		if err := r.cfg.Restorer.RestoreSKU(ctx, c.sku); err != nil {
+			fail(err)
+			return
+		}
+		f.Repaired = true
+	case ClassBalancesDrift:
+		if err := r.cfg.Rebuilder.RebuildBalance(ctx, c.sku); err != nil {
+			fail(err)
+			return
+		}
+		f.Repaired = true
+	case ClassLedgerGap:
+		r.reproject(ctx, f)
+	}
+}
+
+var errSeqMoved = errors.New("a purchase moved the seq since the check; the next run retries")
+
+// reproject re-inserts missing seqs from the stream, where it still has them.
+func (r *Reconciler) reproject(ctx context.Context, f *Finding) {
+	want := map[int64]bool{}
+	for _, rg := range f.MissingSeqs {
+		for s := rg.From; s <= rg.To && len(want) < 100_000; s++ {
+			want[s] = true
+		}
+	}
+	if len(want) == 0 {
+		f.RepairError = "no missing seq range known"
+		return
+	}
+	entries, err := r.cfg.Redis.StreamEntries(ctx, f.SKU, want)
+	if err != nil {
+		f.RepairError = err.Error()
+		return
+	}
+	var events []domain.Event
+	for _, entry := range entries {
+		entry.Fields[projections.StreamIDField] = entry.ID
+		e, err := projections.ParseEntry(entry.Fields)
+		if err != nil {
+			continue
+		}
+		events = append(events, e)
+	}
+	if len(events) > 0 {
+		if _, err := r.cfg.Ledger.AppendBatch(ctx, events); err != nil {
+			f.RepairError = err.Error()
+			return
+		}
+	}
+	if len(events) < len(want) {
+		f.RepairError = fmt.Sprintf("re-projected %d of %d missing events; the stream no longer holds the rest, so they cannot be recovered", len(events), len(want))
+		return
+	}
+	f.Repaired = true
+}
+
+// fillAfter re-checks repaired SKUs so each finding records the figures the
+// repair left behind.
+func (r *Reconciler) fillAfter(ctx context.Context, rep *Report) {
+	var skus []string
+	for _, f := range rep.Drifts {
+		if f.Repaired && !slices.Contains(skus, f.SKU) {
+			skus = append(skus, f.SKU)
+		}
+	}
+	if len(skus) == 0 {
+		return
+	}
+	after, err := r.check(ctx, skus, false)
+	if err != nil {
+		r.cfg.Logger.Warn("re-check after repair", "err", err)
+		return
+	}
+	for _, list := range [][]Finding{rep.Drifts, rep.Repaired} {
+		for i := range list {
+			if c, ok := after[list[i].SKU]; ok && list[i].Repaired {
+				fig := c.figures()
+				list[i].After = &fig
+			}
+		}
+	}
+}

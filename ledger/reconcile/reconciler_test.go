@@ -1,0 +1,234 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/invledger/invledger/projections"
+)
+
+func TestMain(m *testing.M) { localstacktest.Main(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// alertSink records every alert, standing in for the notifier.
+type alertSink struct {
+	mu       sync.Mutex
+	findings []reconcile.Finding
+}
+
+func (a *alertSink) Alert(_ context.Context, f reconcile.Finding) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.findings = append(a.findings, f)
+}
+
+func newReconciler(t testing.TB, s *ledgertest.Stack, alerts reconcile.Alerter) *reconcile.Reconciler {
+	t.Helper()
+	restorer, rebuilder := recoveryFor(t, s)
+	r, err := reconcile.New(reconcile.Config{
+		Redis: s.Inventory, Ledger: s.Ledger, SKUs: s.SKUs, Restorer: restorer, Rebuilder: rebuilder,
+		Runs: s.Ledger, Alerts: alerts, Journal: s.Journal, Metrics: reconcile.NewMetrics(prometheus.NewRegistry()), Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startProjector runs the real projector over the stack until the test ends.
+func startProjector(t testing.TB, s *ledgertest.Stack) {
+	t.Helper()
+	p, err := projections.NewProjector(projections.ProjectorConfig{
+		NewRedisClient: func(poolSize int) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
+		},
+		Streams: s.Keyspace.StreamKeys(), ConsumerName: "reconcile-test", Logger: quiet,
+		Epoch: s.Inventory.Epoch, EntryExists: s.Inventory.EntryExists,
+		Metrics: projections.NewMetrics(prometheus.NewRegistry()),
+	}, s.Ledger, s.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitCaughtUp(t testing.TB, s *ledgertest.Stack, sku string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := s.Service.State(context.Background(), sku)
+		if err == nil && v.LedgerSeq != nil && *v.LedgerSeq == *v.RedisSeq {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger did not catch up with redis for %s", sku)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func buy(t testing.TB, s *ledgertest.Stack, sku string, n int) {
+	t.Helper()
+	for i := range n {
+		u := fmt.Sprintf("%s-u%d", sku, i)
+		if _, err := s.Service.Deduct(context.Background(), ledger.DeductCommand{SKU: sku, User: u, Qty: 1, RequestID: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func classes(rep reconcile.Report) map[string][]reconcile.Class {
+	out := map[string][]reconcile.Class{}
+	for _, f := range rep.Drifts {
+		out[f.SKU] = append(out[f.SKU], f.Class)
+	}
+	return out
+}
+
+// TestTamperingIsDetectedRecordedAndRepaired covers each kind of tampering
+// the seed warns about, one SKU each, in one run.
+func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
+	s := ledgertest.New(t)
+	ctx := context.Background()
+	skus := []string{"tamper-up", "tamper-down", "tamper-balance", "tamper-buyers", "honest"}
+	for _, sku := range skus {
+		s.SKU(t, sku, 20, 1)
+	}
+	startProjector(t, s)
+	for _, sku := range skus {
+		buy(t, s, sku, 5)
+		waitCaughtUp(t, s, sku)
+	}
+	rdb := s.RedisClient
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(rdb.HIncrBy(ctx, s.Keyspace.SKUKey("tamper-up"), "stock", 3).Err())
+	must(rdb.HIncrBy(ctx, s.Keyspace.SKUKey("tamper-down"), "stock", -2).Err())
+	_, err := s.Pool.Exec(ctx, `UPDATE balances SET balance = balance + 7 WHERE sku = 'tamper-balance'`)
+	must(err)
+	must(rdb.Del(ctx, s.Keyspace.BuyersKey("tamper-buyers")).Err())
+
+	alerts := &alertSink{}
+	rec := newReconciler(t, s, alerts)
+	rep, err := rec.Run(ctx, reconcile.Options{Repair: true, Trigger: "test"})
+	must(err)
+	want := map[string][]reconcile.Class{
+		"tamper-up":      {reconcile.ClassRedisHigh},
+		"tamper-down":    {reconcile.ClassRedisLow},
+		"tamper-balance": {reconcile.ClassBalancesDrift},
+		"tamper-buyers":  {reconcile.ClassBuyersDrift},
+	}
+	got := classes(rep)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("findings %v, want %v", got, want)
+	}
+	if len(rep.Repaired) != 4 || len(alerts.findings) != 4 || rep.Checked != len(skus) {
+		t.Fatalf("repaired %d, alerted %d, checked %d; want 4, 4, %d: %+v", len(rep.Repaired), len(alerts.findings), rep.Checked, len(skus), rep)
+	}
+	for _, f := range rep.Repaired {
+		if f.After == nil || *f.After.RedisStock != 15 || f.After.TruthStock != 15 {
+			t.Fatalf("finding %s/%s after repair: %+v", f.SKU, f.Class, f.After)
+		}
+	}
+	var stored int
+	must(s.Pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_findings f JOIN reconciliation_runs r ON r.id = f.run_id
+		WHERE r.id = $1 AND f.repaired AND f.after IS NOT NULL`, rep.RunID).Scan(&stored))
+	if stored != 4 {
+		t.Fatalf("%d repaired findings stored for run %d, want 4", stored, rep.RunID)
+	}
+	if n := rdb.HLen(ctx, s.Keyspace.BuyersKey("tamper-buyers")).Val(); n != 5 {
+		t.Fatalf("buyers key has %d users after repair, want 5", n)
+	}
+	// The repaired SKUs are clean now, and still sell.
+	rep, err = rec.Run(ctx, reconcile.Options{Trigger: "test"})
+	must(err)
+	if len(rep.Drifts) != 0 {
+		t.Fatalf("drift after repair: %+v", rep.Drifts)
+	}
+	_, err = s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "tamper-buyers", User: "tamper-buyers-u0", Qty: 1, RequestID: "again"})
+	if !errors.Is(err, domain.ErrAlreadyPurchased) {
+		t.Fatalf("past buyer after buyers repair: %v, want ErrAlreadyPurchased", err)
+	}
+}
+
+// TestNoFalseAlarmsDuringAFullSpeedSale reconciles every 100 ms while a sale
+// runs flat out with the projector lagging behind.
+func TestNoFalseAlarmsDuringAFullSpeedSale(t *testing.T) {
+	s := ledgertest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "busy", 1_000_000, 1)
+	s.SKU(t, "busy-2", 1_000_000, 1)
+	startProjector(t, s)
+	rec := newReconciler(t, s, &alertSink{})
+
+	saleFor := 20 * time.Second
+	if testing.Short() {
+		saleFor = 5 * time.Second
+	}
+	stop := time.Now().Add(saleFor)
+	var sold atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				sku := []string{"busy", "busy-2"}[i%2]
+				u := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: u, Qty: 1, RequestID: u}); err != nil {
+					t.Errorf("deduct: %v", err)
+					return
+				}
+				if i%10 == 0 {
+					_, _ = s.Service.Release(ctx, ledger.ReleaseCommand{SKU: sku, User: u, RequestID: u})
+				}
+				sold.Add(1)
+			}
+		})
+	}
+	runs, lagging := 0, 0
+	for time.Now().Before(stop) {
+		rep, err := rec.Run(ctx, reconcile.Options{Trigger: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Drifts) != 0 {
+			t.Fatalf("false alarm during the sale (run %d): %+v", runs, rep.Drifts)
+		}
+		runs++
+		lagging += rep.Lagging
+		time.Sleep(100 * time.Millisecond)
+	}
+	wg.Wait()
+	if runs < 5 || sold.Load() < 1000 || lagging == 0 {
+		t.Fatalf("%d runs, %d purchases, %d lagging observations: the test did not exercise the in-flight reasoning", runs, sold.Load(), lagging)
+	}
+	t.Logf("%d runs, %d lagging observations, %d purchases, no drift", runs, lagging, sold.Load())
+}
+
+func recoveryFor(t testing.TB, s *ledgertest.Stack) (reconcile.Restorer, reconcile.BalanceRebuilder) {
+	t.Helper()
+	r := s.Recovery(t)
+	return r, r
+}

@@ -1,0 +1,286 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/invledger/invledger/domain"
+)
+
+// RecoveryConfig wires a Recovery to its ports.
+type RecoveryConfig struct {
+	Ledger   LedgerScanner
+	SKUs     SKUCatalog
+	Balances BalanceRebuilder
+	Redis    InventoryRestorer
+	// ConsumerGroup is the projector's consumer group, recreated on the
+	// partition streams when Redis lost them.
+	ConsumerGroup string
+	// Writers is how many SKUs RestoreAll writes into Redis at once while
+	// the ledger scan folds the next ones. Default 4.
+	Writers int
+	Logger  *slog.Logger
+}
+
+func (c *RecoveryConfig) setDefaults() {
+	if c.Writers == 0 {
+		c.Writers = 4
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every missing or invalid setting at once.
+func (c RecoveryConfig) Validate() error {
+	var errs []error
+	for name, missing := range map[string]bool{
+		"Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil, "Balances": c.Balances == nil, "Redis": c.Redis == nil,
+	} {
+		if missing {
+			errs = append(errs, fmt.Errorf("recovery: %s is required", name))
+		}
+	}
+	if c.ConsumerGroup == "" {
+		errs = append(errs, errors.New("recovery: ConsumerGroup is required"))
+	}
+	if c.Writers < 1 {
+		errs = append(errs, errors.New("recovery: Writers must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Recovery rebuilds the views of the ledger: Redis after it lost its data,
+// and the balances projection. The ledger is the only input; both are safe
+// while the API and the projector run.
+type Recovery struct {
+	cfg RecoveryConfig
+}
+
+// NewRecovery validates cfg and returns a Recovery.
+func NewRecovery(cfg RecoveryConfig) (*Recovery, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Recovery{cfg: cfg}, nil
+}
+
+// RestoreSKU rebuilds one SKU's Redis state from its ledger fold: stock, seq,
+// limit, status, buyers, and the receipt of every request, so retries still
+// get their original receipts and past buyers are still refused. The SKU is
+// fenced while it is written: purchases get domain.ErrRecovering, never a
+// half-restored state. It refuses with ErrRedisAhead when Redis holds events
+// the ledger does not have yet, with domain.ErrNotFound when the SKU is
+// undefined or has no ledger events, and with domain.ErrCorruptLedger when
+// the ledger does not fold (a missing seq: events not projected yet, or lost).
+func (r *Recovery) RestoreSKU(ctx context.Context, sku string) error {
+	id, err := domain.NewSKUID(sku)
+	if err != nil {
+		return err
+	}
+	rec, err := r.cfg.SKUs.Record(ctx, id)
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", sku, err)
+	}
+	if err := r.cfg.Redis.EnsureStreams(ctx, r.cfg.ConsumerGroup); err != nil {
+		return fmt.Errorf("restore %s: %w", sku, err)
+	}
+	f := newFolder(sku)
+	err = r.cfg.Ledger.ScanSKU(ctx, id, func(e domain.Event) error {
+		f.apply(e)
+		return f.err
+	})
+	if err != nil {
+		return foldError(sku, err)
+	}
+	if f.state.Seq == 0 {
+		return fmt.Errorf("restore %s: %w: the ledger holds no events of this sku; if it was never warmed, run `invledger sku warm %s`",
+			sku, domain.ErrNotFound, sku)
+	}
+	return r.restore(ctx, f.image(rec))
+}
+
+// RestoreReport sums up RestoreAll.
+type RestoreReport struct {
+	// SKUs is how many SKUs were restored, Rows how many ledger rows they
+	// folded. Skipped SKUs are defined but have no ledger events.
+	SKUs    int   `json:"skus"`
+	Rows    int64 `json:"rows"`
+	Skipped int   `json:"skipped"`
+	// Failed lists the SKUs that could not be restored; the error says why.
+	Failed []string `json:"failed,omitempty"`
+}
+
+// RestoreAll does RestoreSKU for every SKU in one streaming pass over the
+// ledger, folding SKU by SKU while earlier SKUs are written to Redis, so
+// memory holds a few SKUs, never the ledger. A SKU that fails is listed in
+// the report and the others are still restored; the error joins every
+// failure. progress, if not nil, is called after each SKU with the SKUs done
+// out of total and the ledger rows folded so far; calls never overlap.
+func (r *Recovery) RestoreAll(ctx context.Context, progress func(done, total int, rows int64)) (RestoreReport, error) {
+	records, err := r.cfg.SKUs.Records(ctx)
+	if err != nil {
+		return RestoreReport{}, fmt.Errorf("restore: %w", err)
+	}
+	if err := r.cfg.Redis.EnsureStreams(ctx, r.cfg.ConsumerGroup); err != nil {
+		return RestoreReport{}, fmt.Errorf("restore: %w", err)
+	}
+	bySKU := make(map[string]SKURecord, len(records))
+	for _, rec := range records {
+		bySKU[rec.Definition.SKU().String()] = rec
+	}
+
+	var (
+		mu     sync.Mutex
+		report RestoreReport
+		errs   []error
+		rows   atomic.Int64
+	)
+	finish := func(sku string, n int64, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			report.Failed = append(report.Failed, sku)
+			errs = append(errs, err)
+		} else {
+			report.SKUs++
+			report.Rows += n
+		}
+		if progress != nil {
+			progress(min(report.SKUs+len(report.Failed), len(records)), len(records), rows.Load())
+		}
+	}
+
+	type job struct {
+		img  RedisImage
+		rows int64
+	}
+	jobs := make(chan job, r.cfg.Writers)
+	var wg sync.WaitGroup
+	for range r.cfg.Writers {
+		wg.Go(func() {
+			for j := range jobs {
+				finish(j.img.State.SKU, j.rows, r.restore(ctx, j.img))
+			}
+		})
+	}
+
+	var (
+		f    *folder
+		seen = map[string]bool{}
+	)
+	// flush hands the SKU folded so far to the writers.
+	flush := func() error {
+		if f == nil {
+			return nil
+		}
+		cur := f
+		f = nil
+		rec, ok := bySKU[cur.sku]
+		switch {
+		case cur.err != nil:
+			finish(cur.sku, 0, foldError(cur.sku, cur.err))
+		case !ok:
+			finish(cur.sku, 0, fmt.Errorf("restore %s: %w: the ledger holds events of a sku that is not defined", cur.sku, domain.ErrCorruptLedger))
+		default:
+			select {
+			case jobs <- job{img: cur.image(rec), rows: cur.state.Seq}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	scanErr := r.cfg.Ledger.ScanAll(ctx, func(e domain.Event) error {
+		rows.Add(1)
+		if f != nil && f.sku == e.SKU {
+			f.apply(e)
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if seen[e.SKU] {
+			return fmt.Errorf("ledger scan returned sku %s in two runs; it must group rows by sku", e.SKU)
+		}
+		seen[e.SKU] = true
+		f = newFolder(e.SKU)
+		f.apply(e)
+		return nil
+	})
+	if scanErr == nil {
+		scanErr = flush()
+	}
+	close(jobs)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if scanErr != nil {
+		return report, fmt.Errorf("restore: read the ledger: %w", scanErr)
+	}
+	for _, rec := range records {
+		if !seen[rec.Definition.SKU().String()] {
+			report.Skipped++
+		}
+	}
+	if progress != nil {
+		progress(len(records), len(records), rows.Load())
+	}
+	return report, errors.Join(errs...)
+}
+
+func (r *Recovery) restore(ctx context.Context, img RedisImage) error {
+	if err := r.cfg.Redis.Restore(ctx, img); err != nil {
+		if errors.Is(err, ErrRedisAhead) {
+			return fmt.Errorf("restore %s: %w: its newer events are still being projected; wait for the projector and run `invledger restore-redis --sku %s` again",
+				img.State.SKU, err, img.State.SKU)
+		}
+		return fmt.Errorf("restore %s: %w", img.State.SKU, err)
+	}
+	r.cfg.Logger.Debug("sku restored from the ledger", "sku", img.State.SKU, "seq", img.State.Seq, "stock", img.State.Stock,
+		"buyers", len(img.State.Buyers), "requests", len(img.State.Requests))
+	return nil
+}
+
+// folder folds one SKU's events as they stream in. The first error sticks:
+// the SKU cannot be restored, but the scan goes on for the others.
+type folder struct {
+	sku       string
+	state     *domain.SKUState
+	stockedID string
+	err       error
+}
+
+func newFolder(sku string) *folder { return &folder{sku: sku, state: domain.NewSKUState(sku)} }
+
+func (f *folder) apply(e domain.Event) {
+	if f.err != nil {
+		return
+	}
+	if e.Type == domain.EventStocked {
+		f.stockedID = e.ID
+	}
+	f.err = f.state.Apply(e)
+}
+
+func (f *folder) image(rec SKURecord) RedisImage {
+	img := RedisImage{State: f.state, Limit: rec.Definition.PerUserLimit(), StockedEventID: f.stockedID, ClosedAt: rec.ClosedAt}
+	if rec.Archive != nil {
+		img.ArchivedAt = rec.Archive.ArchivedAt
+	}
+	return img
+}
+
+func foldError(sku string, err error) error {
+	if errors.Is(err, domain.ErrCorruptLedger) {
+		return fmt.Errorf("restore %s: %w (a missing seq means events are still being projected, or were lost with Redis: "+
+			"run `invledger reconcile --sku %s`)", sku, err, sku)
+	}
+	return fmt.Errorf("restore %s: %w", sku, err)
+}
