@@ -240,10 +240,30 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 	return st, nil
 }
 
-// Stamp marks a SKU as verified under the current Redis run, provided its seq
-// is still seq. stamped is false when a purchase moved the seq since the check.
-func (r *RedisInventory) Stamp(ctx context.Context, sku domain.SKUID, seq int64) (stamped bool, err error) {
-	return r.casScript(ctx, stampScript, "stamp", sku, seq)
+// StampMany marks SKUs as verified under the current Redis run, each provided
+// its seq is still seqs[i]; stamped[i] is false when a purchase moved it since
+// the check. One pipeline for all: after a restart every SKU needs its
+// stamp, and a round trip (and fsync) per SKU would keep sales closed for seconds.
+func (r *RedisInventory) StampMany(ctx context.Context, skus []string, seqs []int64) (stamped []bool, err error) {
+	if err := stampScript.Load(ctx, r.client).Err(); err != nil {
+		return nil, fmt.Errorf("load stamp script: %w", err)
+	}
+	cmds := make([]*redis.Cmd, len(skus))
+	_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sku := range skus {
+			cmds[i] = stampScript.EvalSha(ctx, p, []string{r.keys.SKUKey(sku)}, seqs[i])
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("stamp %d skus: %w", len(skus), err)
+	}
+	stamped = make([]bool, len(skus))
+	for i, c := range cmds {
+		n, err := c.Int64()
+		stamped[i] = err == nil && n == 1
+	}
+	return stamped, nil
 }
 
 // Fence takes the SKU out of sale (purchases get recovering) if its seq is

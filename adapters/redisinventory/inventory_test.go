@@ -339,10 +339,10 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 		t.Fatalf("state after restart %+v, want unverified stock 9 seq 2", st)
 	}
 
-	if stamped, err := f.inv.Stamp(ctx, sku, 1); err != nil || stamped {
+	if stamped, err := f.inv.StampMany(ctx, []string{"fenced"}, []int64{1}); err != nil || stamped[0] {
 		t.Fatalf("stamp with a stale seq: stamped=%v err=%v, want refused", stamped, err)
 	}
-	if stamped, err := f.inv.Stamp(ctx, sku, 2); err != nil || !stamped {
+	if stamped, err := f.inv.StampMany(ctx, []string{"fenced"}, []int64{2}); err != nil || !stamped[0] {
 		t.Fatalf("stamp: stamped=%v err=%v", stamped, err)
 	}
 	if _, err := deduct(t, f, sku, "u2", 1, "after", uuid.NewString()); err != nil {

@@ -19,6 +19,11 @@ import (
 	"github.com/invledger/invledger/migrations"
 )
 
+// journalWindow is how long acknowledged receipts are remembered, so a
+// Redis crash in everysec mode can name what it lost: the loss window is one
+// second, and verification starts a few seconds after the restart.
+const journalWindow = 30 * time.Second
+
 // app is the wired application: connections, adapters and the service.
 type app struct {
 	cfg       Config
@@ -29,6 +34,7 @@ type app struct {
 	inventory *redisinventory.RedisInventory
 	skus      *pgstore.PostgresSKUStore
 	ledger    *pgstore.PostgresLedgerStore
+	journal   *ledger.ReceiptJournal
 	service   *ledger.Service
 }
 
@@ -97,7 +103,8 @@ func openApp(ctx context.Context, cfg Config) (*app, error) {
 	a.inventory = redisinventory.NewRedisInventory(a.redis, a.keys, runIDs)
 	a.skus = pgstore.NewPostgresSKUStore(a.pool)
 	a.ledger = pgstore.NewPostgresLedgerStore(a.pool)
-	a.service = ledger.NewService(a.inventory, a.skus, a.ledger)
+	a.journal = ledger.NewReceiptJournal(journalWindow)
+	a.service = ledger.NewService(a.journal.Wrap(a.inventory), a.skus, a.ledger)
 	return a, nil
 }
 

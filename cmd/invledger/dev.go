@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -66,6 +67,7 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 	env.String(&sc.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address")
 	env.String(&sc.Durability, "durability", "INVLEDGER_DURABILITY", "strict", "strict (Redis appendfsync always) or everysec")
 	sc.Subscribers, sc.BatchSize, sc.BatchWait, sc.StreamRetention = 4, 500, defaultBatchWait, defaultRetention
+	sc.ReconcileInterval, sc.ArchiveAfter = defaultReconcileInterval, 24*time.Hour
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd
 }

@@ -23,9 +23,12 @@ func main() {
 	}
 }
 
-// exitCode lets scripts tell a refused purchase or bad input (2) from an
-// infrastructure failure (1).
+// exitCode lets scripts tell a refused purchase or bad input (2) and
+// unrepaired reconciliation drift (3) from an infrastructure failure (1).
 func exitCode(err error) int {
+	if errors.As(err, new(errDrift)) {
+		return 3
+	}
 	for _, refusal := range []error{domain.ErrInvalidInput, domain.ErrSoldOut, domain.ErrAlreadyPurchased,
 		domain.ErrNotWarmed, domain.ErrNotFound, domain.ErrConflict, domain.ErrClosed, domain.ErrNeedsRestore} {
 		if errors.Is(err, refusal) {

@@ -59,7 +59,7 @@ func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
 	}
 	const op, gw = "operator-secret-0001", "gateway-secret-00001"
 	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: "ops:operator:" + op + ",shop:gateway:" + gw + ",audit:auditor:auditor-secret-0001",
-		Durability: "strict", Components: knownComponents, Subscribers: 2, BatchSize: 100, BatchWait: defaultBatchWait, StreamRetention: time.Hour}
+		Durability: "strict", Components: knownComponents, Subscribers: 2, BatchSize: 100, BatchWait: defaultBatchWait, StreamRetention: time.Hour, ReconcileInterval: time.Minute}
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +116,30 @@ func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	code, report := call("POST", "/v1/reconcile", op, `{"repair":true}`)
+	if code != 200 || report["checked"] != float64(1) || len(report["drifts"].([]any)) != 0 {
+		t.Fatalf("reconcile: %d %v", code, report)
+	}
+	if code, runs := call("GET", "/v1/reconciliations?limit=5", "auditor-secret-0001", ""); code != 200 || len(runs["runs"].([]any)) == 0 {
+		t.Fatalf("reconciliations: %d %v", code, runs)
+	}
+	if code, _ := call("POST", "/v1/reconcile", gw, ""); code != 403 {
+		t.Fatalf("reconcile as gateway: %d, want 403", code)
+	}
+	if code, m := call("POST", "/v1/skus/srv-1/close", op, ""); code != 200 || m["status"] != "closed" {
+		t.Fatalf("close: %d %v", code, m)
+	}
+	if code, m := call("POST", "/v1/skus/srv-1/deduct", gw, `{"user_id":"late","qty":1,"request_id":"late"}`); code != 409 || m["error"] != "closed" {
+		t.Fatalf("deduct after close: %d %v", code, m)
+	}
 	resp, err := http.Get(api + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, name := range []string{"invledger_projected_events_total", "invledger_projection_batch_events", "go_goroutines"} {
+	for _, name := range []string{"invledger_projected_events_total", "invledger_projection_batch_events", "go_goroutines",
+		"invledger_deduction_duration_seconds", "invledger_inventory_operations_total", "invledger_reconcile_runs_total", "invledger_fenced_skus"} {
 		if !bytes.Contains(metrics, []byte(name)) {
 			t.Fatalf("/metrics lacks %s", name)
 		}

@@ -68,6 +68,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newRestoreRedisCmd(withApp),
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),
+		newReconcileCmd(withApp),
 	)
 	return root
 }
@@ -91,7 +92,7 @@ func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 type appRunner func(ctx context.Context, f func(*app) error) error
 
 func newSKUCmd(withApp appRunner) *cobra.Command {
-	cmd := &cobra.Command{Use: "sku", Short: "Create, warm and show SKUs"}
+	cmd := &cobra.Command{Use: "sku", Short: "Create, warm, show and close SKUs"}
 
 	var stock, limit int64
 	create := &cobra.Command{

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections"
 )
 
@@ -36,13 +39,17 @@ type ServeConfig struct {
 	BatchWait          time.Duration
 	StreamRetention    time.Duration
 	ConsumerName       string
+	ReconcileInterval  time.Duration
+	AlertWebhook       string
+	ArchiveAfter       time.Duration
 }
 
-var knownComponents = []string{"api", "projector"}
+var knownComponents = []string{"api", "projector", "reconciler"}
 
 const (
-	defaultBatchWait = 5 * time.Millisecond
-	defaultRetention = time.Hour
+	defaultBatchWait         = 0
+	defaultRetention         = time.Hour
+	defaultReconcileInterval = time.Minute
 )
 
 // Validate reports every invalid setting at once.
@@ -68,8 +75,19 @@ func (c ServeConfig) Validate() error {
 	if c.BatchSize < 1 {
 		errs = append(errs, errors.New("--batch-size must be at least 1"))
 	}
-	if c.BatchWait <= 0 {
-		errs = append(errs, errors.New("--batch-wait must be positive"))
+	if c.BatchWait < 0 {
+		errs = append(errs, errors.New("--batch-wait must not be negative"))
+	}
+	if c.ReconcileInterval <= 0 {
+		errs = append(errs, errors.New("--reconcile-interval (INVLEDGER_RECONCILE_INTERVAL) must be positive"))
+	}
+	if c.ArchiveAfter < 0 {
+		errs = append(errs, errors.New("--archive-after (INVLEDGER_ARCHIVE_AFTER) must not be negative"))
+	}
+	if c.AlertWebhook != "" {
+		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -79,10 +97,12 @@ func (c ServeConfig) has(component string) bool { return slices.Contains(c.Compo
 func newServeCmd(config func() (Config, error)) *cobra.Command {
 	var sc ServeConfig
 	cmd := &cobra.Command{
-		Use:   "serve [--components api,projector]",
-		Short: "Run the HTTP API and the projector",
-		Long: `serve runs the purchase API and the projector that writes the partition
-streams into the ledger. --components runs a subset, so several projector
+		Use:   "serve [--components api,projector,reconciler]",
+		Short: "Run the HTTP API, the projector and the reconciler",
+		Long: `serve runs the purchase API, the projector that writes the partition streams
+into the ledger, and the reconciler, which compares Redis with the ledger every
+--reconcile-interval, repairs drift, and verifies every SKU at once when Redis
+restarts or fails over. --components runs a subset, so several projector
 processes can run beside the API. SIGINT or SIGTERM stops it gracefully:
 in-flight requests finish, and the projector commits or leaves its batch
 pending for redelivery.`,
@@ -109,6 +129,9 @@ pending for redelivery.`,
 	env.Duration(&sc.BatchWait, "batch-wait", "INVLEDGER_BATCH_WAIT", defaultBatchWait, "longest wait to fill a ledger transaction")
 	env.Duration(&sc.StreamRetention, "stream-retention", "INVLEDGER_STREAM_RETENTION", defaultRetention, "keep acked stream entries this long")
 	env.String(&sc.ConsumerName, "consumer-name", "INVLEDGER_CONSUMER_NAME", "", "stable projector consumer name prefix (default: host name)")
+	env.Duration(&sc.ReconcileInterval, "reconcile-interval", "INVLEDGER_RECONCILE_INTERVAL", defaultReconcileInterval, "time between reconciliations with repair")
+	env.String(&sc.AlertWebhook, "alert-webhook", "INVLEDGER_ALERT_WEBHOOK", "", "URL that receives a JSON POST per reconciliation finding")
+	env.Duration(&sc.ArchiveAfter, "archive-after", "INVLEDGER_ARCHIVE_AFTER", 24*time.Hour, "archive the buyers of SKUs closed this long ago (0 disables)")
 	cmd.Flags().BoolVar(&sc.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if len(sc.Components) == 0 {
@@ -141,6 +164,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
 	metrics := projections.NewMetrics(reg)
+	a.service = ledger.NewService(ledger.NewInventoryMetrics(reg).Wrap(a.journal.Wrap(a.inventory)), a.skus, a.ledger)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -188,8 +212,37 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		run("janitor", func(ctx context.Context) error { j.Run(ctx); return nil })
 		a.log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers)
 	}
+	// The API triggers reconciliations too, so it needs a reconciler even in
+	// a process that does not run the periodic loop.
+	reconcileMetrics := reconcile.NewMetrics(reg)
+	notifier, err := reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: sc.AlertWebhook, Logger: a.log, Metrics: reconcileMetrics})
+	if err != nil {
+		return err
+	}
+	rec, err := a.reconciler(reconcileMetrics, notifier)
+	if err != nil {
+		return err
+	}
+	archiver, err := a.archiver()
+	if err != nil {
+		return err
+	}
+	run("alerts", func(ctx context.Context) error { notifier.Run(ctx); return nil })
+	if sc.has("reconciler") {
+		run("reconciler", func(ctx context.Context) error {
+			return rec.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.inventory.Epoch,
+				Changed: a.inventory.RunIDs().Changed()})
+		})
+		if sc.ArchiveAfter > 0 {
+			run("archiver", func(ctx context.Context) error {
+				archiveClosedLoop(ctx, archiver, sc.ArchiveAfter, sc.ReconcileInterval, a.log)
+				return nil
+			})
+		}
+		a.log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", sc.AlertWebhook != "")
+	}
 	if sc.has("api") {
-		srv, ln, err := newAPIServer(a, sc, reg)
+		srv, ln, err := newAPIServer(a, sc, reg, append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log)))
 		if err != nil {
 			cancel()
 			wg.Wait()
@@ -206,7 +259,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	return errors.Join(errs...)
 }
 
-func newAPIServer(a *app, sc ServeConfig, reg *prometheus.Registry) (*http.Server, net.Listener, error) {
+func newAPIServer(a *app, sc ServeConfig, reg *prometheus.Registry, routes []httpapi.Route) (*http.Server, net.Listener, error) {
 	tokens, err := loadTokens(sc)
 	if err != nil {
 		return nil, nil, err
@@ -223,8 +276,8 @@ func newAPIServer(a *app, sc ServeConfig, reg *prometheus.Registry) (*http.Serve
 			return nil
 		},
 		Logger: a.log,
-		Routes: []httpapi.Route{{Method: http.MethodGet, Path: "/metrics", Public: true,
-			Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})}},
+		Routes: append(routes, httpapi.Route{Method: http.MethodGet, Path: "/metrics", Public: true,
+			Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})}),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -243,6 +296,28 @@ func newAPIServer(a *app, sc ServeConfig, reg *prometheus.Registry) (*http.Serve
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	return srv, ln, nil
+}
+
+// archiveClosedLoop archives the buyers of SKUs closed longer than
+// olderThan, checking every interval: the seed's pitfall 3, the buyers set
+// that grows without bound.
+func archiveClosedLoop(ctx context.Context, archiver *ledger.Archiver, olderThan, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done, err := archiver.ArchiveClosed(ctx, olderThan)
+		for _, r := range done {
+			log.Info("archived buyers of closed sku", "sku", r.SKU)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("archiving closed skus", "err", err)
+		}
+	}
 }
 
 // serveHTTP serves until ctx ends, then lets in-flight requests finish.

@@ -19,7 +19,7 @@ type RedisView interface {
 	Keyspace() redisinventory.Keyspace
 	Snapshot(ctx context.Context, partition int, group string, skus []string) (redisinventory.PartitionSnapshot, error)
 	StreamEntries(ctx context.Context, sku string, seqs map[int64]bool) ([]redisinventory.StreamEntry, error)
-	Stamp(ctx context.Context, sku domain.SKUID, seq int64) (bool, error)
+	StampMany(ctx context.Context, skus []string, seqs []int64) ([]bool, error)
 	Fence(ctx context.Context, sku domain.SKUID, seq int64) (bool, error)
 	Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (bool, error)
 }
@@ -185,6 +185,10 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		return err
 	}
 	unverified := 0
+	var (
+		stampSKUs []string
+		stampSeqs []int64
+	)
 	for _, sku := range skus {
 		c, ok := checks[sku]
 		if !ok {
@@ -207,8 +211,8 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 		if c.live.Present && !c.live.Verified {
 			unverified++
-			if r.stampIfSafe(ctx, c, findings) {
-				rep.Verified++
+			if safeToStamp(findings) {
+				stampSKUs, stampSeqs = append(stampSKUs, c.sku), append(stampSeqs, c.live.Seq)
 			}
 		}
 		for _, f := range findings {
@@ -219,6 +223,17 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			rep.Drifts = append(rep.Drifts, f)
 			if f.Repaired {
 				rep.Repaired = append(rep.Repaired, f)
+			}
+		}
+	}
+	if len(stampSKUs) > 0 {
+		stamped, err := r.cfg.Redis.StampMany(ctx, stampSKUs, stampSeqs)
+		if err != nil {
+			r.cfg.Logger.Warn("stamp verified skus", "err", err)
+		}
+		for _, ok := range stamped {
+			if ok {
+				rep.Verified++
 			}
 		}
 	}
@@ -328,26 +343,17 @@ func (r *Reconciler) lostAcknowledged(ctx context.Context, c check) (Finding, bo
 	return f, true
 }
 
-// stampIfSafe stamps a SKU that Redis restarted under when its state agrees
-// with the ledger and the stream. SKUs with Redis-side drift stay fenced
-// until their repair, which stamps them.
-func (r *Reconciler) stampIfSafe(ctx context.Context, c check, findings []Finding) bool {
+// safeToStamp says whether a SKU that Redis restarted under agrees with the
+// ledger and the stream. SKUs with Redis-side drift stay fenced until their
+// repair, which stamps them.
+func safeToStamp(findings []Finding) bool {
 	for _, f := range findings {
 		switch f.Class {
 		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
 			return false
 		}
 	}
-	sku, err := domain.NewSKUID(c.sku)
-	if err != nil {
-		return false
-	}
-	stamped, err := r.cfg.Redis.Stamp(ctx, sku, c.live.Seq)
-	if err != nil {
-		r.cfg.Logger.Warn("stamp failed", "sku", c.sku, "err", err)
-		return false
-	}
-	return stamped
+	return true
 }
 
 func (r *Reconciler) describeGap(ctx context.Context, c check, findings []Finding) {

@@ -1,0 +1,108 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestWebhookReceivesOneAlertPerFindingWithTheDocumentedSchema(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		got  []map[string]any
+		hits int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		hits++
+		if hits == 1 { // the first delivery fails: it must be retried
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("bad alert body: %v", err)
+		}
+		got = append(got, body)
+	}))
+	defer srv.Close()
+	m := NewMetrics(prometheus.NewRegistry())
+	n, err := NewNotifier(NotifierConfig{WebhookURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(ctx) }()
+	stock := int64(9)
+	n.Alert(ctx, Finding{SKU: "a", Class: ClassRedisHigh, Detail: "d", Before: Figures{RedisStock: &stock, TruthStock: 7}})
+	n.Alert(ctx, Finding{SKU: "b", Class: ClassBalancesDrift, Detail: "d", Repaired: true})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		k := len(got)
+		mu.Unlock()
+		if k == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d alerts, want 2", k)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	first := got[0]
+	finding, _ := first["finding"].(map[string]any)
+	before, _ := finding["before"].(map[string]any)
+	if first["kind"] != "reconciliation_finding" || first["severity"] != "critical" || first["at"] == nil ||
+		finding["sku"] != "a" || finding["class"] != "redis_high" || before["redis_stock"] != float64(9) || before["truth_stock"] != float64(7) {
+		t.Fatalf("alert does not follow the schema: %v", first)
+	}
+	if got[1]["severity"] != "warning" {
+		t.Fatalf("second alert %v", got[1])
+	}
+	if v := testutil.ToFloat64(m.alerts.WithLabelValues("delivered")); v != 2 {
+		t.Fatalf("delivered counter %v, want 2", v)
+	}
+}
+
+func TestHangingWebhookNeverBlocksTheReconciler(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	m := NewMetrics(prometheus.NewRegistry())
+	n, err := NewNotifier(NotifierConfig{WebhookURL: srv.URL, Timeout: 200 * time.Millisecond, Attempts: 2, QueueSize: 10,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
+	// 1,000 alerts against a webhook that never answers: had Alert waited
+	// for delivery or for queue space, it would hang here and nothing
+	// would be dropped.
+	for range 1000 {
+		n.Alert(ctx, Finding{SKU: "s", Class: ClassRedisLow})
+	}
+	if dropped := testutil.ToFloat64(m.alerts.WithLabelValues("dropped")); dropped < 900 {
+		t.Fatalf("dropped %v alerts, want the overflow beyond the queue counted", dropped)
+	}
+}
