@@ -46,4 +46,8 @@ type Event struct {
 	OccurredAt time.Time
 	// StreamID is the event's id in its partition stream, once it has one.
 	StreamID string
+	// PrevHash and Hash link the event into its SKU's tamper-evident chain;
+	// see EventHash.
+	PrevHash string
+	Hash     string
 }

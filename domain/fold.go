@@ -26,6 +26,8 @@ type SKUState struct {
 	Buyers map[string]int64
 	// Requests maps a deduction's request id to the purchase it made.
 	Requests map[string]Purchase
+	// LastHash is the hash of the last event: where the chain continues.
+	LastHash string
 }
 
 // NewSKUState returns the empty state a SKU has before its stocked event.
@@ -94,6 +96,7 @@ func (s *SKUState) Apply(e Event) error {
 	}
 	s.Stock = e.Balance
 	s.Seq = e.Seq
+	s.LastHash = e.Hash
 	return nil
 }
 

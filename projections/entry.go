@@ -88,6 +88,8 @@ func ParseEntry(fields map[string]string) (domain.Event, error) {
 	e.Actor = str("actor", e.Type == domain.EventAdjusted)
 	e.Reason = str("reason", false)
 	e.StreamID = str(StreamIDField, true)
+	e.PrevHash = str("prev_hash", false) // empty for a SKU's first event
+	e.Hash = str("hash", true)
 	if err := errors.Join(errs...); err != nil {
 		return domain.Event{}, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}

@@ -60,21 +60,23 @@ func (s *PostgresLedgerStore) AppendBatch(ctx context.Context, events []domain.E
 		seqs, deltas, qtys, balances     = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		users, requests, actors, reasons = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		occurred                         = make([]time.Time, n)
+		prevHashes, hashes               = make([]string, n), make([]string, n)
 	)
 	for i, e := range events {
 		ids[i], skus[i], types[i], streamIDs[i] = e.ID, e.SKU, string(e.Type), e.StreamID
 		seqs[i], deltas[i], qtys[i], balances[i] = e.Seq, e.Delta, e.Qty, e.Balance
 		users[i], requests[i], actors[i], reasons[i] = nullable(e.User), nullable(e.RequestID), nullable(e.Actor), nullable(e.Reason)
 		occurred[i] = e.OccurredAt
+		prevHashes[i], hashes[i] = e.PrevHash, e.Hash
 	}
 	// Balances are locked in sku order so that concurrent batches cannot deadlock.
 	rows, err := s.pool.Query(ctx, `
 WITH ins AS (
     INSERT INTO ledger_entries (event_id, sku, seq, type, delta, qty, balance_after,
-                                user_id, request_id, actor, reason, occurred_at, stream_id)
+                                user_id, request_id, actor, reason, occurred_at, stream_id, prev_hash, hash)
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
                          $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
-                         $12::timestamptz[], $13::text[])
+                         $12::timestamptz[], $13::text[], $14::text[], $15::text[])
     ON CONFLICT (event_id) DO NOTHING
     RETURNING sku, seq, delta, type
 ), moved AS (
@@ -86,7 +88,7 @@ WITH ins AS (
             updated_at = EXCLUDED.updated_at
 )
 SELECT type, count(*) FROM ins GROUP BY type`,
-		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs)
+		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs, prevHashes, hashes)
 	if err != nil {
 		return nil, fmt.Errorf("append %d events: %w", n, translate(err))
 	}

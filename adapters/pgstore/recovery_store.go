@@ -20,8 +20,9 @@ var (
 	_ ledger.BuyerArchiveStore = (*PostgresArchiveStore)(nil)
 )
 
-// eventColumns are what the fold needs of a ledger row, in scanEvents' order.
-const eventColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''), COALESCE(request_id, '')`
+// eventColumns are a ledger row's event, in scanEvents' order.
+const eventColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''), COALESCE(request_id, ''),
+	COALESCE(actor, ''), COALESCE(reason, ''), occurred_at, stream_id, prev_hash, hash`
 
 // ScanSKU calls fn with every ledger event of sku, in seq order.
 func (s *PostgresLedgerStore) ScanSKU(ctx context.Context, sku domain.SKUID, fn func(domain.Event) error) error {
@@ -45,7 +46,8 @@ func (s *PostgresLedgerStore) scanEvents(ctx context.Context, fn func(domain.Eve
 		typ string
 	)
 	for rows.Next() {
-		if err := rows.Scan(&e.ID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.Balance, &e.User, &e.RequestID); err != nil {
+		if err := rows.Scan(&e.ID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.Balance, &e.User, &e.RequestID,
+			&e.Actor, &e.Reason, &e.OccurredAt, &e.StreamID, &e.PrevHash, &e.Hash); err != nil {
 			return fmt.Errorf("read the ledger: %w", translate(err))
 		}
 		e.Type = domain.EventType(typ)

@@ -17,7 +17,7 @@
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, qty, request_id, event_id, run_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'epoch')
+local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'epoch', 'hash')
 if not live[1] then
   return {-1}
 end
@@ -66,8 +66,12 @@ redis.call('HSET', requests_key, request_id, cjson.encode({
   user = user, qty = qty, event_id = event_id, seq = seq, remaining = remaining}))
 local t = redis.call('TIME')
 local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+local prev = live[6] or ''
+local hash = chain_hash(prev, {event_id, 'deducted', sku, int(seq), int(qty), int(-qty), int(remaining),
+  user, request_id, '', '', ts})
+redis.call('HSET', sku_key, 'hash', hash)
 redis.call('XADD', stream_key, '*',
   'event_id', event_id, 'type', 'deducted', 'sku', sku, 'seq', seq,
   'qty', qty, 'delta', -qty, 'balance', remaining,
-  'user', user, 'request_id', request_id, 'ts', ts)
+  'user', user, 'request_id', request_id, 'ts', ts, 'prev_hash', prev, 'hash', hash)
 return {1, event_id, seq, remaining}

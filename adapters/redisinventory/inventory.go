@@ -12,6 +12,9 @@ import (
 )
 
 var (
+	// chainSource defines chain_hash, shared by the scripts that append events.
+	//go:embed chain.lua
+	chainSource string
 	//go:embed warm.lua
 	warmSource string
 	//go:embed deduct.lua
@@ -29,9 +32,9 @@ var (
 
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
-	warmScript    = redis.NewScript(warmSource)
-	deductScript  = redis.NewScript(deductSource)
-	releaseScript = redis.NewScript(releaseSource)
+	warmScript    = redis.NewScript(chainSource + warmSource)
+	deductScript  = redis.NewScript(chainSource + deductSource)
+	releaseScript = redis.NewScript(chainSource + releaseSource)
 	stateScript   = redis.NewScript(stateSource)
 	stampScript   = redis.NewScript(stampSource)
 	fenceScript   = redis.NewScript(fenceSource)

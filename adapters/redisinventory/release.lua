@@ -9,7 +9,7 @@
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, request_id, event_id, reason, run_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch')
+local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch', 'hash')
 if not live[1] then
   return {-1}
 end
@@ -40,8 +40,12 @@ p.release_seq = seq
 redis.call('HSET', requests_key, request_id, cjson.encode(p))
 local t = redis.call('TIME')
 local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+local prev = live[4] or ''
+local hash = chain_hash(prev, {event_id, 'released', sku, int(seq), int(p.qty), int(p.qty), int(stock),
+  user, request_id, '', reason, ts})
+redis.call('HSET', sku_key, 'hash', hash)
 redis.call('XADD', stream_key, '*',
   'event_id', event_id, 'type', 'released', 'sku', sku, 'seq', seq,
   'qty', p.qty, 'delta', p.qty, 'balance', stock,
-  'user', user, 'request_id', request_id, 'reason', reason, 'ts', ts)
+  'user', user, 'request_id', request_id, 'reason', reason, 'ts', ts, 'prev_hash', prev, 'hash', hash)
 return {1, event_id, seq, stock}

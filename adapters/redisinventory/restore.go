@@ -109,7 +109,7 @@ func (r *RedisInventory) Restore(ctx context.Context, img ledger.RedisImage) err
 	}
 
 	reply, err = restoreFinishScript.Run(ctx, r.client, keys, token, st.Stock, st.Seq, img.Limit, img.StockedEventID,
-		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests)).Slice()
+		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.LastHash).Slice()
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}

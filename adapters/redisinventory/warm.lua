@@ -17,9 +17,10 @@ end
 local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local t = redis.call('TIME')
 local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+local hash = chain_hash('', {event_id, 'stocked', sku, '1', stock, stock, stock, '', '', '', '', ts})
 redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
-  'stocked_event_id', event_id, 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+  'stocked_event_id', event_id, 'fence', run_id, 'epoch', redis.call('LASTSAVE'), 'hash', hash)
 redis.call('XADD', stream_key, '*',
   'event_id', event_id, 'type', 'stocked', 'sku', sku, 'seq', 1,
-  'qty', stock, 'delta', stock, 'balance', stock, 'ts', ts)
+  'qty', stock, 'delta', stock, 'balance', stock, 'ts', ts, 'prev_hash', '', 'hash', hash)
 return {1, tonumber(stock), 1, 'open'}
