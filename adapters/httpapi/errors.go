@@ -28,6 +28,8 @@ const (
 	codeNotReady         = "not_ready"
 	codeCorruptLedger    = "corrupt_ledger"
 	codeInternal         = "internal"
+	codeSelfApproval     = "self_approval"
+	codeInsufficient     = "insufficient_stock"
 
 	detailInternal = "internal error; it has been logged"
 )
@@ -44,6 +46,8 @@ type errorMapping struct {
 var errorMappings = []errorMapping{
 	{domain.ErrInvalidInput, http.StatusBadRequest, codeInvalidRequest},
 	{domain.ErrNotFound, http.StatusNotFound, codeNotFound},
+	{domain.ErrSelfApproval, http.StatusForbidden, codeSelfApproval},
+	{domain.ErrInsufficientStock, http.StatusConflict, codeInsufficient},
 	{domain.ErrSoldOut, http.StatusConflict, codeSoldOut},
 	{domain.ErrAlreadyPurchased, http.StatusConflict, codeAlreadyPurchased},
 	{domain.ErrNotWarmed, http.StatusConflict, codeNotWarmed},

@@ -23,6 +23,8 @@ var (
 	releaseSource string
 	//go:embed state.lua
 	stateSource string
+	//go:embed adjust.lua
+	adjustSource string
 	//go:embed stamp.lua
 	stampSource string
 	//go:embed fence.lua
@@ -36,6 +38,7 @@ var (
 	deductScript  = redis.NewScript(chainSource + deductSource)
 	releaseScript = redis.NewScript(chainSource + releaseSource)
 	stateScript   = redis.NewScript(stateSource)
+	adjustScript  = redis.NewScript(chainSource + adjustSource)
 	stampScript   = redis.NewScript(stampSource)
 	fenceScript   = redis.NewScript(fenceSource)
 	correctScript = redis.NewScript(correctSource)
@@ -96,7 +99,7 @@ func (r *RedisInventory) Keyspace() Keyspace { return r.keys }
 
 // Load preloads every script so the first purchases do not pay for EVAL.
 func (r *RedisInventory) Load(ctx context.Context) error {
-	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript} {
+	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript} {
 		if err := s.Load(ctx, r.client).Err(); err != nil {
 			return fmt.Errorf("load redis scripts: %w", err)
 		}
@@ -211,6 +214,46 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: no deduction with request_id %q", domain.ErrNotFound, req.String())
 	}
 	return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w: code %d", s, ErrScript, code)
+}
+
+// Adjust applies an approved adjustment to the SKU's stock and appends its
+// adjusted event, once per adjustment id: a retry returns the original
+// outcome. A change that would take stock below zero is
+// domain.ErrInsufficientStock and writes nothing.
+func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmentID, delta int64, eventID, actor, reason string) (domain.Receipt, error) {
+	s := sku.String()
+	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
+	runID, err := r.runID(ctx, keys[0])
+	if err != nil {
+		return domain.Receipt{}, err
+	}
+	reply, err := adjustScript.Run(ctx, r.client, keys, s, delta, eventID, actor, reason, runID, adjustmentID).Slice()
+	if err != nil {
+		return domain.Receipt{}, fmt.Errorf("adjust %s: %w", s, err)
+	}
+	code, err := replyInt(reply, 0)
+	if err != nil {
+		return domain.Receipt{}, fmt.Errorf("adjust %s: %w", s, err)
+	}
+	switch code {
+	case 1, 2:
+		if len(reply) != 4 {
+			return domain.Receipt{}, fmt.Errorf("adjust %s: %w: %v", s, ErrScript, reply)
+		}
+		rc := domain.Receipt{SKU: s, Qty: delta}
+		rc.EventID, _ = reply[1].(string)
+		rc.Seq, _ = replyInt(reply, 2)
+		rc.Remaining, _ = replyInt(reply, 3)
+		return rc, nil
+	case -1:
+		return domain.Receipt{}, domain.ErrNotWarmed
+	case -4:
+		return domain.Receipt{}, fmt.Errorf("%w: sku %s is being verified after a Redis restart", domain.ErrRecovering, s)
+	case -8:
+		stock, _ := replyInt(reply, 1)
+		return domain.Receipt{}, fmt.Errorf("%w: stock is %d, delta %d", domain.ErrInsufficientStock, stock, delta)
+	}
+	return domain.Receipt{}, fmt.Errorf("adjust %s: %w: code %d", s, ErrScript, code)
 }
 
 // State reads a SKU's live inventory in one round trip. A SKU that is not in

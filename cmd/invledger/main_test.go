@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,51 +45,9 @@ func TestDemoSellsEverythingAndNeverOversells(t *testing.T) {
 }
 
 func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
-	ctx := context.Background()
-	stack, err := startPrivateStack(ctx, stackDir(t), "strict", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stack.stop)
-	cfg := Config{RedisURL: stack.redis.URL(), DatabaseURL: stack.databaseURL, LogLevel: "error"}
-	cfg.setDefaults()
-	if err := migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
-		t.Fatal(err)
-	}
 	const op, gw = "operator-secret-0001", "gateway-secret-00001"
-	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: "ops:operator:" + op + ",shop:gateway:" + gw + ",audit:auditor:auditor-secret-0001",
-		Durability: "strict", Components: knownComponents, Subscribers: 2, BatchSize: 100, BatchWait: defaultBatchWait, StreamRetention: time.Hour, ReconcileInterval: time.Minute}
-	if err := sc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stop := context.WithCancel(ctx)
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("serve ended early: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start listening")
-	}
-	api := "http://" + addr
-
-	call := func(method, path, token, body string) (int, map[string]any) {
-		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
-	}
+	api, _, stop := startServe(t, "ops:operator:"+op+",shop:gateway:"+gw+",audit:auditor:auditor-secret-0001")
+	call := apiClient{t: t, api: api}.call
 	if code, _ := call("GET", "/readyz", "", ""); code != 200 {
 		t.Fatalf("readyz %d", code)
 	}
@@ -145,14 +102,8 @@ func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
 		}
 	}
 
-	stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve after SIGTERM-equivalent: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not shut down within 30s")
+	if err := stop(); err != nil {
+		t.Fatalf("serve after SIGTERM-equivalent: %v", err)
 	}
 }
 

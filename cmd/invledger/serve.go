@@ -241,8 +241,11 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		}
 		a.log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", sc.AlertWebhook != "")
 	}
+	a.registerPendingAdjustments(reg)
 	if sc.has("api") {
-		srv, ln, err := newAPIServer(a, sc, reg, append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log)))
+		routes := append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log))
+		routes = append(routes, httpapi.AdjustmentRoutes(a.adjustments(rec), 0, a.log)...)
+		srv, ln, err := newAPIServer(a, sc, reg, routes)
 		if err != nil {
 			cancel()
 			wg.Wait()

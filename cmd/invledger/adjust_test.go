@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// startServe runs serve with every component on a private stack and
+// returns its API URL, its database URL, and a stop that shuts it down as
+// SIGTERM would and returns serve's result.
+func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func() error) {
+	t.Helper()
+	ctx := context.Background()
+	stack, err := startPrivateStack(ctx, stackDir(t), "strict", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.stop)
+	cfg := Config{RedisURL: stack.redis.URL(), DatabaseURL: stack.databaseURL, LogLevel: "error"}
+	cfg.setDefaults()
+	if err := migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: tokens, Durability: "strict", Components: knownComponents,
+		Subscribers: 2, BatchSize: 100, StreamRetention: time.Hour, ReconcileInterval: time.Minute}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, cancel := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
+	var once sync.Once
+	var result error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(30 * time.Second):
+				result = errors.New("serve did not shut down within 30s")
+			}
+		})
+		return result
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return "http://" + addr, cfg.DatabaseURL, stop
+	case err := <-done:
+		t.Fatalf("serve ended early: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening")
+	}
+	return "", "", nil
+}
+
+type apiClient struct {
+	t   *testing.T
+	api string
+}
+
+func (c apiClient) call(method, path, token, body string) (int, map[string]any) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.api+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestAdjustmentFlowOverHTTP(t *testing.T) {
+	const (
+		olga   = "olga-operator-secret"
+		adam   = "adam-approver-secret"
+		samOp  = "sam-operator-secret0"
+		samApp = "sam-approver-secret0"
+		audit  = "audrey-auditor-secret"
+	)
+	api, dbURL, _ := startServe(t, "olga:operator:"+olga+",adam:approver:"+adam+",sam:operator:"+samOp+",sam:approver:"+samApp+",audrey:auditor:"+audit)
+	c := apiClient{t: t, api: api}
+	must := func(code int, m map[string]any) func(want int) map[string]any {
+		return func(want int) map[string]any {
+			t.Helper()
+			if code != want {
+				t.Fatalf("status %d, want %d: %v", code, want, m)
+			}
+			return m
+		}
+	}
+	must(c.call("PUT", "/v1/skus/adj-1", olga, `{"stock":10,"per_user_limit":1}`))(201)
+	must(c.call("POST", "/v1/skus/adj-1/warm", olga, ""))(200)
+	stock := func() float64 {
+		_, m := c.call("GET", "/v1/skus/adj-1", audit, "")
+		return m["redis_stock"].(float64)
+	}
+
+	req := must(c.call("POST", "/v1/adjustments", olga, `{"sku":"adj-1","delta":5,"reason":"found a pallet"}`))(201)
+	id := int(req["id"].(float64))
+	if req["status"] != "pending" || stock() != 10 {
+		t.Fatalf("a request must change nothing: %v, stock %v", req, stock())
+	}
+
+	own := must(c.call("POST", "/v1/adjustments", samOp, `{"sku":"adj-1","delta":1,"reason":"mine"}`))(201)
+	ownID := int(own["id"].(float64))
+	if code, m := c.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", ownID), samApp, ""); code != 403 || m["error"] != "self_approval" {
+		t.Fatalf("self-approval: %d %v, want 403 self_approval", code, m)
+	}
+	if code, _ := c.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), olga, ""); code != 403 {
+		t.Fatalf("approve with an operator token: %d, want 403", code)
+	}
+
+	applied := must(c.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), adam, ""))(200)
+	if applied["status"] != "applied" || applied["reconciliation_run_id"] == nil || stock() != 15 {
+		t.Fatalf("approval: %v, stock %v; want applied, reconciled, stock 15", applied, stock())
+	}
+	again := must(c.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), adam, ""))(200)
+	if again["seq"] != applied["seq"] || again["event_id"] != applied["event_id"] || stock() != 15 {
+		t.Fatalf("second approval applied again: %v, stock %v", again, stock())
+	}
+
+	rejected := must(c.call("POST", fmt.Sprintf("/v1/adjustments/%d/reject", ownID), adam, ""))(200)
+	if rejected["status"] != "rejected" || stock() != 15 {
+		t.Fatalf("reject: %v", rejected)
+	}
+
+	neg := must(c.call("POST", "/v1/adjustments", olga, `{"sku":"adj-1","delta":-100,"reason":"shrinkage"}`))(201)
+	negID := int(neg["id"].(float64))
+	if code, m := c.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", negID), adam, ""); code != 409 || m["error"] != "insufficient_stock" {
+		t.Fatalf("adjustment below zero: %d %v, want 409 insufficient_stock", code, m)
+	}
+	list := must(c.call("GET", "/v1/adjustments?status=failed", audit, ""))(200)
+	if items := list["adjustments"].([]any); len(items) != 1 || int(items[0].(map[string]any)["id"].(float64)) != negID || stock() != 15 {
+		t.Fatalf("failed adjustments: %v, stock %v", items, stock())
+	}
+
+	// The ledger moves by exactly delta, and the adjusted row names both people.
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(20 * time.Second)
+	var sum int64
+	var actor string
+	for {
+		err := conn.QueryRow(context.Background(), `SELECT (SELECT sum(delta) FROM ledger_entries WHERE sku = 'adj-1'),
+			COALESCE((SELECT actor FROM ledger_entries WHERE sku = 'adj-1' AND type = 'adjusted'), '')`).Scan(&sum, &actor)
+		if err == nil && sum == 15 && actor != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger: sum %d actor %q err %v; want 15 and an adjusted row", sum, actor, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(actor, "requested_by=olga") || !strings.Contains(actor, "approved_by=adam") {
+		t.Fatalf("adjusted row actor %q does not name both people", actor)
+	}
+}

@@ -1,0 +1,106 @@
+package domain
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrSelfApproval means the approver of an adjustment is the person who
+// requested it. Every manual stock change needs a second person.
+var ErrSelfApproval = errors.New("an adjustment cannot be approved or rejected by its requester")
+
+// ErrInsufficientStock means a negative adjustment would take stock below zero.
+var ErrInsufficientStock = errors.New("the adjustment would take stock below zero")
+
+// ErrInvalidDelta and ErrInvalidActor are the adjustment field errors.
+var (
+	ErrInvalidDelta = errors.New("delta must be a non-zero integer within ±1000000000")
+	ErrInvalidActor = errors.New("the requester and approver must be named")
+)
+
+// AdjustmentStatus is where an adjustment is in its approval flow.
+type AdjustmentStatus string
+
+const (
+	AdjustmentPending  AdjustmentStatus = "pending"
+	AdjustmentApproved AdjustmentStatus = "approved"
+	AdjustmentRejected AdjustmentStatus = "rejected"
+	AdjustmentApplied  AdjustmentStatus = "applied"
+	AdjustmentFailed   AdjustmentStatus = "failed"
+)
+
+// ParseAdjustmentStatus validates s as a status.
+func ParseAdjustmentStatus(s string) (AdjustmentStatus, error) {
+	switch st := AdjustmentStatus(s); st {
+	case AdjustmentPending, AdjustmentApproved, AdjustmentRejected, AdjustmentApplied, AdjustmentFailed:
+		return st, nil
+	}
+	return "", NewFieldError("status", errors.New("status must be pending, approved, rejected, applied or failed"))
+}
+
+// AdjustmentRequest is a validated request for a manual stock change.
+type AdjustmentRequest struct {
+	sku         SKUID
+	delta       int64
+	reason      Reason
+	requestedBy string
+}
+
+// NewAdjustmentRequest validates a request: a real SKU, a non-zero delta, a
+// reason (required: the audit trail must say why) and a named requester.
+func NewAdjustmentRequest(sku string, delta int64, reason, requestedBy string) (AdjustmentRequest, error) {
+	id, err := NewSKUID(sku)
+	if err != nil {
+		return AdjustmentRequest{}, err
+	}
+	if delta == 0 || delta > MaxQuantity || delta < -MaxQuantity {
+		return AdjustmentRequest{}, NewFieldError("delta", ErrInvalidDelta)
+	}
+	r, err := NewReason(reason)
+	if err != nil {
+		return AdjustmentRequest{}, err
+	}
+	if r.String() == "" {
+		return AdjustmentRequest{}, NewFieldError("reason", ErrInvalidReason)
+	}
+	if requestedBy == "" {
+		return AdjustmentRequest{}, NewFieldError("requested_by", ErrInvalidActor)
+	}
+	return AdjustmentRequest{sku: id, delta: delta, reason: r, requestedBy: requestedBy}, nil
+}
+
+// SKU returns the SKU to adjust.
+func (r AdjustmentRequest) SKU() SKUID { return r.sku }
+
+// Delta returns the signed change to available stock.
+func (r AdjustmentRequest) Delta() int64 { return r.delta }
+
+// Reason returns why.
+func (r AdjustmentRequest) Reason() string { return r.reason.String() }
+
+// RequestedBy names the requester.
+func (r AdjustmentRequest) RequestedBy() string { return r.requestedBy }
+
+// Adjustment is a stored adjustment and where its approval stands.
+type Adjustment struct {
+	ID          int64            `json:"id"`
+	SKU         string           `json:"sku"`
+	Delta       int64            `json:"delta"`
+	Reason      string           `json:"reason"`
+	RequestedBy string           `json:"requested_by"`
+	RequestedAt time.Time        `json:"requested_at"`
+	Status      AdjustmentStatus `json:"status"`
+	DecidedBy   *string          `json:"decided_by"`
+	DecidedAt   *time.Time       `json:"decided_at"`
+	EventID     *string          `json:"event_id"`
+	Seq         *int64           `json:"seq"`
+	Result      *string          `json:"result"`
+	// ReconciliationRunID links the reconciliation that ran right after the
+	// adjustment was applied.
+	ReconciliationRunID *int64 `json:"reconciliation_run_id"`
+}
+
+// AdjustActor is the actor recorded on an adjusted event: both people.
+func AdjustActor(requestedBy, approvedBy string) string {
+	return "requested_by=" + requestedBy + ";approved_by=" + approvedBy
+}
