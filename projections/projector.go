@@ -67,9 +67,12 @@ type ProjectorConfig struct {
 	EntryExists func(ctx context.Context, stream, id string) (bool, error)
 	// EpochPoll is how often Epoch is read. Default 200ms.
 	EpochPoll time.Duration
-	Batch     GroupCommitConfig
-	Logger    *slog.Logger
-	Metrics   *Metrics
+	// OnDeadLetter, if set, is told about every entry stored in dead_letters,
+	// after it is stored; it must not block.
+	OnDeadLetter func(ctx context.Context, stream, streamID, reason string)
+	Batch        GroupCommitConfig
+	Logger       *slog.Logger
+	Metrics      *Metrics
 }
 
 func (c *ProjectorConfig) setDefaults() {
@@ -164,7 +167,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projector router: %w", err)
 	}
-	poison, err := middleware.PoisonQueueWithFilter(&deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger},
+	poison, err := middleware.PoisonQueueWithFilter(&deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger, notify: p.cfg.OnDeadLetter},
 		deadLetterTopic, func(err error) bool { return errors.Is(err, ErrMalformedEntry) || errors.Is(err, ErrLostEntry) })
 	if err != nil {
 		return fmt.Errorf("projector poison queue: %w", err)
@@ -312,6 +315,7 @@ type deadLetterPublisher struct {
 	store   DeadLetterStore
 	metrics *Metrics
 	logger  *slog.Logger
+	notify  func(ctx context.Context, stream, streamID, reason string)
 }
 
 func (d *deadLetterPublisher) Publish(_ string, msgs ...*message.Message) error {
@@ -332,7 +336,11 @@ func (d *deadLetterPublisher) Publish(_ string, msgs ...*message.Message) error 
 			return err
 		}
 		d.metrics.deadLetters.Inc()
-		d.logger.Error("stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "reason", reason)
+		if d.notify != nil {
+			d.notify(msg.Context(), stream, streamID, reason)
+		} else {
+			d.logger.Error("stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "reason", reason)
+		}
 	}
 	return nil
 }

@@ -165,6 +165,12 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		collectors.NewBuildInfoCollector())
 	metrics := projections.NewMetrics(reg)
 	a.service = ledger.NewService(ledger.NewInventoryMetrics(reg).Wrap(a.journal.Wrap(a.inventory)), a.skus, a.ledger)
+	// Findings, dead letters and fenced SKUs all alert through one notifier.
+	reconcileMetrics := reconcile.NewMetrics(reg)
+	notifier, err := reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: sc.AlertWebhook, Logger: a.log, Metrics: reconcileMetrics})
+	if err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -197,6 +203,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 			Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
 			Epoch:                   a.inventory.Epoch,
 			EntryExists:             a.inventory.EntryExists,
+			OnDeadLetter:            notifier.DeadLetter,
 			Logger:                  a.log,
 			Metrics:                 metrics,
 		}, a.ledger, a.ledger)
@@ -214,11 +221,6 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	}
 	// The API triggers reconciliations too, so it needs a reconciler even in
 	// a process that does not run the periodic loop.
-	reconcileMetrics := reconcile.NewMetrics(reg)
-	notifier, err := reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: sc.AlertWebhook, Logger: a.log, Metrics: reconcileMetrics})
-	if err != nil {
-		return err
-	}
 	rec, err := a.reconciler(reconcileMetrics, notifier)
 	if err != nil {
 		return err

@@ -11,14 +11,33 @@ import (
 	"time"
 )
 
-// Alert is the JSON body POSTed to INVLEDGER_ALERT_WEBHOOK, one per finding.
-// The schema is documented in README.md; fields are only ever added.
+// Alert is the JSON body POSTed to INVLEDGER_ALERT_WEBHOOK. Kind says which
+// of the optional parts is set. The schema is documented in README.md;
+// fields are only ever added.
 type Alert struct {
-	// Kind is "reconciliation_finding".
+	// Kind is "reconciliation_finding", "dead_letter" or "fenced_skus".
 	Kind     string    `json:"kind"`
 	Severity string    `json:"severity"`
 	At       time.Time `json:"at"`
-	Finding  Finding   `json:"finding"`
+	// Finding is set for reconciliation_finding.
+	Finding *Finding `json:"finding,omitempty"`
+	// DeadLetter is set for dead_letter: a stream entry that was not projected.
+	DeadLetter *DeadLetterAlert `json:"dead_letter,omitempty"`
+	// Fenced is set for fenced_skus: SKUs still refusing purchases after a
+	// verification pass.
+	Fenced *FencedAlert `json:"fenced,omitempty"`
+}
+
+// DeadLetterAlert describes an entry stored in dead_letters.
+type DeadLetterAlert struct {
+	Stream   string `json:"stream"`
+	StreamID string `json:"stream_id"`
+	Reason   string `json:"reason"`
+}
+
+// FencedAlert counts SKUs left fenced after Redis restarted.
+type FencedAlert struct {
+	Count int `json:"count"`
 }
 
 // NotifierConfig configures a Notifier.
@@ -88,14 +107,31 @@ func (n *Notifier) Alert(ctx context.Context, f Finding) {
 	n.cfg.Logger.ErrorContext(ctx, "reconciliation finding", "sku", f.SKU, "class", f.Class, "detail", f.Detail,
 		"redis_stock", f.Before.RedisStock, "redis_seq", f.Before.RedisSeq, "ledger_stock", f.Before.LedgerStock,
 		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError)
+	n.enqueue(Alert{Kind: "reconciliation_finding", Severity: severity(f), At: time.Now().UTC(), Finding: &f})
+}
+
+// DeadLetter alerts on a stream entry the projector stored in dead_letters.
+func (n *Notifier) DeadLetter(ctx context.Context, stream, streamID, reason string) {
+	n.cfg.Logger.ErrorContext(ctx, "stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "reason", reason)
+	n.enqueue(Alert{Kind: "dead_letter", Severity: "critical", At: time.Now().UTC(),
+		DeadLetter: &DeadLetterAlert{Stream: stream, StreamID: streamID, Reason: reason}})
+}
+
+// Fenced alerts that count SKUs still refuse purchases after verification.
+func (n *Notifier) Fenced(ctx context.Context, count int) {
+	n.cfg.Logger.ErrorContext(ctx, "skus still fenced after verification; purchases get recovering", "count", count)
+	n.enqueue(Alert{Kind: "fenced_skus", Severity: "critical", At: time.Now().UTC(), Fenced: &FencedAlert{Count: count}})
+}
+
+func (n *Notifier) enqueue(a Alert) {
 	if n.cfg.WebhookURL == "" {
 		return
 	}
 	select {
-	case n.queue <- Alert{Kind: "reconciliation_finding", Severity: severity(f), At: time.Now().UTC(), Finding: f}:
+	case n.queue <- a:
 	default:
 		n.cfg.Metrics.alerts.WithLabelValues("dropped").Inc()
-		n.cfg.Logger.Warn("alert webhook queue full; alert dropped", "sku", f.SKU, "class", f.Class)
+		n.cfg.Logger.Warn("alert webhook queue full; alert dropped", "kind", a.Kind)
 	}
 }
 
@@ -149,7 +185,7 @@ func (n *Notifier) deliver(ctx context.Context, a Alert) {
 		}
 	}
 	n.cfg.Metrics.alerts.WithLabelValues("failed").Inc()
-	n.cfg.Logger.Warn("alert webhook delivery failed", "sku", a.Finding.SKU, "class", a.Finding.Class, "err", err)
+	n.cfg.Logger.Warn("alert webhook delivery failed", "kind", a.Kind, "err", err)
 }
 
 func (n *Notifier) post(ctx context.Context, body []byte) error {

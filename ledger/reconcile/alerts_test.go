@@ -47,16 +47,18 @@ func TestWebhookReceivesOneAlertPerFindingWithTheDocumentedSchema(t *testing.T) 
 	stock := int64(9)
 	n.Alert(ctx, Finding{SKU: "a", Class: ClassRedisHigh, Detail: "d", Before: Figures{RedisStock: &stock, TruthStock: 7}})
 	n.Alert(ctx, Finding{SKU: "b", Class: ClassBalancesDrift, Detail: "d", Repaired: true})
+	n.DeadLetter(ctx, "inv:{p01}:events", "1-1", "missing seq")
+	n.Fenced(ctx, 3)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
 		k := len(got)
 		mu.Unlock()
-		if k == 2 {
+		if k == 4 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("received %d alerts, want 2", k)
+			t.Fatalf("received %d alerts, want 4", k)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -72,8 +74,14 @@ func TestWebhookReceivesOneAlertPerFindingWithTheDocumentedSchema(t *testing.T) 
 	if got[1]["severity"] != "warning" {
 		t.Fatalf("second alert %v", got[1])
 	}
-	if v := testutil.ToFloat64(m.alerts.WithLabelValues("delivered")); v != 2 {
-		t.Fatalf("delivered counter %v, want 2", v)
+	if dl, _ := got[2]["dead_letter"].(map[string]any); got[2]["kind"] != "dead_letter" || dl["stream_id"] != "1-1" || dl["reason"] != "missing seq" {
+		t.Fatalf("dead letter alert %v", got[2])
+	}
+	if f, _ := got[3]["fenced"].(map[string]any); got[3]["kind"] != "fenced_skus" || f["count"] != float64(3) {
+		t.Fatalf("fenced alert %v", got[3])
+	}
+	if v := testutil.ToFloat64(m.alerts.WithLabelValues("delivered")); v != 4 {
+		t.Fatalf("delivered counter %v, want 4", v)
 	}
 }
 

@@ -105,6 +105,7 @@ func (r *Reconciler) RunLoop(ctx context.Context, cfg LoopConfig) error {
 // A pass can leave a SKU fenced when a purchase raced its compare-and-set
 // or its repair must wait for the projector; the next pass retries it.
 func (r *Reconciler) verifyAll(ctx context.Context) {
+	passes := 1
 	for ctx.Err() == nil {
 		rep, err := r.Run(ctx, Options{Repair: true, Trigger: "redis_restart"})
 		if err != nil {
@@ -113,7 +114,11 @@ func (r *Reconciler) verifyAll(ctx context.Context) {
 			}
 		} else if rep.Unverified == 0 {
 			return
+		} else if f, ok := r.cfg.Alerts.(interface{ Fenced(context.Context, int) }); ok && passes%25 == 0 {
+			// Every ~5 s of passes that leave SKUs fenced, say so loudly.
+			f.Fenced(ctx, rep.Unverified)
 		}
+		passes++
 		select {
 		case <-ctx.Done():
 		case <-time.After(200 * time.Millisecond):
