@@ -56,7 +56,7 @@ func BenchmarkProjectorDrain(b *testing.B) {
 			fillStreams(b, s, b.N, skus)
 			b.ResetTimer()
 			start := time.Now()
-			runProjectorB(b, s)
+			s.RunProjector(b)
 			for totalRows(b, s) < b.N {
 				time.Sleep(5 * time.Millisecond)
 			}

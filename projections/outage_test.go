@@ -14,7 +14,7 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 	s := ledgertest.New(t, ledgertest.WithPrivatePostgres())
 	const sku = "outage-sku"
 	s.SKU(t, sku, 2500, 1)
-	runProjector(t, s, projectorOpts{})
+	s.RunProjector(t)
 
 	saleDone := make(chan struct{})
 	go func() {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
@@ -27,68 +26,6 @@ import (
 func TestMain(m *testing.M) { localstacktest.Main(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-type projectorOpts struct {
-	name  string
-	store interface {
-		projections.LedgerAppender
-		projections.DeadLetterStore
-	}
-}
-
-// runProjector starts a projector over the stack and returns a function that
-// stops it and waits for it to return.
-func runProjector(t *testing.T, s *ledgertest.Stack, o projectorOpts) (stop func()) {
-	t.Helper()
-	return startProjector(t, s, o)
-}
-
-// runProjectorB is runProjector for benchmarks.
-func runProjectorB(b *testing.B, s *ledgertest.Stack) { startProjector(b, s, projectorOpts{}) }
-
-func startProjector(t testing.TB, s *ledgertest.Stack, o projectorOpts) (stop func()) {
-	t.Helper()
-	if o.name == "" {
-		o.name = "test"
-	}
-	if o.store == nil {
-		o.store = s.Ledger
-	}
-	streams := s.Keyspace.StreamKeys()
-	p, err := projections.NewProjector(projections.ProjectorConfig{
-		NewRedisClient: func(poolSize int) redis.UniversalClient {
-			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
-		},
-		Streams:              streams,
-		ConsumerName:         o.name,
-		RetryInitialInterval: 50 * time.Millisecond,
-		RetryMaxInterval:     500 * time.Millisecond,
-		Logger:               quiet,
-		Metrics:              projections.NewMetrics(prometheus.NewRegistry()),
-	}, o.store, o.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("projector: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("projector did not stop within 30s")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 // streamLen counts the SKU's events in its partition stream.
 func streamLen(t *testing.T, s *ledgertest.Stack, sku string) int { return len(s.StreamEvents(t, sku)) }
@@ -202,7 +139,7 @@ func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
 	s := ledgertest.New(t)
 	s.SKU(t, "proj-sku", 500, 1)
 	s.SKU(t, "proj-other", 50, 1) // another SKU, likely in another partition
-	runProjector(t, s, projectorOpts{})
+	s.RunProjector(t)
 	sale(t, s, "proj-sku", 2000, 5000)
 	sale(t, s, "proj-other", 100, 200)
 	for _, sku := range []string{"proj-sku", "proj-other"} {
@@ -233,7 +170,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 	const sku = "crash-sku"
 	s.SKU(t, sku, 3000, 1)
 	flaky := &flakyStore{PostgresLedgerStore: s.Ledger}
-	stop := runProjector(t, s, projectorOpts{name: "crashy", store: flaky})
+	stop := s.RunProjector(t, ledgertest.ProjectorName("crashy"), ledgertest.ProjectorStoreOf(flaky))
 
 	saleDone := make(chan struct{})
 	go func() { defer close(saleDone); sale(t, s, sku, 4000, 4000) }()
@@ -251,7 +188,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 		t.Fatal("the crash left no pending entries; the test did not crash mid-batch")
 	}
 	// Restart under the same stable name while the sale goes on.
-	runProjector(t, s, projectorOpts{name: "crashy"})
+	s.RunProjector(t, ledgertest.ProjectorName("crashy"))
 	<-saleDone
 	want := streamLen(t, s, sku)
 	waitFor(t, "ledger to catch up after the restart", 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
@@ -273,7 +210,7 @@ func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runProjector(t, s, projectorOpts{})
+	s.RunProjector(t)
 	waitFor(t, "the entries after the bad one", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == 6 })
 	var gotStream, gotID, reason string
 	var fields map[string]string

@@ -15,6 +15,9 @@ var (
 	// chainSource defines chain_hash, shared by the scripts that append events.
 	//go:embed chain.lua
 	chainSource string
+	// seqGuardSource defines guard_seq, shared by the compare-and-set scripts.
+	//go:embed seqguard.lua
+	seqGuardSource string
 	//go:embed warm.lua
 	warmSource string
 	//go:embed deduct.lua
@@ -39,9 +42,9 @@ var (
 	releaseScript = redis.NewScript(chainSource + releaseSource)
 	stateScript   = redis.NewScript(stateSource)
 	adjustScript  = redis.NewScript(chainSource + adjustSource)
-	stampScript   = redis.NewScript(stampSource)
-	fenceScript   = redis.NewScript(fenceSource)
-	correctScript = redis.NewScript(correctSource)
+	stampScript   = redis.NewScript(seqGuardSource + stampSource)
+	fenceScript   = redis.NewScript(seqGuardSource + fenceSource)
+	correctScript = redis.NewScript(seqGuardSource + correctSource)
 )
 
 // ErrScript marks a Redis reply that the scripts never produce: a version

@@ -79,11 +79,32 @@ func (s *Stack) ProjectStreams(t testing.TB) {
 	}
 }
 
-// RunProjector starts a projector over every partition stream and returns
-// a function that stops it and waits for it; the test's end stops it too.
-func (s *Stack) RunProjector(t testing.TB) (stop func()) {
+// ProjectorStore is where a test projector writes: the stack's ledger, or a
+// wrapper of it that injects faults.
+type ProjectorStore interface {
+	projections.LedgerAppender
+	projections.DeadLetterStore
+}
+
+// ProjectorOption changes how RunProjector configures the projector.
+type ProjectorOption func(*projections.ProjectorConfig, *ProjectorStore)
+
+// ProjectorName sets the stable consumer-name prefix (default "ledgertest").
+func ProjectorName(name string) ProjectorOption {
+	return func(c *projections.ProjectorConfig, _ *ProjectorStore) { c.ConsumerName = name }
+}
+
+// ProjectorStoreOf makes the projector write to store instead of the ledger.
+func ProjectorStoreOf(store ProjectorStore) ProjectorOption {
+	return func(_ *projections.ProjectorConfig, s *ProjectorStore) { *s = store }
+}
+
+// RunProjector starts a projector over every partition stream, with the
+// restart-loss guard serve uses, and returns a function that stops it and
+// waits for it; the test's end stops it too.
+func (s *Stack) RunProjector(t testing.TB, opts ...ProjectorOption) (stop func()) {
 	t.Helper()
-	p, err := projections.NewProjector(projections.ProjectorConfig{
+	cfg := projections.ProjectorConfig{
 		NewRedisClient: func(poolSize int) redis.UniversalClient {
 			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
 		},
@@ -91,9 +112,16 @@ func (s *Stack) RunProjector(t testing.TB) (stop func()) {
 		ConsumerName:         "ledgertest",
 		RetryInitialInterval: 50 * time.Millisecond,
 		RetryMaxInterval:     500 * time.Millisecond,
+		Epoch:                s.Inventory.Epoch,
+		EntryExists:          s.Inventory.EntryExists,
 		Logger:               quiet,
 		Metrics:              projections.NewMetrics(prometheus.NewRegistry()),
-	}, s.Ledger, s.Ledger)
+	}
+	var store ProjectorStore = s.Ledger
+	for _, o := range opts {
+		o(&cfg, &store)
+	}
+	p, err := projections.NewProjector(cfg, store, store)
 	if err != nil {
 		t.Fatal(err)
 	}

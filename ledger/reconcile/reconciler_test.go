@@ -12,14 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/ledger/reconcile"
-	"github.com/invledger/invledger/projections"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }
@@ -49,26 +47,6 @@ func newReconciler(t testing.TB, s *ledgertest.Stack, alerts reconcile.Alerter) 
 		t.Fatal(err)
 	}
 	return r
-}
-
-// startProjector runs the real projector over the stack until the test ends.
-func startProjector(t testing.TB, s *ledgertest.Stack) {
-	t.Helper()
-	p, err := projections.NewProjector(projections.ProjectorConfig{
-		NewRedisClient: func(poolSize int) redis.UniversalClient {
-			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
-		},
-		Streams: s.Keyspace.StreamKeys(), ConsumerName: "reconcile-test", Logger: quiet,
-		Epoch: s.Inventory.Epoch, EntryExists: s.Inventory.EntryExists,
-		Metrics: projections.NewMetrics(prometheus.NewRegistry()),
-	}, s.Ledger, s.Ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 func waitCaughtUp(t testing.TB, s *ledgertest.Stack, sku string) {
@@ -113,7 +91,7 @@ func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
 	for _, sku := range skus {
 		s.SKU(t, sku, 20, 1)
 	}
-	startProjector(t, s)
+	s.RunProjector(t)
 	for _, sku := range skus {
 		buy(t, s, sku, 5)
 		waitCaughtUp(t, s, sku)
@@ -181,7 +159,7 @@ func TestNoFalseAlarmsDuringAFullSpeedSale(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "busy", 1_000_000, 1)
 	s.SKU(t, "busy-2", 1_000_000, 1)
-	startProjector(t, s)
+	s.RunProjector(t)
 	rec := newReconciler(t, s, &alertSink{})
 
 	saleFor := 20 * time.Second
