@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what invledger's demo and tests need and the
-# machine lacks: redis-server and PostgreSQL from Debian's packages. Tests
-# and the demo start private instances of their own; nothing here configures
-# or relies on the machine's default services.
+# machine lacks: redis-server, PostgreSQL and promtool (package prometheus)
+# from Debian's packages. Tests and the demo start private instances of their
+# own; nothing here configures or relies on the machine's default services.
 set -euo pipefail
 
 missing=()
@@ -13,6 +13,7 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null && ! command -v 
 fi
 command -v go >/dev/null 2>&1 || { echo "install-deps: Go is not installed; install Go 1.26 from https://go.dev/dl/" >&2; exit 1; }
 command -v gcc >/dev/null 2>&1 || missing+=(gcc) # go test -race needs cgo
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in the tests
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]} from Debian's packages" >&2
@@ -20,4 +21,10 @@ if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Only promtool was wanted: a Prometheus server that the package started
+  # would scrape nothing of ours and hold port 9090.
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1 &&
+    systemctl is-active --quiet prometheus 2>/dev/null; then
+    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi

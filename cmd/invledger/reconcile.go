@@ -77,9 +77,17 @@ type quietAlerts struct{}
 
 func (quietAlerts) Alert(context.Context, reconcile.Finding) {}
 
-type errDrift struct{ n int }
+// errDrift means the ledger and its views disagree where they must not;
+// it exits with status 3.
+type errDrift struct {
+	n    int
+	what string
+}
 
 func (e errDrift) Error() string {
+	if e.what != "" {
+		return fmt.Sprintf("%d %s", e.n, e.what)
+	}
 	return fmt.Sprintf("%d findings left unrepaired; run `invledger reconcile --repair`, or see reconciliation_findings", e.n)
 }
 

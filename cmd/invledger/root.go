@@ -69,7 +69,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),
 		newReconcileCmd(withApp),
-		newAuditCmd(withApp),
+		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
 	return root
 }

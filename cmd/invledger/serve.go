@@ -247,6 +247,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	if sc.has("api") {
 		routes := append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log))
 		routes = append(routes, httpapi.AdjustmentRoutes(a.adjustments(rec), 0, a.log)...)
+		routes = append(routes, httpapi.AuditRoutes(a.auditor(), a.log)...)
 		srv, ln, err := newAPIServer(a, sc, reg, routes)
 		if err != nil {
 			cancel()

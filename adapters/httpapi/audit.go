@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// Auditor answers the audit queries. *ledger.Auditor implements it.
+type Auditor interface {
+	History(ctx context.Context, q ledger.HistoryQuery) (ledger.HistoryPage, error)
+	Buyers(ctx context.Context, sku string) (ledger.BuyersView, error)
+	BalanceAt(ctx context.Context, sku string, at time.Time) (ledger.StockAt, error)
+	UserEvents(ctx context.Context, q ledger.UserQuery) (ledger.UserPage, error)
+}
+
+var _ Auditor = (*ledger.Auditor)(nil)
+
+// AuditRoutes are the read-only audit queries for the auditor, operator
+// and approver roles, to mount with Config.Routes. Every answer comes from
+// the ledger, not from Redis:
+//
+//   - GET /v1/skus/{sku}/events?after=SEQ&limit=N: the SKU's ledger rows
+//     with seq above after, in seq order, {"sku","events":[...],
+//     "next_after":SEQ|null}; limit 1-1000, default 100.
+//   - GET /v1/skus/{sku}/balance?at=RFC3339: the stock at that instant,
+//     {"sku","at","stock"}; 0 before the SKU was stocked.
+//   - GET /v1/skus/{sku}/buyers: who holds units now, after releases,
+//     {"sku","buyers":[{"user_id","qty"}]}.
+//   - GET /v1/users/{user}/purchases?after=CURSOR&limit=N: the user's
+//     purchases and releases across SKUs by time, {"user_id","events":[...],
+//     "next_after":CURSOR|null}.
+//
+// A malformed or unknown query parameter is 400 invalid_request naming it;
+// a SKU never defined is 404. logger receives server errors; nil means
+// slog.Default().
+func AuditRoutes(a Auditor, logger *slog.Logger) []Route {
+	s := &server{log: cmp.Or(logger, slog.Default())}
+	events := func(w http.ResponseWriter, r *http.Request) {
+		q, err := queryParams(r, "after", "limit")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		after, err := queryInt(q, "after")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		limit, err := queryLimit(q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		page, err := a.History(r.Context(), ledger.HistoryQuery{SKU: r.PathValue("sku"), After: after, Limit: limit})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, page)
+	}
+	balance := func(w http.ResponseWriter, r *http.Request) {
+		q, err := queryParams(r, "at")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !q.Has("at") {
+			s.fail(w, r, domain.NewFieldError("at", errors.New("is required: ?at=2026-05-01T12:00:00Z")))
+			return
+		}
+		at, err := ledger.ParseInstant(q.Get("at"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		res, err := a.BalanceAt(r.Context(), r.PathValue("sku"), at)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, res)
+	}
+	buyers := func(w http.ResponseWriter, r *http.Request) {
+		if _, err := queryParams(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		res, err := a.Buyers(r.Context(), r.PathValue("sku"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, res)
+	}
+	purchases := func(w http.ResponseWriter, r *http.Request) {
+		q, err := queryParams(r, "after", "limit")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		limit, err := queryLimit(q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		page, err := a.UserEvents(r.Context(), ledger.UserQuery{User: r.PathValue("user"), After: q.Get("after"), Limit: limit})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, page)
+	}
+	roles := []Role{RoleAuditor, RoleOperator, RoleApprover}
+	return []Route{
+		{Method: http.MethodGet, Path: "/v1/skus/{sku}/events", Roles: roles, Handler: http.HandlerFunc(events)},
+		{Method: http.MethodGet, Path: "/v1/skus/{sku}/balance", Roles: roles, Handler: http.HandlerFunc(balance)},
+		{Method: http.MethodGet, Path: "/v1/skus/{sku}/buyers", Roles: roles, Handler: http.HandlerFunc(buyers)},
+		{Method: http.MethodGet, Path: "/v1/users/{user}/purchases", Roles: roles, Handler: http.HandlerFunc(purchases)},
+	}
+}
+
+// queryParams parses the query string and refuses parameters other than
+// allowed, given twice or empty, so a misspelt ?limt=5 is an error rather
+// than a silently ignored filter.
+func queryParams(r *http.Request, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, domain.NewFieldError("query", errors.New("is not a valid URL query string"))
+	}
+	for name, values := range q {
+		switch {
+		case !slices.Contains(allowed, name):
+			known := "none"
+			if len(allowed) > 0 {
+				known = strings.Join(allowed, ", ")
+			}
+			return nil, domain.NewFieldError(name, errors.New("is not a parameter of this endpoint; known: "+known))
+		case len(values) > 1:
+			return nil, domain.NewFieldError(name, errors.New("is given more than once"))
+		case values[0] == "":
+			return nil, domain.NewFieldError(name, errors.New("is empty: give a value or leave the parameter out"))
+		}
+	}
+	return q, nil
+}
+
+// queryInt parses the integer parameter name; absent is 0.
+func queryInt(q url.Values, name string) (int64, error) {
+	if !q.Has(name) {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(q.Get(name), 10, 64)
+	if err != nil {
+		return 0, domain.NewFieldError(name, errors.New("must be an integer"))
+	}
+	return n, nil
+}
+
+// queryLimit parses ?limit. Absent is 0, which the ledger reads as its
+// default; given, it must be 1 to ledger.MaxAuditLimit.
+func queryLimit(q url.Values) (int, error) {
+	if !q.Has("limit") {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(q.Get("limit"))
+	if err != nil {
+		// Not an integer, or one beyond int: the error states the range.
+		return 0, ledger.CheckAuditLimit("limit", 0)
+	}
+	return n, ledger.CheckAuditLimit("limit", n)
+}

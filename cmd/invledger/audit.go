@@ -1,0 +1,269 @@
+package main
+
+import (
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// auditor wires the audit queries over the app's connections.
+func (a *app) auditor() *ledger.Auditor { return ledger.NewAuditor(a.ledger, a.skus) }
+
+// Output formats of the audit commands.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatCSV   = "csv"
+)
+
+var auditFormats = []string{formatTable, formatJSON, formatCSV}
+
+// checkFormat validates --format before anything connects, so a typo costs
+// no round trip and exits 2 like other bad input.
+func checkFormat(f string) error {
+	if !slices.Contains(auditFormats, f) {
+		return domain.NewFieldError("--format", fmt.Errorf("must be one of %s, got %q", strings.Join(auditFormats, ", "), f))
+	}
+	return nil
+}
+
+// newAuditCmd is `invledger audit` with its query subcommands and any extra
+// ones, e.g. `audit verify`. Every subcommand inherits --format.
+func newAuditCmd(withApp appRunner, extra ...*cobra.Command) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Query the ledger: a SKU's history, buyers and stock at an instant; a user's purchases",
+		Long: `audit answers questions from the append-only ledger, the truth, never from
+Redis: they hold after Redis lost data and after archive-buyers.
+
+Output is a table by default; --format json prints the same objects as the
+HTTP API, and --format csv a header and one line per row for spreadsheets;
+there, text that a spreadsheet would run as a formula (starting with = + - @)
+gets a leading apostrophe. Paged commands print where the next page starts
+on stderr.`,
+	}
+	cmd.PersistentFlags().StringVar(&format, "format", formatTable, "output format: table, json or csv")
+	cmd.AddCommand(newAuditHistoryCmd(withApp, &format), newAuditBuyersCmd(withApp, &format),
+		newAuditBalanceAtCmd(withApp, &format), newAuditUserCmd(withApp, &format))
+	cmd.AddCommand(extra...)
+	return cmd
+}
+
+func newAuditHistoryCmd(withApp appRunner, format *string) *cobra.Command {
+	var q ledger.HistoryQuery
+	cmd := &cobra.Command{
+		Use:   "history SKU [--after SEQ] [--limit N]",
+		Short: "List a SKU's ledger rows in seq order, a page at a time",
+		Long: fmt.Sprintf(`history lists a SKU's ledger rows with every column, in seq order, starting
+after --after (0: from the stocked event) and at most --limit rows (1-%d).
+When more rows follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(*format); err != nil {
+				return err
+			}
+			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+				return err
+			}
+			q.SKU = args[0]
+			return withApp(cmd.Context(), func(a *app) error {
+				page, err := a.auditor().History(cmd.Context(), q)
+				if err != nil {
+					return err
+				}
+				if err := writeEntries(cmd.OutOrStdout(), *format, page, page.Events); err != nil {
+					return err
+				}
+				if page.NextAfter != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more rows follow: run again with --after %d\n", *page.NextAfter)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&q.After, "after", 0, "list rows with a seq above this one")
+	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most rows to list")
+	return cmd
+}
+
+func newAuditBuyersCmd(withApp appRunner, format *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "buyers SKU",
+		Short: "List who holds units of a SKU now, after releases",
+		Long: `buyers lists every user who holds units of the SKU now, with how many: the
+units each one bought minus those released, folded from the ledger. It also
+answers after archive-buyers removed the buyers from Redis.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(*format); err != nil {
+				return err
+			}
+			return withApp(cmd.Context(), func(a *app) error {
+				view, err := a.auditor().Buyers(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				rows := make([][]string, len(view.Buyers))
+				for i, h := range view.Buyers {
+					rows[i] = []string{h.UserID, strconv.FormatInt(h.Qty, 10)}
+				}
+				return writeRecords(cmd.OutOrStdout(), *format, view, []string{"user_id", "qty"}, rows)
+			})
+		},
+	}
+}
+
+func newAuditBalanceAtCmd(withApp appRunner, format *string) *cobra.Command {
+	var at string
+	cmd := &cobra.Command{
+		Use:   "balance-at SKU --at RFC3339",
+		Short: "Show a SKU's stock at an instant, folded from the ledger",
+		Long: `balance-at folds the SKU's ledger rows that occurred at or before --at (an
+RFC3339 instant such as 2026-05-01T12:00:00Z or 2026-05-01T20:00:00+08:00)
+into its stock then: stocked, deducted, released and adjusted rows each count
+by their signed delta. Before the SKU was stocked it is 0.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(*format); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("at") {
+				return domain.NewFieldError("--at", errors.New("is required, e.g. --at 2026-05-01T12:00:00Z"))
+			}
+			t, err := ledger.ParseInstant(at)
+			if err != nil {
+				return err
+			}
+			return withApp(cmd.Context(), func(a *app) error {
+				res, err := a.auditor().BalanceAt(cmd.Context(), args[0], t)
+				if err != nil {
+					return err
+				}
+				return writeRecords(cmd.OutOrStdout(), *format, res, []string{"sku", "at", "stock"},
+					[][]string{{res.SKU, res.At.Format(time.RFC3339Nano), strconv.FormatInt(res.Stock, 10)}})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "the instant, RFC3339")
+	return cmd
+}
+
+func newAuditUserCmd(withApp appRunner, format *string) *cobra.Command {
+	var q ledger.UserQuery
+	cmd := &cobra.Command{
+		Use:   "user USER [--after CURSOR] [--limit N]",
+		Short: "List one user's purchases and releases across every SKU",
+		Long: fmt.Sprintf(`user lists the user's purchases and releases in every SKU, oldest first, at
+most --limit rows (1-%d). When more rows follow, stderr names the --after
+cursor of the next page.`, ledger.MaxAuditLimit),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(*format); err != nil {
+				return err
+			}
+			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+				return err
+			}
+			q.User = args[0]
+			return withApp(cmd.Context(), func(a *app) error {
+				page, err := a.auditor().UserEvents(cmd.Context(), q)
+				if err != nil {
+					return err
+				}
+				if err := writeEntries(cmd.OutOrStdout(), *format, page, page.Events); err != nil {
+					return err
+				}
+				if page.NextAfter != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more rows follow: run again with --after %s\n", *page.NextAfter)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&q.After, "after", "", "cursor of the next page, as a previous run printed it")
+	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most rows to list")
+	return cmd
+}
+
+var entryHeader = []string{"sku", "seq", "type", "delta", "qty", "balance_after", "user_id", "request_id",
+	"actor", "reason", "occurred_at", "recorded_at", "stream_id", "event_id", "prev_hash", "hash"}
+
+// writeEntries prints ledger rows; page is what --format json prints.
+func writeEntries(w io.Writer, format string, page any, entries []ledger.AuditEntry) error {
+	rows := make([][]string, len(entries))
+	for i, e := range entries {
+		rows[i] = []string{e.SKU, strconv.FormatInt(e.Seq, 10), string(e.Type), strconv.FormatInt(e.Delta, 10),
+			strconv.FormatInt(e.Qty, 10), strconv.FormatInt(e.BalanceAfter, 10), e.UserID, e.RequestID,
+			e.Actor, e.Reason, e.OccurredAt.UTC().Format(time.RFC3339Nano),
+			e.RecordedAt.UTC().Format(time.RFC3339Nano), e.StreamID, e.EventID, e.PrevHash, e.Hash}
+	}
+	return writeRecords(w, format, page, entryHeader, rows)
+}
+
+// writeRecords prints v as JSON, or header and rows as CSV or as a table.
+func writeRecords(w io.Writer, format string, v any, header []string, rows [][]string) error {
+	switch format {
+	case formatJSON:
+		return printJSON(w, v)
+	case formatCSV:
+		cw := csv.NewWriter(w)
+		if err := cw.Write(header); err != nil {
+			return fmt.Errorf("write csv: %w", err)
+		}
+		for _, row := range rows {
+			cells := make([]string, len(row))
+			for i, c := range row {
+				cells[i] = csvSafe(c)
+			}
+			if err := cw.Write(cells); err != nil {
+				return fmt.Errorf("write csv: %w", err)
+			}
+		}
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return fmt.Errorf("write csv: %w", err)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(header, "\t")))
+	for _, row := range rows {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			// An empty cell would shift the eye to the next column; tabs
+			// and newlines in free text would break the table's shape.
+			cells[i] = cmp.Or(tableSpace.Replace(c), "-")
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+var tableSpace = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+
+// csvSafe defuses a cell that a spreadsheet would run as a formula when an
+// auditor opens the export: user ids, request ids and reasons come from
+// outside. A leading apostrophe makes spreadsheets show the text as it is.
+// Integers, such as a negative delta, are left alone.
+func csvSafe(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return s
+	}
+	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return s
+	}
+	return "'" + s
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/ledgertest"
+)
+
+func TestAuditCommands(t *testing.T) {
+	s := ledgertest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "cli-a", 10, 1)
+	for _, u := range []string{"ann", "=HYPERLINK(1)", "cy"} {
+		if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "cli-a", User: u, Qty: 1, RequestID: "r-" + u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "cli-a", User: "cy", RequestID: "r-cy", Reason: "changed mind"}); err != nil {
+		t.Fatal(err)
+	}
+	s.ProjectStreams(t)
+
+	// history: a table by default, paged with a hint on stderr.
+	out, stderr, err := runCLI(t, s, "audit", "history", "cli-a", "--limit", "2")
+	if err != nil {
+		t.Fatalf("audit history: %v %s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "SKU ") || !strings.Contains(lines[0], "BALANCE_AFTER") ||
+		!strings.Contains(lines[1], "stocked") || !strings.Contains(lines[2], "ann") {
+		t.Fatalf("history table:\n%s", out)
+	}
+	if !strings.Contains(stderr, "--after 2") {
+		t.Fatalf("history stderr %q lacks the next page's --after", stderr)
+	}
+	out, _, err = runCLI(t, s, "audit", "history", "cli-a", "--after", "2", "--format", "json")
+	var page ledger.HistoryPage
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Events) != 3 || page.Events[2].Type != domain.EventReleased || page.NextAfter != nil {
+		t.Fatalf("history json: %v\n%s", err, out)
+	}
+
+	// csv: a header, one record per row, formulas defused, negative deltas kept.
+	out, _, err = runCLI(t, s, "audit", "history", "cli-a", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(records) != 6 || records[0][0] != "sku" || records[0][13] != "event_id" {
+		t.Fatalf("history csv: %v\n%s", err, out)
+	}
+	if records[3][6] != "'=HYPERLINK(1)" || records[3][3] != "-1" {
+		t.Fatalf("csv row %q: want the formula defused and the delta -1", records[3])
+	}
+
+	// buyers, balance-at and user.
+	out, _, err = runCLI(t, s, "audit", "buyers", "cli-a", "--format", "csv")
+	if err != nil || out != "user_id,qty\n'=HYPERLINK(1),1\nann,1\n" {
+		t.Fatalf("buyers csv: %v\n%q", err, out)
+	}
+	out, _, err = runCLI(t, s, "audit", "buyers", "cli-a")
+	if err != nil || !strings.Contains(out, "USER_ID") || !strings.Contains(out, "=HYPERLINK(1)  1") {
+		t.Fatalf("buyers table: %v\n%s", err, out)
+	}
+	var bal ledger.StockAt
+	out, _, err = runCLI(t, s, "audit", "balance-at", "cli-a", "--at", time.Now().Add(time.Minute).Format(time.RFC3339), "--format", "json")
+	if err != nil || json.Unmarshal([]byte(out), &bal) != nil || bal.Stock != 8 {
+		t.Fatalf("balance-at: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, s, "audit", "balance-at", "cli-a", "--at", "2000-01-01T00:00:00Z")
+	if err != nil || !strings.Contains(out, "cli-a  2000-01-01T00:00:00Z  0") {
+		t.Fatalf("balance-at before the sale: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, s, "audit", "user", "cy")
+	if err != nil || strings.Count(out, "cli-a") != 2 || !strings.Contains(out, "changed mind") {
+		t.Fatalf("user table: %v\n%s", err, out)
+	}
+	_, stderr, err = runCLI(t, s, "audit", "user", "cy", "--limit", "1")
+	if err != nil || !strings.Contains(stderr, "more rows follow: run again with --after ") {
+		t.Fatalf("user paged: %v %q", err, stderr)
+	}
+	cursor := strings.TrimSpace(stderr[strings.LastIndex(stderr, " ")+1:])
+	out, stderr, err = runCLI(t, s, "audit", "user", "cy", "--limit", "1", "--after", cursor)
+	if err != nil || !strings.Contains(out, "released") || stderr != "" {
+		t.Fatalf("user second page: %v\n%s%s", err, out, stderr)
+	}
+
+	// Bad input names the flag or field and exits 2.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit", "history", "cli-a", "--format", "xml"}, "--format"},
+		{[]string{"audit", "history", "cli-a", "--limit", "0"}, "--limit"},
+		{[]string{"audit", "user", "cy", "--limit", "1001"}, "--limit"},
+		{[]string{"audit", "history", "cli-a", "--after", "-1"}, "after"},
+		{[]string{"audit", "history", "bad{"}, "sku"},
+		{[]string{"audit", "balance-at", "cli-a"}, "--at"},
+		{[]string{"audit", "balance-at", "cli-a", "--at", "noon"}, "at"},
+		{[]string{"audit", "user", "cy", "--after", "page-2"}, "after"},
+	} {
+		_, _, err := runCLI(t, s, tc.args...)
+		var fe *domain.FieldError
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want+":") || exitCode(err) != 2 {
+			t.Fatalf("%v: err %v, want a field error naming %s with exit status 2", tc.args, err, tc.want)
+		}
+	}
+	if _, _, err := runCLI(t, s, "audit", "buyers", "ghost"); !errors.Is(err, domain.ErrNotFound) || exitCode(err) != 2 {
+		t.Fatalf("buyers of an undefined sku: %v", err)
+	}
+}
+
+func TestAuditHelp(t *testing.T) {
+	for _, args := range [][]string{{"audit"}, {"audit", "history"}, {"audit", "buyers"}, {"audit", "balance-at"}, {"audit", "user"}} {
+		var out strings.Builder
+		cmd := newRootCmd()
+		cmd.SetArgs(append(args, "--help"))
+		cmd.SetOut(&out)
+		if err := cmd.Execute(); err != nil || !strings.Contains(out.String(), "--format") {
+			t.Fatalf("%v --help: %v\n%s", args, err, out.String())
+		}
+	}
+}

@@ -1,0 +1,332 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/invledger/invledger/domain"
+)
+
+// Paging bounds of the audit queries.
+const (
+	// DefaultAuditLimit is the page size when a query names none.
+	DefaultAuditLimit = 100
+	// MaxAuditLimit is the largest page, so one request cannot make the
+	// server hold a whole hot SKU's ledger in memory.
+	MaxAuditLimit = 1000
+)
+
+var (
+	errAuditLimit = fmt.Errorf("must be an integer from 1 to %d", MaxAuditLimit)
+	errAfterSeq   = errors.New("must be a seq: an integer of 0 or more")
+	errCursor     = errors.New("must be the next_after value of the previous page")
+	errInstant    = errors.New("must be an RFC3339 instant such as 2026-05-01T12:00:00Z")
+)
+
+// AuditEntry is one ledger row with every column of ledger_entries. Empty
+// strings stand for the columns that are NULL in the row.
+type AuditEntry struct {
+	EventID      string           `json:"event_id"`
+	SKU          string           `json:"sku"`
+	Seq          int64            `json:"seq"`
+	Type         domain.EventType `json:"type"`
+	Delta        int64            `json:"delta"`
+	Qty          int64            `json:"qty"`
+	BalanceAfter int64            `json:"balance_after"`
+	UserID       string           `json:"user_id"`
+	RequestID    string           `json:"request_id"`
+	Actor        string           `json:"actor"`
+	Reason       string           `json:"reason"`
+	OccurredAt   time.Time        `json:"occurred_at"`
+	RecordedAt   time.Time        `json:"recorded_at"`
+	StreamID     string           `json:"stream_id"`
+	// PrevHash and Hash are the row's link in its SKU's tamper-evident
+	// chain; `audit verify` recomputes them.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// Holding is how many units of a SKU one user holds.
+type Holding struct {
+	UserID string `json:"user_id"`
+	Qty    int64  `json:"qty"`
+}
+
+// UserCursor is the position just after one row of a user's events, which
+// are ordered by (occurred_at, event_id): keyset paging, so a deep page
+// costs what the first one does. The zero cursor is the start.
+type UserCursor struct {
+	OccurredAt time.Time
+	EventID    string
+}
+
+// IsZero reports whether c is the start.
+func (c UserCursor) IsZero() bool { return c.EventID == "" }
+
+// String encodes c as next_after: the row's occurred_at in Unix
+// microseconds (the ledger's precision), "_", and its event id. Every
+// character is URL-safe, so it goes into a query string unescaped.
+func (c UserCursor) String() string {
+	return strconv.FormatInt(c.OccurredAt.UnixMicro(), 10) + "_" + c.EventID
+}
+
+// ParseUserCursor decodes a next_after value of UserEvents. A malformed one
+// is a *domain.FieldError naming "after".
+func ParseUserCursor(s string) (UserCursor, error) {
+	micros, id, ok := strings.Cut(s, "_")
+	if !ok {
+		return UserCursor{}, domain.NewFieldError("after", errCursor)
+	}
+	us, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return UserCursor{}, domain.NewFieldError("after", errCursor)
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return UserCursor{}, domain.NewFieldError("after", errCursor)
+	}
+	return UserCursor{OccurredAt: time.UnixMicro(us).UTC(), EventID: u.String()}, nil
+}
+
+// ParseInstant parses an RFC3339 instant for BalanceAt. A malformed one is
+// a *domain.FieldError naming "at".
+func ParseInstant(s string) (time.Time, error) {
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		if strings.Contains(s, " ") {
+			// A "+hh:mm" offset put unescaped into a URL query arrives
+			// with the plus decoded to a space.
+			return time.Time{}, domain.NewFieldError("at", fmt.Errorf("%w; in a URL, write the + of an offset as %%2B", errInstant))
+		}
+		return time.Time{}, domain.NewFieldError("at", errInstant)
+	}
+	return at, nil
+}
+
+// AuditStore reads the ledger for the audit queries. It reads only
+// ledger_entries, the truth, never Redis or the balances projection, so
+// the answers hold after Redis lost data and after archive-buyers.
+type AuditStore interface {
+	// SKUEntries returns up to limit rows of sku whose seq is above after,
+	// in seq order.
+	SKUEntries(ctx context.Context, sku domain.SKUID, after int64, limit int) ([]AuditEntry, error)
+	// Holders returns every user whose deducted units of sku exceed their
+	// released ones, with the difference, ordered by user.
+	Holders(ctx context.Context, sku domain.SKUID) ([]Holding, error)
+	// StockAt returns the sum of the deltas of sku's rows that occurred at
+	// or before at: 0 before the SKU was stocked.
+	StockAt(ctx context.Context, sku domain.SKUID, at time.Time) (int64, error)
+	// UserEntries returns up to limit rows of user after the cursor,
+	// ordered by (occurred_at, event_id).
+	UserEntries(ctx context.Context, user domain.UserID, after UserCursor, limit int) ([]AuditEntry, error)
+}
+
+// SKUDefinitions finds SKU definitions; SKUStore satisfies it.
+type SKUDefinitions interface {
+	Get(ctx context.Context, sku domain.SKUID) (domain.SKUDefinition, error)
+}
+
+// Auditor answers the audit queries from the ledger. Inputs are validated
+// before anything is read: bad input is a *domain.FieldError naming the
+// field (sku, user_id, after, limit or at), and a SKU that was never
+// defined is domain.ErrNotFound rather than an empty answer, so a mistyped
+// SKU is not mistaken for one without sales.
+type Auditor struct {
+	store AuditStore
+	skus  SKUDefinitions
+}
+
+// NewAuditor wires an Auditor to its ports.
+func NewAuditor(store AuditStore, skus SKUDefinitions) *Auditor {
+	return &Auditor{store: store, skus: skus}
+}
+
+// HistoryQuery asks for a SKU's ledger rows with seq above After (0: from
+// the first), at most Limit of them (0: DefaultAuditLimit).
+type HistoryQuery struct {
+	SKU   string
+	After int64
+	Limit int
+}
+
+// HistoryPage is one page of a SKU's ledger rows in seq order. NextAfter is
+// the After of the next page, nil on the last one.
+type HistoryPage struct {
+	SKU       string       `json:"sku"`
+	Events    []AuditEntry `json:"events"`
+	NextAfter *int64       `json:"next_after"`
+}
+
+// History returns a page of the SKU's ledger rows in seq order.
+func (a *Auditor) History(ctx context.Context, q HistoryQuery) (HistoryPage, error) {
+	sku, err := domain.NewSKUID(q.SKU)
+	if err != nil {
+		return HistoryPage{}, err
+	}
+	if q.After < 0 {
+		return HistoryPage{}, domain.NewFieldError("after", errAfterSeq)
+	}
+	limit, err := auditLimit(q.Limit)
+	if err != nil {
+		return HistoryPage{}, err
+	}
+	if err := a.defined(ctx, sku); err != nil {
+		return HistoryPage{}, err
+	}
+	// One row more than asked tells whether another page follows.
+	rows, err := a.store.SKUEntries(ctx, sku, q.After, limit+1)
+	if err != nil {
+		return HistoryPage{}, fmt.Errorf("history of %s: %w", sku, err)
+	}
+	page := HistoryPage{SKU: sku.String(), Events: nonNil(rows)}
+	if len(rows) > limit {
+		page.Events = rows[:limit]
+		next := rows[limit-1].Seq
+		page.NextAfter = &next
+	}
+	return page, nil
+}
+
+// BuyersView is who holds units of a SKU, ordered by user.
+type BuyersView struct {
+	SKU    string    `json:"sku"`
+	Buyers []Holding `json:"buyers"`
+}
+
+// Buyers returns who holds units of the SKU now, after releases, with how
+// many: deducted minus released units per user, where that is above zero.
+// It folds the ledger, so it also answers once archive-buyers removed the
+// buyers from Redis.
+func (a *Auditor) Buyers(ctx context.Context, skuID string) (BuyersView, error) {
+	sku, err := domain.NewSKUID(skuID)
+	if err != nil {
+		return BuyersView{}, err
+	}
+	if err := a.defined(ctx, sku); err != nil {
+		return BuyersView{}, err
+	}
+	holders, err := a.store.Holders(ctx, sku)
+	if err != nil {
+		return BuyersView{}, fmt.Errorf("buyers of %s: %w", sku, err)
+	}
+	return BuyersView{SKU: sku.String(), Buyers: nonNil(holders)}, nil
+}
+
+// StockAt is a SKU's stock at an instant.
+type StockAt struct {
+	SKU   string    `json:"sku"`
+	At    time.Time `json:"at"`
+	Stock int64     `json:"stock"`
+}
+
+// BalanceAt returns the SKU's stock at the instant at: the fold of every
+// ledger row that occurred at or before it, 0 before the SKU was stocked.
+// Stocked, deducted, released and adjusted rows all count by their signed
+// delta. A zero at is a *domain.FieldError naming "at".
+func (a *Auditor) BalanceAt(ctx context.Context, skuID string, at time.Time) (StockAt, error) {
+	sku, err := domain.NewSKUID(skuID)
+	if err != nil {
+		return StockAt{}, err
+	}
+	if at.IsZero() {
+		return StockAt{}, domain.NewFieldError("at", errInstant)
+	}
+	if err := a.defined(ctx, sku); err != nil {
+		return StockAt{}, err
+	}
+	stock, err := a.store.StockAt(ctx, sku, at)
+	if err != nil {
+		return StockAt{}, fmt.Errorf("stock of %s at %s: %w", sku, at.Format(time.RFC3339Nano), err)
+	}
+	return StockAt{SKU: sku.String(), At: at, Stock: stock}, nil
+}
+
+// UserQuery asks for one user's ledger rows across every SKU, after the
+// cursor After (a previous page's next_after; empty: from the first), at
+// most Limit of them (0: DefaultAuditLimit).
+type UserQuery struct {
+	User  string
+	After string
+	Limit int
+}
+
+// UserPage is one page of a user's purchases and releases, ordered by
+// occurred_at. NextAfter is the After of the next page, nil on the last.
+type UserPage struct {
+	UserID    string       `json:"user_id"`
+	Events    []AuditEntry `json:"events"`
+	NextAfter *string      `json:"next_after"`
+}
+
+// UserEvents returns a page of the user's purchases and releases across
+// every SKU. An unknown user has none.
+func (a *Auditor) UserEvents(ctx context.Context, q UserQuery) (UserPage, error) {
+	user, err := domain.NewUserID(q.User)
+	if err != nil {
+		return UserPage{}, err
+	}
+	var after UserCursor
+	if q.After != "" {
+		if after, err = ParseUserCursor(q.After); err != nil {
+			return UserPage{}, err
+		}
+	}
+	limit, err := auditLimit(q.Limit)
+	if err != nil {
+		return UserPage{}, err
+	}
+	rows, err := a.store.UserEntries(ctx, user, after, limit+1)
+	if err != nil {
+		return UserPage{}, fmt.Errorf("events of user %q: %w", user, err)
+	}
+	page := UserPage{UserID: user.String(), Events: nonNil(rows)}
+	if len(rows) > limit {
+		page.Events = rows[:limit]
+		last := rows[limit-1]
+		next := UserCursor{OccurredAt: last.OccurredAt, EventID: last.EventID}.String()
+		page.NextAfter = &next
+	}
+	return page, nil
+}
+
+func (a *Auditor) defined(ctx context.Context, sku domain.SKUID) error {
+	if _, err := a.skus.Get(ctx, sku); err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			return fmt.Errorf("%w: sku %s was never defined; check the SKU id", domain.ErrNotFound, sku)
+		}
+		return err
+	}
+	return nil
+}
+
+// CheckAuditLimit validates a page size that a caller gave explicitly:
+// 1 to MaxAuditLimit. The *domain.FieldError names field, so an adapter
+// can name its own parameter or flag.
+func CheckAuditLimit(field string, n int) error {
+	if n < 1 || n > MaxAuditLimit {
+		return domain.NewFieldError(field, errAuditLimit)
+	}
+	return nil
+}
+
+// auditLimit reads a query's Limit: 0 is the default.
+func auditLimit(n int) (int, error) {
+	if n == 0 {
+		return DefaultAuditLimit, nil
+	}
+	return n, CheckAuditLimit("limit", n)
+}
+
+// nonNil makes an empty answer encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
