@@ -36,6 +36,10 @@ func NewInventoryMetrics(reg prometheus.Registerer) *InventoryMetrics {
 		}, []string{"operation"}),
 	}
 	reg.MustRegister(m.latency, m.outcomes, m.scriptErrors)
+	// Series that exist from the start let increase() see the first error.
+	for _, op := range []string{"deduct", "release", "warm"} {
+		m.scriptErrors.WithLabelValues(op)
+	}
 	return m
 }
 

@@ -78,14 +78,10 @@ func AdjustmentRoutes(flow AdjustmentFlow, maxBody int64, logger *slog.Logger) [
 	}
 	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		limit := 100
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				s.writeError(w, http.StatusBadRequest, codeInvalidRequest, "limit: must be an integer from 1 to 1000")
-				return
-			}
-			limit = n
+		limit, err := queryLimitOr(q, 100, 1000)
+		if err != nil {
+			s.fail(w, r, err)
+			return
 		}
 		out, err := flow.List(r.Context(), q.Get("status"), q.Get("sku"), limit)
 		if err != nil {

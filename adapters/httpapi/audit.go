@@ -167,6 +167,18 @@ func queryInt(q url.Values, name string) (int64, error) {
 	return n, nil
 }
 
+// queryLimitOr parses ?limit: def when absent, else an integer in 1..most.
+func queryLimitOr(q url.Values, def, most int64) (int, error) {
+	if !q.Has("limit") {
+		return int(def), nil
+	}
+	n, err := queryInt(q, "limit")
+	if err == nil && (n < 1 || n > most) {
+		err = domain.NewFieldError("limit", errors.New("must be an integer from 1 to "+strconv.FormatInt(most, 10)))
+	}
+	return int(n), err
+}
+
 // queryLimit parses ?limit. Absent is 0, which the ledger reads as its
 // default; given, it must be 1 to ledger.MaxAuditLimit.
 func queryLimit(q url.Values) (int, error) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -63,14 +62,10 @@ func ReconcileRoutes(rec Reconciler, runs RunLister, maxBody int64, logger *slog
 		s.writeJSON(w, http.StatusOK, rep)
 	})
 	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := 20
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 500 {
-				s.writeError(w, http.StatusBadRequest, codeInvalidRequest, "limit: must be an integer from 1 to 500")
-				return
-			}
-			limit = n
+		limit, err := queryLimitOr(r.URL.Query(), 20, 500)
+		if err != nil {
+			s.fail(w, r, err)
+			return
 		}
 		out, err := runs.Runs(r.Context(), limit)
 		if err != nil {

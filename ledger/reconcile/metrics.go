@@ -4,6 +4,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// driftClasses are the finding classes, which all count as drift.
+var driftClasses = []Class{ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassLedgerGap,
+	ClassBalancesDrift, ClassBuyersDrift, ClassLostAcknowledged}
+
 // Metrics are the reconciler's Prometheus instruments.
 type Metrics struct {
 	findings   *prometheus.CounterVec
@@ -44,6 +48,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.alerts)
+	// Series that exist from the start let increase() see the first finding.
+	for _, c := range driftClasses {
+		m.findings.WithLabelValues(string(c))
+	}
 	return m
 }
 
@@ -62,8 +70,7 @@ func (m *Metrics) observeRun(rep Report, err error) {
 		counts[f.Class]++
 		m.findings.WithLabelValues(string(f.Class)).Inc()
 	}
-	for _, c := range []Class{ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassLedgerGap,
-		ClassBalancesDrift, ClassBuyersDrift} {
+	for _, c := range driftClasses {
 		m.drifting.WithLabelValues(string(c)).Set(float64(counts[c]))
 	}
 }
