@@ -171,7 +171,20 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	if err != nil {
 		return err
 	}
+	// The API triggers reconciliations too, so it needs a reconciler even in
+	// a process that does not run the periodic loop.
+	rec, err := a.reconciler(reconcileMetrics, notifier)
+	if err != nil {
+		return err
+	}
+	archiver, err := a.archiver()
+	if err != nil {
+		return err
+	}
+	a.registerPendingAdjustments(reg)
 
+	// Everything that can fail is built; only then do components start, so
+	// an early return never leaves one running.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -219,16 +232,6 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		run("janitor", func(ctx context.Context) error { j.Run(ctx); return nil })
 		a.log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers)
 	}
-	// The API triggers reconciliations too, so it needs a reconciler even in
-	// a process that does not run the periodic loop.
-	rec, err := a.reconciler(reconcileMetrics, notifier)
-	if err != nil {
-		return err
-	}
-	archiver, err := a.archiver()
-	if err != nil {
-		return err
-	}
 	run("alerts", func(ctx context.Context) error { notifier.Run(ctx); return nil })
 	if sc.has("reconciler") {
 		run("reconciler", func(ctx context.Context) error {
@@ -243,7 +246,6 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		}
 		a.log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", sc.AlertWebhook != "")
 	}
-	a.registerPendingAdjustments(reg)
 	if sc.has("api") {
 		routes := append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log))
 		routes = append(routes, httpapi.AdjustmentRoutes(a.adjustments(rec), 0, a.log)...)
