@@ -1,0 +1,479 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/invledger/invledger/adapters/localstack"
+)
+
+// CompareReport is the result of bench --compare.
+type CompareReport struct {
+	Date        string `json:"date"`
+	CPUs        int    `json:"cpus"`
+	Clients     int    `json:"clients"`
+	Requests    int64  `json:"requests"`
+	Stock       int64  `json:"stock"`
+	AppendFsync string `json:"redis_appendfsync"`
+	// LoadAverage is the machine's 1-minute load average before the run:
+	// other work on the machine skews every figure.
+	LoadAverage string        `json:"load_average_before"`
+	Results     []BenchReport `json:"results"`
+	// Ratios compare success-path throughput (attempts/s before the first
+	// sold_out), except the sold-out ratios, which divide a target's
+	// sold-out phase by its own success path.
+	Ratios map[string]float64 `json:"ratios"`
+	Goals  []GoalResult       `json:"goals"`
+}
+
+// GoalResult is one of the issue's targets, measured.
+type GoalResult struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Goal  string  `json:"goal"`
+	Met   bool    `json:"met"`
+}
+
+const (
+	rawLabel        = "raw"
+	rawSoldOutLabel = "raw-sold-out"
+)
+
+// Bounds of the request count --compare derives from the raw run.
+const (
+	compareMinRequests = 2_000
+	compareMaxRequests = 5_000_000
+)
+
+func (r *CompareReport) result(target string) *BenchReport {
+	for i := range r.Results {
+		if r.Results[i].Target == target {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// runCompare runs bc.Targets back to back on a private stack. It returns the
+// report so far together with an error, so a failure late in the run still
+// shows what was measured.
+func runCompare(ctx context.Context, bc BenchConfig, progress io.Writer) (*CompareReport, error) {
+	if slices.Contains(bc.Targets, "raw") {
+		if err := checkRedisBenchmark(ctx, bc.RedisBenchmark); err != nil {
+			return nil, err
+		}
+	}
+	dir := bc.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "invledger-bench-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	cfg := Config{LogLevel: "warn"}
+	cfg.setDefaults()
+	log := newLogger(cfg.LogLevel)
+	fmt.Fprintf(progress, "starting private redis-server and PostgreSQL in %s ...\n", dir)
+	// PostgreSQL gets a connection per client, as pgbench gave it for the
+	// DESIGN's SQL-first figures; the service's own pools need far fewer.
+	stack, err := startBenchStack(ctx, dir, bc.Durability, max(200, bc.Concurrency+100), log)
+	if err != nil {
+		return nil, fmt.Errorf("%w (scripts/install-deps.sh installs redis-server and postgresql)", err)
+	}
+	defer stack.stop()
+	cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
+	if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+		return nil, err
+	}
+	a, err := openApp(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	if err := a.inventory.Load(ctx); err != nil {
+		return nil, err
+	}
+	fsync, _ := a.redis.ConfigGet(ctx, "appendfsync").Result()
+	rep := &CompareReport{Date: time.Now().Format(time.RFC3339), CPUs: runtime.NumCPU(), Clients: bc.Concurrency, LoadAverage: loadAverage(),
+		AppendFsync: fsync["appendfsync"], Ratios: map[string]float64{}}
+	fmt.Fprintf(progress, "compare at %d clients on %d CPUs (Redis appendfsync %s); load generator, Redis, PostgreSQL and the service share them\n",
+		bc.Concurrency, rep.CPUs, rep.AppendFsync)
+
+	cpu := newCPUSampler(ctx, a)
+	n := bc.Requests
+	if slices.Contains(bc.Targets, "raw") {
+		if n, err = compareRaw(ctx, bc, cfg, a, rep, progress, cpu); err != nil {
+			return rep, err
+		}
+	}
+	stock := bc.Stock
+	if stock == 0 {
+		stock = 10_000
+		if n > 0 {
+			stock = max(1, n/2)
+		}
+	}
+	rep.Requests, rep.Stock = n, stock
+	spec := bc.spec()
+	spec.Requests = n
+	if n > 0 {
+		spec.Duration = min(4*bc.Duration, benchMaxDuration)
+	}
+
+	for _, target := range bc.Targets {
+		var (
+			r   BenchReport
+			err error
+		)
+		if err := settle(ctx, a, progress); err != nil {
+			return rep, err
+		}
+		switch target {
+		case "lib":
+			fmt.Fprintf(progress, "lib: the Go library in-process, projector running in-process\n")
+			t := newLibTarget(ctx, cfg, a, true)
+			r, err = runTarget(ctx, t, benchSKU("lib"), spec, stock, bc.CatchUp, progress, cpu)
+			t.close()
+			// A stopped projector's last XREADGROUP (BLOCK 1s) can still take
+			// entries for up to a second, and they then wait 30s (the
+			// projector's ReclaimAfter) for another consumer to claim them,
+			// which would show up as the next target's ledger lag.
+			sleepCtx(ctx, projectorBlockTime+500*time.Millisecond)
+		case "http":
+			r, err = compareHTTP(ctx, bc, cfg, spec, stock, progress, cpu)
+		case "pg-direct":
+			var t *pgTarget
+			if t, err = newPGTarget(ctx, cfg.DatabaseURL, bc.Concurrency, bc.PGMaxConns); err != nil {
+				break
+			}
+			fmt.Fprintf(progress, "pg-direct: SQL-first on the same PostgreSQL, %d connections, at most %s\n", t.conns, bc.Duration)
+			pgSpec := spec
+			pgSpec.Duration = bc.Duration
+			r, err = runTarget(ctx, t, benchSKU("pg"), pgSpec, stock, bc.CatchUp, progress, cpu)
+			t.close()
+		default:
+			continue
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	rep.evaluate()
+	return rep, nil
+}
+
+// startBenchStack is startPrivateStack with PostgreSQL's max_connections
+// raised to maxConns.
+func startBenchStack(ctx context.Context, dir, durability string, maxConns int, log *slog.Logger) (*privateStack, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the postgres OS user must reach it when we run as root
+		return nil, err
+	}
+	fsync := "always"
+	if durability == "everysec" {
+		fsync = "everysec"
+	}
+	s := &privateStack{}
+	var err error
+	if s.redis, err = localstack.StartRedis(ctx, localstack.RedisConfig{Dir: filepath.Join(dir, "redis"), AppendFsync: fsync, Logger: log}); err != nil {
+		return nil, err
+	}
+	s.postgres, err = localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: filepath.Join(dir, "postgres"), Fsync: true, Logger: log,
+		Settings: map[string]string{"max_connections": strconv.Itoa(maxConns)}})
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := s.postgres.CreateDatabase(ctx, "invledger"); err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42P04" { // duplicate_database: a previous run made it
+			s.stop()
+			return nil, err
+		}
+	}
+	s.databaseURL = s.postgres.URL("invledger")
+	return s, nil
+}
+
+// compareRaw runs the redis-benchmark ceiling (success path, then sold out)
+// and returns the request count for the other targets.
+func compareRaw(ctx context.Context, bc BenchConfig, cfg Config, a *app, rep *CompareReport, progress io.Writer, cpu *cpuSampler) (int64, error) {
+	ok, err := prepareRawScenario(ctx, cfg, a, benchSKU("raw"), rawCeilingStock)
+	if err != nil {
+		return 0, fmt.Errorf("raw: %w", err)
+	}
+	defer ok.cleanup(ctx, a)
+	n := bc.Requests
+	if n == 0 {
+		calN := max(50_000, 50*bc.Concurrency)
+		fmt.Fprintf(progress, "raw: calibrating with %d calls ...\n", calN)
+		cal, err := runRawCeiling(ctx, bc.RedisBenchmark, cfg, a, ok, rawLabel, rawCeilingStock, bc.Concurrency, calN, nil)
+		if err != nil {
+			return 0, err
+		}
+		n = min(compareMaxRequests, max(compareMinRequests, 20*int64(bc.Concurrency), int64(cal.Throughput*bc.Duration.Seconds())))
+		fmt.Fprintf(progress, "raw: %.0f calls/s while calibrating\n", cal.Throughput)
+	}
+	fmt.Fprintf(progress, "raw: redis-benchmark, the deduct script, %d calls at %d clients ...\n", n, bc.Concurrency)
+	raw, err := runRawCeiling(ctx, bc.RedisBenchmark, cfg, a, ok, rawLabel, rawCeilingStock, bc.Concurrency, int(n), cpu)
+	if err != nil {
+		return 0, err
+	}
+	rep.Results = append(rep.Results, raw)
+	so, err := prepareRawScenario(ctx, cfg, a, benchSKU("raw-so"), 1)
+	if err != nil {
+		return 0, fmt.Errorf("raw sold-out: %w", err)
+	}
+	defer so.cleanup(ctx, a)
+	fmt.Fprintf(progress, "raw: redis-benchmark on a sold-out SKU, %d calls ...\n", n)
+	soRep, err := runRawCeiling(ctx, bc.RedisBenchmark, cfg, a, so, rawSoldOutLabel, 1, bc.Concurrency, int(n), cpu)
+	if err != nil {
+		return 0, err
+	}
+	rep.Results = append(rep.Results, soRep)
+	return n, nil
+}
+
+// compareHTTP starts serve in this process on 127.0.0.1 with fresh tokens,
+// runs the http target against it, and stops it.
+func compareHTTP(ctx context.Context, bc BenchConfig, cfg Config, spec loadSpec, stock int64, progress io.Writer, cpu *cpuSampler) (BenchReport, error) {
+	gw, op := randomSecret(), randomSecret()
+	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: "bench-gateway:gateway:" + gw + ",bench-operator:operator:" + op,
+		Durability: bc.Durability, Components: []string{"api", "projector"}, Subscribers: 4, BatchSize: 500,
+		BatchWait: defaultBatchWait, StreamRetention: defaultRetention, ReconcileInterval: defaultReconcileInterval}
+	if err := sc.Validate(); err != nil {
+		return BenchReport{}, err
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		stop()
+		return BenchReport{}, fmt.Errorf("http: serve did not start: %w", err)
+	case <-time.After(60 * time.Second):
+		stop()
+		<-done
+		return BenchReport{}, errors.New("http: serve did not listen within 60s")
+	}
+	fmt.Fprintf(progress, "http: serve (api, projector) in this process at http://%s\n", addr)
+	t := newHTTPTarget("http://"+addr, gw, op, bc.Concurrency, bc.Timeout)
+	r, err := runTarget(ctx, t, benchSKU("http"), spec, stock, bc.CatchUp, progress, cpu)
+	t.close()
+	stop()
+	if serr := <-done; serr != nil && err == nil {
+		err = fmt.Errorf("http: serve: %w", serr)
+	}
+	return r, err
+}
+
+// settle lets the previous target's after-effects finish before the next
+// one starts, so it is not charged for them: Redis rewrites its AOF (which
+// the previous runs grew; an automatic rewrite forks and copies the whole
+// data set), PostgreSQL checkpoints, and Go collects garbage.
+func settle(ctx context.Context, a *app, progress io.Writer) error {
+	fmt.Fprintf(progress, "settling: Redis AOF rewrite, PostgreSQL checkpoint ...\n")
+	if err := a.redis.BgRewriteAOF(ctx).Err(); err != nil && !strings.Contains(err.Error(), "already in progress") {
+		return fmt.Errorf("settle: BGREWRITEAOF: %w", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		info, err := a.redis.Info(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("settle: INFO persistence: %w", err)
+		}
+		if strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
+			break
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	if _, err := a.pool.Exec(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("settle: CHECKPOINT: %w", err)
+	}
+	runtime.GC()
+	sleepCtx(ctx, 500*time.Millisecond)
+	return ctx.Err()
+}
+
+// projectorBlockTime is the projector's XREADGROUP BLOCK (projections.newSubscriber).
+const projectorBlockTime = time.Second
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func randomSecret() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// evaluate computes the ratios and checks them against the issue's goals.
+func (r *CompareReport) evaluate() {
+	success := func(t string) float64 {
+		if b := r.result(t); b != nil && b.SuccessPath != nil {
+			return b.SuccessPath.Throughput
+		}
+		return 0
+	}
+	ratio := func(name string, num, den float64) (float64, bool) {
+		if num <= 0 || den <= 0 {
+			return 0, false
+		}
+		r.Ratios[name] = num / den
+		return num / den, true
+	}
+	goal := func(name, text string, v float64, met bool) {
+		r.Goals = append(r.Goals, GoalResult{Name: name, Value: v, Goal: text, Met: met})
+	}
+	raw, lib, web, pg := success(rawLabel), success("lib"), success("http"), success("pg-direct")
+	if v, ok := ratio("lib/raw", lib, raw); ok {
+		goal("lib throughput / raw redis-benchmark", ">= 0.80", v, v >= 0.8)
+	}
+	if v, ok := ratio("http/raw", web, raw); ok {
+		goal("http throughput / raw redis-benchmark", ">= 0.50", v, v >= 0.5)
+	}
+	pgGoal := 30.0
+	if r.Clients >= 1000 {
+		pgGoal = 1000
+	}
+	if v, ok := ratio("lib/pg-direct", lib, pg); ok {
+		goal("lib throughput / pg-direct", fmt.Sprintf(">= %.0fx", pgGoal), v, v >= pgGoal)
+	}
+	if v, ok := ratio("http/pg-direct", web, pg); ok {
+		goal("http throughput / pg-direct", fmt.Sprintf(">= %.0fx", pgGoal), v, v >= pgGoal)
+	}
+	if h, w := r.result("http"), r.result(rawLabel); h != nil && w != nil && h.SuccessPath != nil && w.SuccessPath != nil {
+		if v, ok := ratio("http_p99/raw_p99", h.SuccessPath.P99, w.SuccessPath.P99); ok {
+			goal("http p99 / raw p99 (success path)", "<= 2", v, v <= 2)
+		}
+	}
+	for _, t := range []string{"lib", "http"} {
+		if b := r.result(t); b != nil && b.SoldOutRatio > 0 {
+			r.Ratios[t+"_sold_out/success"] = b.SoldOutRatio
+			goal(t+" sold-out refusals / success path", ">= 1.5x", b.SoldOutRatio, b.SoldOutRatio >= 1.5)
+		}
+	}
+	if so := r.result(rawSoldOutLabel); so != nil && raw > 0 {
+		r.Ratios["raw_sold_out/success"] = so.Throughput / raw
+	}
+	for _, t := range []string{"lib", "http"} {
+		if b := r.result(t); b != nil {
+			goal(fmt.Sprintf("%s errors at %d clients (besides contract outcomes)", t, r.Clients), "0", float64(b.Errors), b.Errors == 0)
+		}
+	}
+	for _, b := range r.Results {
+		goal(b.Target+" oversold", "0", float64(b.Oversold), b.Oversold == 0)
+	}
+}
+
+// failure is the error bench --compare exits with: correctness failures
+// only. Missed performance goals are reported, not failed.
+func (r *CompareReport) failure() error {
+	var f []string
+	for i := range r.Results {
+		f = append(f, r.Results[i].failures()...)
+	}
+	if len(f) > 0 {
+		return errors.New(strings.Join(f, "; "))
+	}
+	return nil
+}
+
+func (r *CompareReport) print(w io.Writer) {
+	fmt.Fprintf(w, "\ninvledger bench --compare, %s, %d CPUs (load average %s before), %d clients, Redis appendfsync %s\n",
+		r.Date, r.CPUs, r.LoadAverage, r.Clients, r.AppendFsync)
+	fmt.Fprintf(w, "%d attempts per target (pg-direct: as many as fit its time limit), %d units on sale\n\n", r.Requests, r.Stock)
+	fmt.Fprintf(w, "%-13s %9s %8s %10s %10s %10s %8s %8s %8s %7s %8s %10s\n",
+		"target", "attempts", "seconds", "overall/s", "success/s", "soldout/s", "p50", "p99", "p999", "errors", "oversold", "ledger")
+	for _, b := range r.Results {
+		phase := func(p *PhaseReport) string {
+			if p == nil || p.Attempts == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", p.Throughput)
+		}
+		ledgerCol := "-"
+		if b.LedgerEqualsRedis != nil {
+			ledgerCol = "NO"
+			if *b.LedgerEqualsRedis {
+				ledgerCol = fmt.Sprintf("+%.2fs", *b.LedgerEqualsRedisAfter)
+			}
+		}
+		fmt.Fprintf(w, "%-13s %9d %8.2f %10.0f %10s %10s %8s %8s %8s %7d %8d %10s\n", b.Target, b.Attempts, b.Seconds, b.Throughput,
+			phase(b.SuccessPath), phase(b.SoldOutPhase), ms(b.Latency.P50), ms(b.Latency.P99), ms(b.Latency.P999), b.Errors, b.Oversold, ledgerCol)
+	}
+	fmt.Fprintf(w, "\nsuccess-path latency (before the first sold_out)\n")
+	for _, b := range r.Results {
+		if p := b.SuccessPath; p != nil {
+			fmt.Fprintf(w, "  %-13s p50 %-8s p99 %s\n", b.Target, ms(p.P50), ms(p.P99))
+		}
+	}
+	fmt.Fprintf(w, "\ncores used during each run (of %d): bench process / redis-server / postgres\n", r.CPUs)
+	for _, b := range r.Results {
+		if c := b.CPU; c != nil {
+			who := "bench"
+			if b.Target == rawLabel || b.Target == rawSoldOutLabel {
+				who = "redis-benchmark"
+			}
+			fmt.Fprintf(w, "  %-13s %s %.2f  redis %.2f  postgres %.2f\n", b.Target, who, c.Bench, c.Redis, c.Postgres)
+		}
+	}
+	fmt.Fprintf(w, "\ngoals (throughput ratios use the success path)\n")
+	for _, g := range r.Goals {
+		state := "met"
+		if !g.Met {
+			state = "MISSED"
+		}
+		fmt.Fprintf(w, "  %-52s %10s  goal %-8s %s\n", g.Name, formatRatio(g.Value), g.Goal, state)
+	}
+	if v, ok := r.Ratios["raw_sold_out/success"]; ok {
+		fmt.Fprintf(w, "  %-52s %10s  (reference)\n", "raw sold-out / raw success path", formatRatio(v))
+	}
+	for _, b := range r.Results {
+		for _, n := range b.Notes {
+			fmt.Fprintf(w, "  note (%s): %s\n", b.Target, n)
+		}
+		for _, e := range b.ErrorSamples {
+			fmt.Fprintf(w, "  error (%s): %s\n", b.Target, e)
+		}
+	}
+	if raw := r.result(rawLabel); raw != nil {
+		fmt.Fprintf(w, "\nraw ceiling command:\n  %s\n", raw.Command)
+	}
+}
+
+func formatRatio(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CPUCores is how many cores each process used on average during a run:
+// CPU time divided by wall time. On a 2-core machine they add up to at most 2.
+type CPUCores struct {
+	// Bench is this process: the load generator, and for lib and http
+	// the service and its projector too. For the raw ceiling it is
+	// redis-benchmark.
+	Bench    float64 `json:"bench"`
+	Redis    float64 `json:"redis"`
+	Postgres float64 `json:"postgres"`
+}
+
+// cpuSampler reads CPU time from /proc for the private stack's servers.
+// It is best effort: where /proc is missing the figures stay 0.
+type cpuSampler struct {
+	redisPID, postgresPID int
+}
+
+type cpuSample struct {
+	at                              time.Time
+	self, children, redis, postgres time.Duration
+}
+
+// newCPUSampler finds the servers' pids: Redis tells its own, and the
+// postmaster is the parent of our backend.
+func newCPUSampler(ctx context.Context, a *app) *cpuSampler {
+	s := &cpuSampler{}
+	if info, err := a.redis.Info(ctx, "server").Result(); err == nil {
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+				s.redisPID, _ = strconv.Atoi(v)
+			}
+		}
+	}
+	var backend int
+	if err := a.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err == nil {
+		if f := procStatFields(backend); len(f) > 2 {
+			s.postgresPID, _ = strconv.Atoi(f[1])
+		}
+	}
+	return s
+}
+
+func (s *cpuSampler) sample() cpuSample {
+	out := cpuSample{at: time.Now()}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out.self = rusageTime(ru)
+	}
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		out.children = rusageTime(ru) // exited children: redis-benchmark
+	}
+	if s.redisPID > 0 {
+		out.redis = procCPU(s.redisPID, false)
+	}
+	if s.postgresPID > 0 {
+		// The postmaster, its live children, and (in its cutime) the
+		// children it already reaped.
+		out.postgres = procCPU(s.postgresPID, true)
+		for _, pid := range procChildren(s.postgresPID) {
+			out.postgres += procCPU(pid, false)
+		}
+	}
+	return out
+}
+
+// cores turns two samples into average cores used. For the raw ceiling
+// the bench figure is redis-benchmark's (a child that exited in between).
+func (s *cpuSampler) cores(a, b cpuSample, raw bool) *CPUCores {
+	wall := b.at.Sub(a.at).Seconds()
+	if s == nil || wall <= 0 {
+		return nil
+	}
+	bench := b.self - a.self
+	if raw {
+		bench = b.children - a.children
+	}
+	return &CPUCores{Bench: bench.Seconds() / wall, Redis: (b.redis - a.redis).Seconds() / wall, Postgres: (b.postgres - a.postgres).Seconds() / wall}
+}
+
+func rusageTime(ru syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is Linux's USER_HZ, the unit of /proc/<pid>/stat times.
+const clockTick = 10 * time.Millisecond
+
+// procStatFields returns /proc/<pid>/stat's fields after the command name
+// (so index 0 is field 3, the state).
+func procStatFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// procCPU is utime+stime of pid, plus cutime+cstime if withChildren.
+func procCPU(pid int, withChildren bool) time.Duration {
+	f := procStatFields(pid)
+	if len(f) < 15 {
+		return 0
+	}
+	ticks := int64(0)
+	fields := []int{11, 12} // utime, stime (fields 14 and 15)
+	if withChildren {
+		fields = append(fields, 13, 14) // cutime, cstime
+	}
+	for _, i := range fields {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick
+}
+
+func procChildren(parent int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	want := strconv.Itoa(parent)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := procStatFields(pid); len(f) > 1 && f[1] == want {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
