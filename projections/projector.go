@@ -162,6 +162,43 @@ func NewProjector(cfg ProjectorConfig, store LedgerAppender, deadLetters DeadLet
 // their in-flight batch (commit, then ack) or leave the entry pending for
 // redelivery. It never acks an entry before its commit.
 func (p *Projector) Run(ctx context.Context) error {
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { p.writer.Run(writerCtx) })
+	if p.cfg.Epoch != nil {
+		wg.Go(func() { p.watchEpoch(writerCtx) })
+	}
+	defer func() {
+		stopWriter()
+		wg.Wait()
+	}()
+	// Redis being down or still loading its AOF when the subscriptions are
+	// made is not a reason to stop projecting: start over until it answers,
+	// as commits are retried until PostgreSQL answers.
+	backoff := p.cfg.RetryInitialInterval
+	for {
+		// Entries delivered to our consumer names before this attempt began
+		// are left over from an earlier one (or a crashed process): take
+		// them back at once.
+		err := p.route(ctx, time.Now())
+		if ctx.Err() != nil {
+			// A shutdown, also one that arrives while subscriptions are still
+			// being set up: nothing was read that is not left pending.
+			return nil
+		}
+		p.cfg.Logger.Warn("projector stopped; starting it again", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, p.cfg.RetryMaxInterval)
+	}
+}
+
+// route runs one router over fresh subscribers until ctx is done or the
+// router fails; the subscribers, and their Redis clients, are closed after.
+func (p *Projector) route(ctx context.Context, started time.Time) error {
 	logger := watermill.NewSlogLoggerWithLevelMapping(p.cfg.Logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second}, logger)
 	if err != nil {
@@ -196,33 +233,26 @@ func (p *Projector) Run(ctx context.Context) error {
 		}.Middleware,
 	)
 
-	started := time.Now()
+	var subs []*redisstream.Subscriber
+	defer func() {
+		for _, sub := range subs {
+			_ = sub.Close()
+		}
+	}()
 	for i := range p.cfg.SubscribersPerPartition {
 		consumer := fmt.Sprintf("%s-%d", p.cfg.ConsumerName, i)
 		sub, err := p.newSubscriber(consumer, started, logger)
 		if err != nil {
 			return err
 		}
+		subs = append(subs, sub)
 		for _, stream := range p.cfg.Streams {
 			for r := range p.cfg.ReadersPerSubscriber {
 				router.AddConsumerHandler(fmt.Sprintf("project %s %s/%d", stream, consumer, r), stream, sub, p.handle)
 			}
 		}
 	}
-
-	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { p.writer.Run(writerCtx) })
-	if p.cfg.Epoch != nil {
-		wg.Go(func() { p.watchEpoch(writerCtx) })
-	}
-	defer func() {
-		stopWriter()
-		wg.Wait()
-	}()
-	// A shutdown that arrives while subscriptions are still being set up is
-	// not a failure: nothing was read, so nothing is lost.
-	if err := router.Run(ctx); err != nil && ctx.Err() == nil {
+	if err := router.Run(ctx); err != nil {
 		return fmt.Errorf("projector: %w", err)
 	}
 	return nil
