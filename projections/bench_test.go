@@ -20,15 +20,20 @@ func fillStreams(b *testing.B, s *ledgertest.Stack, n, skus int) {
 	b.Helper()
 	ctx := context.Background()
 	seq := make([]int64, skus)
+	prev := make([]string, skus)
 	pipe := s.RedisClient.Pipeline()
 	for i := range n {
 		k := i % skus
 		seq[k]++
-		sku := fmt.Sprintf("bench-%d", k)
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: s.Keyspace.SKUStreamKey(sku), Values: []any{
-			"event_id", uuid.Must(uuid.NewV7()).String(), "type", "deducted", "sku", sku, "seq", seq[k],
-			"qty", 1, "delta", -1, "balance", 1_000_000 - seq[k], "user", fmt.Sprint("u", i), "request_id", fmt.Sprint("r", i),
-			"ts", time.Now().UnixMicro(),
+		e := domain.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: domain.EventDeducted, SKU: fmt.Sprintf("bench-%d", k),
+			Seq: seq[k], Qty: 1, Delta: -1, Balance: 1_000_000 - seq[k], User: fmt.Sprint("u", i), RequestID: fmt.Sprint("r", i),
+			OccurredAt: time.UnixMicro(time.Now().UnixMicro()), PrevHash: prev[k]}
+		e.Hash = domain.EventHash(e)
+		prev[k] = e.Hash
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: s.Keyspace.SKUStreamKey(e.SKU), Values: []any{
+			"event_id", e.ID, "type", string(e.Type), "sku", e.SKU, "seq", e.Seq, "qty", e.Qty, "delta", e.Delta,
+			"balance", e.Balance, "user", e.User, "request_id", e.RequestID, "ts", e.OccurredAt.UnixMicro(),
+			"prev_hash", e.PrevHash, "hash", e.Hash,
 		}})
 		if pipe.Len() == 1000 || i == n-1 {
 			if _, err := pipe.Exec(ctx); err != nil {
@@ -57,7 +62,11 @@ func BenchmarkProjectorDrain(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			s.RunProjector(b)
+			deadline := start.Add(10 * time.Minute)
 			for totalRows(b, s) < b.N {
+				if time.Now().After(deadline) {
+					b.Fatalf("projected %d of %d events in 10 minutes", totalRows(b, s), b.N)
+				}
 				time.Sleep(5 * time.Millisecond)
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")

@@ -83,6 +83,9 @@ func BenchmarkVerifyAfterRestart(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for {
+		if time.Since(start) > 5*time.Minute {
+			b.Fatal("SKUs still fenced after 5 minutes of verification passes")
+		}
 		rep, err := rec.Run(ctx, reconcile.Options{Repair: true, Trigger: "redis_restart"})
 		if err != nil {
 			b.Fatal(err)
