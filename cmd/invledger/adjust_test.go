@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -176,5 +179,37 @@ func TestAdjustmentFlowOverHTTP(t *testing.T) {
 	}
 	if !strings.Contains(actor, "requested_by=olga") || !strings.Contains(actor, "approved_by=adam") {
 		t.Fatalf("adjusted row actor %q does not name both people", actor)
+	}
+}
+
+func TestAdjustCommands(t *testing.T) {
+	s := ledgertest.New(t)
+	s.SKU(t, "cli-adj", 10, 1)
+
+	out, stderr, err := runCLI(t, s, "adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount", "--as", "alice")
+	if err != nil {
+		t.Fatalf("adjust request: %v %s", err, stderr)
+	}
+	var adj domain.Adjustment
+	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != domain.AdjustmentPending || adj.RequestedBy != "alice" {
+		t.Fatalf("request printed %q (%v)", out, err)
+	}
+	id := strconv.FormatInt(adj.ID, 10)
+	if _, _, err := runCLI(t, s, "adjust", "approve", id, "--as", "alice"); !errors.Is(err, domain.ErrSelfApproval) || exitCode(err) != 2 {
+		t.Fatalf("self-approval: %v (exit %d), want ErrSelfApproval and exit 2", err, exitCode(err))
+	}
+	if _, _, err := runCLI(t, s, "adjust", "approve", "x", "--as", "bob"); err == nil || !strings.Contains(err.Error(), "id") {
+		t.Fatalf("bad id: %v, want an error naming id", err)
+	}
+	out, stderr, err = runCLI(t, s, "adjust", "approve", id, "--as", "bob")
+	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != domain.AdjustmentApplied {
+		t.Fatalf("approve: %v %s\n%s", err, stderr, out)
+	}
+	if st, err := s.Service.State(context.Background(), "cli-adj"); err != nil || *st.RedisStock != 13 {
+		t.Fatalf("stock after approval: %v %v, want 13", st.RedisStock, err)
+	}
+	out, _, err = runCLI(t, s, "adjust", "list", "--status", "applied")
+	if err != nil || !strings.Contains(out, "cli-adj") || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
+		t.Fatalf("list: %v\n%s", err, out)
 	}
 }

@@ -30,7 +30,8 @@ func exitCode(err error) int {
 		return 3
 	}
 	for _, refusal := range []error{domain.ErrInvalidInput, domain.ErrSoldOut, domain.ErrAlreadyPurchased,
-		domain.ErrNotWarmed, domain.ErrNotFound, domain.ErrConflict, domain.ErrClosed, domain.ErrNeedsRestore} {
+		domain.ErrNotWarmed, domain.ErrNotFound, domain.ErrConflict, domain.ErrClosed, domain.ErrNeedsRestore,
+		domain.ErrSelfApproval, domain.ErrInsufficientStock, domain.ErrRecovering} {
 		if errors.Is(err, refusal) {
 			return 2
 		}
