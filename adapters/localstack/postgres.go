@@ -200,9 +200,6 @@ func (p *PostgresServer) URL(db string) string {
 // Port returns the server's TCP port on 127.0.0.1.
 func (p *PostgresServer) Port() int { return p.port }
 
-// Dir returns the server's directory (absolute).
-func (p *PostgresServer) Dir() string { return p.cfg.Dir }
-
 // CreateDatabase creates database name (owned by postgres, from template1).
 // It fails if the database exists or the server is not running.
 func (p *PostgresServer) CreateDatabase(ctx context.Context, name string) error {

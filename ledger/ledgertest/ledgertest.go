@@ -44,7 +44,6 @@ type Stack struct {
 type Option func(*options)
 
 type options struct {
-	partitions      int
 	redis           []func(*localstack.RedisConfig)
 	privatePostgres bool
 }
@@ -52,9 +51,6 @@ type options struct {
 // WithPrivatePostgres gives the stack its own PostgreSQL server, for tests
 // that stop or kill it.
 func WithPrivatePostgres() Option { return func(o *options) { o.privatePostgres = true } }
-
-// WithPartitions sets the partition count (default 16).
-func WithPartitions(n int) Option { return func(o *options) { o.partitions = n } }
 
 // WithRedisConfig changes the private Redis server's configuration.
 func WithRedisConfig(f func(*localstack.RedisConfig)) Option {
@@ -65,7 +61,7 @@ func WithRedisConfig(f func(*localstack.RedisConfig)) Option {
 // service. Everything is torn down when the test ends.
 func New(t testing.TB, opts ...Option) *Stack {
 	t.Helper()
-	o := options{partitions: redisinventory.DefaultPartitions}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -92,7 +88,7 @@ func New(t testing.TB, opts ...Option) *Stack {
 	t.Cleanup(pool.Close)
 	s.Pool = pool
 
-	if s.Keyspace, err = redisinventory.NewKeyspace(o.partitions); err != nil {
+	if s.Keyspace, err = redisinventory.NewKeyspace(redisinventory.DefaultPartitions); err != nil {
 		t.Fatal(err)
 	}
 	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace, s.RunIDs)
