@@ -199,7 +199,8 @@ func (p *Projector) Run(ctx context.Context) error {
 // route runs one router over fresh subscribers until ctx is done or the
 // router fails; the subscribers, and their Redis clients, are closed after.
 func (p *Projector) route(ctx context.Context, started time.Time) error {
-	logger := watermill.NewSlogLoggerWithLevelMapping(p.cfg.Logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
+	logger := watermill.NewSlogLoggerWithLevelMapping(slog.New(shutdownNoise{p.cfg.Logger.Handler()}),
+		map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second}, logger)
 	if err != nil {
 		return fmt.Errorf("projector router: %w", err)

@@ -231,54 +231,19 @@ func (l *liveCounters) count(o outcome) {
 // benchProgress redraws one status line (a line per second without a terminal)
 // until the returned func is called.
 func benchProgress(w io.Writer, label string, spec loadSpec, stock int64, live *liveCounters) (stop func()) {
-	interactive := isTerminal(w)
 	start := time.Now()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	draw := func(final bool) {
+	return liveLine(w, 200*time.Millisecond, func() string {
 		el := time.Since(start)
 		n := live.done.Load()
-		frac := el.Seconds() / spec.Duration.Seconds()
+		var frac float64
+		if spec.Duration > 0 {
+			frac = el.Seconds() / spec.Duration.Seconds()
+		}
 		if spec.Requests > 0 {
 			frac = max(frac, float64(n)/float64(spec.Requests))
 		}
-		const width = 20
-		filled := min(width, int(frac*width))
-		bar := make([]byte, width)
-		for i := range bar {
-			bar[i] = ' '
-			if i < filled {
-				bar[i] = '#'
-			}
-		}
-		line := fmt.Sprintf("%-9s [%s] %5.1fs %8d attempts  ok %d (stock %d)  sold_out %d  already %d  errors %d  %6.0f/s",
-			label, bar, el.Seconds(), n, live.ok.Load(), stock, live.soldOut.Load(), live.already.Load(), live.failed.Load(),
-			float64(n)/max(el.Seconds(), 1e-9))
-		if interactive {
-			fmt.Fprintf(w, "\r%s\x1b[K", line)
-			if final {
-				fmt.Fprintln(w)
-			}
-		} else {
-			fmt.Fprintln(w, line)
-		}
-	}
-	interval := 200 * time.Millisecond
-	if !interactive {
-		interval = time.Second
-	}
-	wg.Go(func() {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				draw(true)
-				return
-			case <-tick.C:
-				draw(false)
-			}
-		}
+		return fmt.Sprintf("%-9s [%s] %5.1fs %8d attempts  ok %d (stock %d)  sold_out %d  already %d  errors %d  %6.0f/s",
+			label, progressBar(frac, 20), el.Seconds(), n, live.ok.Load(), stock, live.soldOut.Load(), live.already.Load(),
+			live.failed.Load(), float64(n)/max(el.Seconds(), 1e-9))
 	})
-	return func() { close(done); wg.Wait() }
 }

@@ -217,62 +217,14 @@ func (t *demoTally) record(rc domain.Receipt, err error, took time.Duration) {
 	}
 }
 
-// showProgress redraws one status line until the returned func is called.
-// Without a terminal it prints a line per second instead, so CI logs stay readable.
+// showProgress redraws the sale's status line until the returned func is called.
 func showProgress(w io.Writer, t *demoTally, total int, stock int64, start time.Time) (stop func()) {
-	interactive := isTerminal(w)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	draw := func(final bool) {
+	return liveLine(w, 100*time.Millisecond, func() string {
 		n := t.attempts.Load()
-		const width = 30
-		filled := int(int64(width) * n / int64(total))
-		bar := make([]byte, width)
-		for i := range bar {
-			bar[i] = ' '
-			if i < filled {
-				bar[i] = '#'
-			}
-		}
 		rate := float64(n) / max(time.Since(start).Seconds(), 1e-9)
-		line := fmt.Sprintf("[%s] %6d/%d attempts  sold %d/%d  refused %d  %6.0f/s", bar, n, total, t.sold.Load(), stock,
-			t.soldOut.Load()+t.already.Load(), rate)
-		if interactive {
-			fmt.Fprintf(w, "\r%s", line)
-			if final {
-				fmt.Fprintln(w)
-			}
-		} else {
-			fmt.Fprintln(w, line)
-		}
-	}
-	interval := 100 * time.Millisecond
-	if !interactive {
-		interval = time.Second
-	}
-	wg.Go(func() {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				draw(true)
-				return
-			case <-tick.C:
-				draw(false)
-			}
-		}
+		return fmt.Sprintf("[%s] %6d/%d attempts  sold %d/%d  refused %d  %6.0f/s", progressBar(float64(n)/float64(total), 30),
+			n, total, t.sold.Load(), stock, t.soldOut.Load()+t.already.Load(), rate)
 	})
-	return func() { close(done); wg.Wait() }
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // waitLedgerEqualsRedis polls until the ledger's balance and seq for sku

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// liveLine redraws one status line from render every interval until the
+// returned func is called, which draws it a last time. Without a terminal
+// it prints a line per second instead, so CI logs stay readable.
+func liveLine(w io.Writer, interval time.Duration, render func() string) (stop func()) {
+	interactive := isTerminal(w)
+	if !interactive {
+		interval = time.Second
+	}
+	draw := func(final bool) {
+		switch {
+		case !interactive:
+			fmt.Fprintln(w, render())
+		case final:
+			fmt.Fprintf(w, "\r%s\x1b[K\n", render())
+		default:
+			fmt.Fprintf(w, "\r%s\x1b[K", render())
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				draw(true)
+				return
+			case <-tick.C:
+				draw(false)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// progressBar renders frac (0..1) as width characters of '#' and ' '.
+func progressBar(frac float64, width int) string {
+	filled := min(width, max(0, int(frac*float64(width))))
+	return strings.Repeat("#", filled) + strings.Repeat(" ", width-filled)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
