@@ -11,8 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/localstack"
-	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -58,12 +56,6 @@ func (r *pipelineKeyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook
 // archive scripts what TestScriptKeysShareOneClusterSlot does for the
 // purchase path.
 func TestRecoveryScriptKeysShareOneClusterSlot(t *testing.T) {
-	cluster := localstacktest.Redis(t, func(c *localstack.RedisConfig) {
-		c.Settings = map[string]string{"cluster-enabled": "yes"}
-	})
-	slotClient := redis.NewClient(&redis.Options{Addr: cluster.Addr()})
-	t.Cleanup(func() { _ = slotClient.Close() })
-
 	f := newFixture(t)
 	rec := &pipelineKeyRecorder{}
 	f.client.AddHook(rec)
@@ -81,22 +73,8 @@ func TestRecoveryScriptKeysShareOneClusterSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	calls := rec.calls()
 	// Per SKU: begin, two request chunks and one buyers chunk, finish, close, drop.
-	if len(calls) < 20*7 {
-		t.Fatalf("recorded %d script calls, want at least %d", len(calls), 20*7)
-	}
-	for _, keys := range calls {
-		if len(keys) == 0 || len(keys) > 5 {
-			t.Fatalf("script call with %d keys: %v", len(keys), keys)
-		}
-		want := must(slotClient.ClusterKeySlot(ctx, keys[0]).Result())
-		for _, k := range keys[1:] {
-			if got := must(slotClient.ClusterKeySlot(ctx, k).Result()); got != want {
-				t.Fatalf("keys %v span slots %d and %d", keys, want, got)
-			}
-		}
-	}
+	assertOneSlotPerCall(t, rec.calls(), 20*7)
 }
 
 // TestRestoreFencesPurchasesUntilComplete hammers a SKU with purchases and

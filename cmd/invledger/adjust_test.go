@@ -23,7 +23,7 @@ import (
 func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func() error) {
 	t.Helper()
 	ctx := context.Background()
-	stack, err := startPrivateStack(ctx, stackDir(t), "strict", quietLogger())
+	stack, err := startPrivateStack(ctx, stackDir(t), "strict", quietLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

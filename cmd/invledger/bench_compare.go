@@ -7,18 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/invledger/invledger/adapters/localstack"
 )
 
 // CompareReport is the result of bench --compare.
@@ -92,7 +86,9 @@ func runCompare(ctx context.Context, bc BenchConfig, progress io.Writer) (*Compa
 	fmt.Fprintf(progress, "starting private redis-server and PostgreSQL in %s ...\n", dir)
 	// PostgreSQL gets a connection per client, as pgbench gave it for the
 	// DESIGN's SQL-first figures; the service's own pools need far fewer.
-	stack, err := startBenchStack(ctx, dir, bc.Durability, max(200, bc.Concurrency+100), log)
+	// pg-direct holds one connection per client, as pgbench does.
+	stack, err := startPrivateStack(ctx, dir, bc.Durability, log,
+		map[string]string{"max_connections": strconv.Itoa(max(200, bc.Concurrency+100))})
 	if err != nil {
 		return nil, fmt.Errorf("%w (scripts/install-deps.sh installs redis-server and postgresql)", err)
 	}
@@ -177,41 +173,6 @@ func runCompare(ctx context.Context, bc BenchConfig, progress io.Writer) (*Compa
 	}
 	rep.evaluate()
 	return rep, nil
-}
-
-// startBenchStack is startPrivateStack with PostgreSQL's max_connections
-// raised to maxConns.
-func startBenchStack(ctx context.Context, dir, durability string, maxConns int, log *slog.Logger) (*privateStack, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // the postgres OS user must reach it when we run as root
-		return nil, err
-	}
-	fsync := "always"
-	if durability == "everysec" {
-		fsync = "everysec"
-	}
-	s := &privateStack{}
-	var err error
-	if s.redis, err = localstack.StartRedis(ctx, localstack.RedisConfig{Dir: filepath.Join(dir, "redis"), AppendFsync: fsync, Logger: log}); err != nil {
-		return nil, err
-	}
-	s.postgres, err = localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: filepath.Join(dir, "postgres"), Fsync: true, Logger: log,
-		Settings: map[string]string{"max_connections": strconv.Itoa(maxConns)}})
-	if err != nil {
-		s.stop()
-		return nil, err
-	}
-	if err := s.postgres.CreateDatabase(ctx, "invledger"); err != nil {
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "42P04" { // duplicate_database: a previous run made it
-			s.stop()
-			return nil, err
-		}
-	}
-	s.databaseURL = s.postgres.URL("invledger")
-	return s, nil
 }
 
 // compareRaw runs the redis-benchmark ceiling (success path, then sold out)

@@ -98,7 +98,7 @@ func runDemo(ctx context.Context, dc DemoConfig, out, progress io.Writer) error 
 	cfg.setDefaults()
 	log := newLogger(cfg.LogLevel)
 	fmt.Fprintf(progress, "starting private redis-server and PostgreSQL in %s ...\n", dir)
-	stack, err := startPrivateStack(ctx, dir, "strict", log)
+	stack, err := startPrivateStack(ctx, dir, "strict", log, nil)
 	if err != nil {
 		return err
 	}

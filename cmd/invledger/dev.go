@@ -31,7 +31,7 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 			c := *cfg
 			c.setDefaults()
 			log := newLogger(c.LogLevel)
-			stack, err := startPrivateStack(ctx, abs, sc.Durability, log)
+			stack, err := startPrivateStack(ctx, abs, sc.Durability, log, nil)
 			if err != nil {
 				return err
 			}

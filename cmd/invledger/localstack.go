@@ -26,8 +26,9 @@ type privateStack struct {
 }
 
 // startPrivateStack starts both servers under dir (created if missing) with
-// Redis persistence matching durability, and creates database invledger.
-func startPrivateStack(ctx context.Context, dir, durability string, log *slog.Logger) (*privateStack, error) {
+// Redis persistence matching durability and PostgreSQL's pgSettings (may be
+// nil) on top of localstack's, and creates database invledger.
+func startPrivateStack(ctx context.Context, dir, durability string, log *slog.Logger, pgSettings map[string]string) (*privateStack, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func startPrivateStack(ctx context.Context, dir, durability string, log *slog.Lo
 	if s.redis, err = localstack.StartRedis(ctx, localstack.RedisConfig{Dir: filepath.Join(dir, "redis"), AppendFsync: fsync, Logger: log}); err != nil {
 		return nil, err
 	}
-	if s.postgres, err = localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: filepath.Join(dir, "postgres"), Fsync: true, Logger: log}); err != nil {
+	if s.postgres, err = localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: filepath.Join(dir, "postgres"), Fsync: true, Logger: log, Settings: pgSettings}); err != nil {
 		s.stop()
 		return nil, err
 	}

@@ -18,10 +18,14 @@ func (a *app) reconciler(metrics *reconcile.Metrics, alerts reconcile.Alerter) (
 	if err != nil {
 		return nil, err
 	}
-	return reconcile.New(reconcile.Config{
+	cfg := reconcile.Config{
 		Redis: a.inventory, Ledger: a.ledger, SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
-		Runs: a.ledger, Alerts: alerts, Journal: a.journal, Metrics: metrics, Logger: a.log,
-	})
+		Runs: a.ledger, Alerts: alerts, Metrics: metrics, Logger: a.log,
+	}
+	if a.journal != nil {
+		cfg.Journal = a.journal
+	}
+	return reconcile.New(cfg)
 }
 
 func newReconcileCmd(withApp appRunner) *cobra.Command {

@@ -164,7 +164,14 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
 	metrics := projections.NewMetrics(reg)
-	a.service = ledger.NewService(ledger.NewInventoryMetrics(reg).Wrap(a.journal.Wrap(a.inventory)), a.skus, a.ledger)
+	var inventory ledger.Inventory = a.inventory
+	if sc.Durability == "everysec" {
+		// Only everysec can lose acknowledged deductions; remember them so
+		// verification after a restart can name what was lost.
+		a.journal = ledger.NewReceiptJournal(journalWindow)
+		inventory = a.journal.Wrap(inventory)
+	}
+	a.service = ledger.NewService(ledger.NewInventoryMetrics(reg).Wrap(inventory), a.skus, a.ledger)
 	// Findings, dead letters and fenced SKUs all alert through one notifier.
 	reconcileMetrics := reconcile.NewMetrics(reg)
 	notifier, err := reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: sc.AlertWebhook, Logger: a.log, Metrics: reconcileMetrics})
