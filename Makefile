@@ -1,4 +1,4 @@
-.PHONY: all build test demo dev deps
+.PHONY: all build check test demo dev deps
 
 all: build
 
@@ -7,6 +7,11 @@ build:
 
 deps:
 	scripts/install-deps.sh
+
+# make check: vet and the tests that need no server (-short), in seconds.
+check:
+	go vet ./...
+	go test -short -count=1 ./...
 
 # make test: vet, all tests with -race against private servers, short
 # benchmark and fuzz runs.

@@ -7,19 +7,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZTIME=${FUZZTIME:-5s}
+SECONDS=0
+phase() { echo "== $* (at ${SECONDS}s)"; }
 
 scripts/install-deps.sh
 
-echo "== go vet"
+phase "go vet"
 go vet ./...
 
-echo "== go test -race"
+phase "go test -race"
 go test -race -count=1 -timeout 20m ./...
 
-echo "== benchmarks (short, so they cannot rot)"
+phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
 
-echo "== fuzz targets, ${FUZZTIME} each"
+phase "fuzz targets, ${FUZZTIME} each"
 grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do
   pkg=$(dirname "$file")
   grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
@@ -27,4 +29,4 @@ grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do
     go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
   done
 done
-echo "== all tests passed"
+echo "== all tests passed in ${SECONDS}s"

@@ -123,6 +123,9 @@ func TestPostgresKeepsCommittedDataAcrossKillAndStops(t *testing.T) {
 }
 
 func TestStartPostgresAsRootNeedsReachableDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("only root drops to the postgres user")
 	}

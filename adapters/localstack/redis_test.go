@@ -86,6 +86,9 @@ func TestRedisKeepsAcknowledgedWritesAcrossKill(t *testing.T) {
 }
 
 func TestRedisStartFailureShowsLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +129,9 @@ func TestRedisConfigValidate(t *testing.T) {
 // TestRedisDiesWithParent checks Pdeathsig: a redis-server started by a
 // process that is killed with SIGKILL goes away too.
 func TestRedisDiesWithParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
 	if dir := os.Getenv("LOCALSTACK_TEST_HELPER_DIR"); dir != "" {
 		srv, err := localstack.StartRedis(context.Background(), localstack.RedisConfig{Dir: dir})
 		if err != nil {

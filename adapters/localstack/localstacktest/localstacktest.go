@@ -37,6 +37,15 @@ const (
 	stopTimeout  = 10 * time.Second
 )
 
+// skipShort skips t under -short: `make check` runs the tests that need no
+// server in seconds, and every test that starts one is an integration test.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a server: integration test, skipped with -short")
+	}
+}
+
 // quiet keeps server lifecycle logs out of test output.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -45,6 +54,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // ends (SIGTERM, then SIGKILL). It fails the test if the server cannot start.
 func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.RedisServer {
 	t.Helper()
+	skipShort(t)
 	cfg := localstack.RedisConfig{Dir: t.TempDir(), Logger: quiet}
 	for _, o := range opts {
 		o(&cfg)
@@ -79,6 +89,7 @@ var shared struct {
 // PostgreSQL must use PrivatePostgres instead.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	skipShort(t)
 	srv, err := sharedPostgres()
 	if err != nil {
 		t.Fatalf("localstacktest: start shared postgres: %v", err)
@@ -161,6 +172,7 @@ func Main(m *testing.M) {
 // postgres OS user cannot reach when tests run as root).
 func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
 	t.Helper()
+	skipShort(t)
 	dir, err := makeDir()
 	if err != nil {
 		t.Fatalf("localstacktest: %v", err)
