@@ -74,7 +74,7 @@ func appendAdjustments(t *testing.T, s *ledgertest.Stack, a *ledger.Auditor, sku
 		events = append(events, domain.Event{ID: uuid.NewString(), Type: domain.EventAdjusted, SKU: sku, Seq: seq,
 			Qty: max(d, -d), Delta: d, Balance: stock, Actor: "olga+adam", Reason: "recount", OccurredAt: at, StreamID: "0-1"})
 	}
-	if _, err := s.Ledger.AppendBatch(ctx, events); err != nil {
+	if _, err := s.Projection.AppendBatch(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -107,7 +107,7 @@ func allHistory(t *testing.T, a *ledger.Auditor, sku string, limit int) []ledger
 func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 	s := ledgertest.New(t)
 	ctx := context.Background()
-	a := ledger.NewAuditor(s.Ledger, s.SKUs)
+	a := ledger.NewAuditor(s.Audit, s.SKUs)
 	auditSale(t, s)
 	appendAdjustments(t, s, a, "aud-1", +5, -3)
 
@@ -248,7 +248,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	s := ledgertest.New(t)
 	ctx := context.Background()
-	a := ledger.NewAuditor(s.Ledger, s.SKUs)
+	a := ledger.NewAuditor(s.Audit, s.SKUs)
 	s.SKU(t, "aud-in", 5, 1)
 	now := time.Now()
 	field := func(want string, err error) {

@@ -75,8 +75,9 @@ type SKUCatalog interface {
 	ClosedUnarchived(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error)
 }
 
-// BalanceRebuilder recomputes the balances projection from the ledger.
-type BalanceRebuilder interface {
+// BalanceRecomputer recomputes the balances projection from the ledger, in
+// the store that holds both.
+type BalanceRecomputer interface {
 	// RebuildBalance sets sku's balances row to the ledger's sum and last
 	// seq, safely beside a running projector. corrected reports a change.
 	RebuildBalance(ctx context.Context, sku string) (corrected bool, err error)

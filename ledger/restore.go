@@ -15,7 +15,7 @@ import (
 type RecoveryConfig struct {
 	Ledger   LedgerScanner
 	SKUs     SKUCatalog
-	Balances BalanceRebuilder
+	Balances BalanceRecomputer
 	Redis    InventoryRestorer
 	// ConsumerGroup is the projector's consumer group, recreated on the
 	// partition streams when Redis lost them.

@@ -93,7 +93,7 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 	for range writers {
 		wg.Go(func() {
 			for chunk := range work {
-				if _, err := s.Ledger.AppendBatch(context.Background(), chunk); err != nil {
+				if _, err := s.Projection.AppendBatch(context.Background(), chunk); err != nil {
 					b.Error(err)
 				}
 			}

@@ -16,10 +16,10 @@ func TestLedgerIsAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	ev := domain.Event{ID: uuid.NewString(), Type: domain.EventStocked, SKU: "guard", Seq: 1, Qty: 5, Delta: 5, Balance: 5,
 		OccurredAt: time.Now(), StreamID: "1-1"}
-	if _, err := s.Ledger.AppendBatch(ctx, []domain.Event{ev}); err != nil {
+	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{ev}); err != nil {
 		t.Fatal(err)
 	}
-	inserted, err := s.Ledger.AppendBatch(ctx, []domain.Event{ev})
+	inserted, err := s.Projection.AppendBatch(ctx, []domain.Event{ev})
 	if err != nil || len(inserted) != 0 {
 		t.Fatalf("duplicate event_id insert: inserted %v err %v, want a no-op", inserted, err)
 	}

@@ -152,7 +152,7 @@ func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
 // flakyStore loses its connection mid-batch: from the moment armed is set it
 // fails every batch without committing, like a process that died mid-commit.
 type flakyStore struct {
-	*pgstore.PostgresLedgerStore
+	*pgstore.PostgresProjectionStore
 	armed   atomic.Bool
 	refused atomic.Int64
 }
@@ -162,14 +162,14 @@ func (f *flakyStore) AppendBatch(ctx context.Context, events []domain.Event) (ma
 		f.refused.Add(int64(len(events)))
 		return nil, errors.New("connection lost mid-batch")
 	}
-	return f.PostgresLedgerStore.AppendBatch(ctx, events)
+	return f.PostgresProjectionStore.AppendBatch(ctx, events)
 }
 
 func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 	s := ledgertest.New(t)
 	const sku = "crash-sku"
 	s.SKU(t, sku, 3000, 1)
-	flaky := &flakyStore{PostgresLedgerStore: s.Ledger}
+	flaky := &flakyStore{PostgresProjectionStore: s.Projection}
 	stop := s.RunProjector(t, ledgertest.ProjectorName("crashy"), ledgertest.ProjectorStoreOf(flaky))
 
 	saleDone := make(chan struct{})

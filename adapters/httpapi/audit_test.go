@@ -24,7 +24,7 @@ func newAuditStack(t *testing.T) (*stack, *ledgertest.Stack) {
 		Tokens: testTokens,
 		Ready:  func(context.Context) error { return nil },
 		Logger: testLogger(t),
-		Routes: AuditRoutes(ledger.NewAuditor(ls.Ledger, ls.SKUs), testLogger(t)),
+		Routes: AuditRoutes(ledger.NewAuditor(ls.Audit, ls.SKUs), testLogger(t)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
+
+var _ ledger.AdjustmentStore = (*PostgresAdjustmentStore)(nil)
 
 // PostgresAdjustmentStore keeps the adjustments table. Every status change
 // is a compare-and-set on the current status, and the table's trigger

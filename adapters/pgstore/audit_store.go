@@ -6,12 +6,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
-var _ ledger.AuditStore = (*PostgresLedgerStore)(nil)
+var _ ledger.AuditStore = (*PostgresAuditStore)(nil)
+
+// PostgresAuditStore answers the audit queries from ledger_entries alone,
+// through the indexes of migration 00007.
+type PostgresAuditStore struct {
+	pool *pgxpool.Pool
+}
+
+// NewPostgresAuditStore returns a store over pool.
+func NewPostgresAuditStore(pool *pgxpool.Pool) *PostgresAuditStore {
+	return &PostgresAuditStore{pool: pool}
+}
 
 // auditColumns are every column of ledger_entries, in scanAuditEntry's order.
 const auditColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''),
@@ -19,14 +31,14 @@ const auditColumns = `event_id::text, sku, seq, type, delta, qty, balance_after,
 
 // SKUEntries returns up to limit rows of sku with seq above after, in seq
 // order, through the (sku, seq) unique index.
-func (s *PostgresLedgerStore) SKUEntries(ctx context.Context, sku domain.SKUID, after int64, limit int) ([]ledger.AuditEntry, error) {
+func (s *PostgresAuditStore) SKUEntries(ctx context.Context, sku domain.SKUID, after int64, limit int) ([]ledger.AuditEntry, error) {
 	return s.auditEntries(ctx, `SELECT `+auditColumns+` FROM ledger_entries
 WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku.String(), after, limit)
 }
 
 // UserEntries returns up to limit rows of user after the cursor, ordered
 // by (occurred_at, event_id), through ledger_entries_user_idx.
-func (s *PostgresLedgerStore) UserEntries(ctx context.Context, user domain.UserID, after ledger.UserCursor, limit int) ([]ledger.AuditEntry, error) {
+func (s *PostgresAuditStore) UserEntries(ctx context.Context, user domain.UserID, after ledger.UserCursor, limit int) ([]ledger.AuditEntry, error) {
 	if after.IsZero() {
 		return s.auditEntries(ctx, `SELECT `+auditColumns+` FROM ledger_entries
 WHERE user_id = $1 ORDER BY occurred_at, event_id LIMIT $2`, user.String(), limit)
@@ -36,7 +48,7 @@ WHERE user_id = $1 AND (occurred_at, event_id) > ($2, $3::uuid) ORDER BY occurre
 		user.String(), after.OccurredAt, after.EventID, limit)
 }
 
-func (s *PostgresLedgerStore) auditEntries(ctx context.Context, query string, args ...any) ([]ledger.AuditEntry, error) {
+func (s *PostgresAuditStore) auditEntries(ctx context.Context, query string, args ...any) ([]ledger.AuditEntry, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger: %w", translate(err))
@@ -61,7 +73,7 @@ func (s *PostgresLedgerStore) auditEntries(ctx context.Context, query string, ar
 // reconcile do, and returns the users who still hold units, in byte order
 // of their ids whatever the database's collation, so every deployment
 // lists them alike.
-func (s *PostgresLedgerStore) Holders(ctx context.Context, sku domain.SKUID) ([]ledger.Holding, error) {
+func (s *PostgresAuditStore) Holders(ctx context.Context, sku domain.SKUID) ([]ledger.Holding, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT user_id, held FROM (
     SELECT user_id, sum(CASE type WHEN 'deducted' THEN qty ELSE -qty END) AS held
@@ -83,7 +95,7 @@ WHERE held > 0 ORDER BY user_id COLLATE "C"`, sku.String())
 // StockAt sums the deltas of sku's rows that occurred at or before at. The
 // (sku, occurred_at) INCLUDE (delta) index of migration 00007 answers it
 // with an index-only scan, never touching the table's rows.
-func (s *PostgresLedgerStore) StockAt(ctx context.Context, sku domain.SKUID, at time.Time) (int64, error) {
+func (s *PostgresAuditStore) StockAt(ctx context.Context, sku domain.SKUID, at time.Time) (int64, error) {
 	var stock int64
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE(sum(delta), 0) FROM ledger_entries WHERE sku = $1 AND occurred_at <= $2`,
 		sku.String(), at).Scan(&stock)

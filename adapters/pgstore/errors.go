@@ -1,6 +1,3 @@
-// Package pgstore keeps SKU definitions and the append-only ledger in
-// PostgreSQL. It translates PostgreSQL errors into the domain's sentinels at
-// this boundary, so callers never inspect driver errors.
 package pgstore
 
 import (

@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
-// PostgresLedgerStore reads and appends the ledger_entries table and keeps the
-// balances projection in step with it.
+var (
+	_ ledger.LedgerReader  = (*PostgresLedgerStore)(nil)
+	_ ledger.LedgerScanner = (*PostgresLedgerStore)(nil)
+)
+
+// PostgresLedgerStore reads the ledger_entries table and its balances
+// projection for the service, recovery, archiving and the chain verifier.
+// It never writes: the projector writes through PostgresProjectionStore.
 type PostgresLedgerStore struct {
 	pool *pgxpool.Pool
 }
@@ -48,81 +54,43 @@ func (s *PostgresLedgerStore) Balance(ctx context.Context, sku domain.SKUID) (do
 	return b, nil
 }
 
-// AppendBatch inserts events in one transaction and moves their SKUs'
-// balances by the deltas of the rows actually inserted. Events already in the
-// ledger (same event_id) are skipped, so redelivery and replays are harmless,
-// and the outcome does not depend on the order of events. It returns how many
-// rows of each type were inserted.
-func (s *PostgresLedgerStore) AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error) {
-	n := len(events)
-	var (
-		ids, skus, types, streamIDs      = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		seqs, deltas, qtys, balances     = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		users, requests, actors, reasons = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-		occurred                         = make([]time.Time, n)
-		prevHashes, hashes               = make([]string, n), make([]string, n)
-	)
-	for i, e := range events {
-		ids[i], skus[i], types[i], streamIDs[i] = e.ID, e.SKU, string(e.Type), e.StreamID
-		seqs[i], deltas[i], qtys[i], balances[i] = e.Seq, e.Delta, e.Qty, e.Balance
-		users[i], requests[i], actors[i], reasons[i] = nullable(e.User), nullable(e.RequestID), nullable(e.Actor), nullable(e.Reason)
-		occurred[i] = e.OccurredAt
-		prevHashes[i], hashes[i] = e.PrevHash, e.Hash
-	}
-	// Balances are locked in sku order so that concurrent batches cannot deadlock.
-	rows, err := s.pool.Query(ctx, `
-WITH ins AS (
-    INSERT INTO ledger_entries (event_id, sku, seq, type, delta, qty, balance_after,
-                                user_id, request_id, actor, reason, occurred_at, stream_id, prev_hash, hash)
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
-                         $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
-                         $12::timestamptz[], $13::text[], $14::text[], $15::text[])
-    ON CONFLICT (event_id) DO NOTHING
-    RETURNING sku, seq, delta, type
-), moved AS (
-    INSERT INTO balances AS b (sku, balance, last_seq, updated_at)
-    SELECT sku, sum(delta), max(seq), now() FROM ins GROUP BY sku ORDER BY sku
-    ON CONFLICT (sku) DO UPDATE
-        SET balance = b.balance + EXCLUDED.balance,
-            last_seq = GREATEST(b.last_seq, EXCLUDED.last_seq),
-            updated_at = EXCLUDED.updated_at
-)
-SELECT type, count(*) FROM ins GROUP BY type`,
-		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs, prevHashes, hashes)
-	if err != nil {
-		return nil, fmt.Errorf("append %d events: %w", n, translate(err))
-	}
-	inserted := map[domain.EventType]int{}
-	var (
-		typ   string
-		count int
-	)
-	_, err = pgx.ForEachRow(rows, []any{&typ, &count}, func() error {
-		inserted[domain.EventType(typ)] = count
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("append %d events: %w", n, translate(err))
-	}
-	return inserted, nil
+// eventColumns are a ledger row's event, in scanEvents' order.
+const eventColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''), COALESCE(request_id, ''),
+	COALESCE(actor, ''), COALESCE(reason, ''), occurred_at, stream_id, prev_hash, hash`
+
+// ScanSKU calls fn with every ledger event of sku, in seq order.
+func (s *PostgresLedgerStore) ScanSKU(ctx context.Context, sku domain.SKUID, fn func(domain.Event) error) error {
+	return s.scanEvents(ctx, fn, `SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku.String())
 }
 
-// AddDeadLetter records a stream entry that cannot be projected. Recording the
-// same entry again is a no-op.
-func (s *PostgresLedgerStore) AddDeadLetter(ctx context.Context, stream, streamID string, fields map[string]string, reason string) error {
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO dead_letters (stream, stream_id, fields, error) VALUES ($1, $2, $3, $4)
-		 ON CONFLICT (stream, stream_id) DO NOTHING`,
-		stream, streamID, fields, reason)
+// ScanAll calls fn with every ledger event ordered by (sku, seq), streaming
+// the rows as PostgreSQL sends them: the ledger is never held in memory.
+func (s *PostgresLedgerStore) ScanAll(ctx context.Context, fn func(domain.Event) error) error {
+	return s.scanEvents(ctx, fn, `SELECT `+eventColumns+` FROM ledger_entries ORDER BY sku, seq`)
+}
+
+func (s *PostgresLedgerStore) scanEvents(ctx context.Context, fn func(domain.Event) error, query string, args ...any) error {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("record dead letter %s %s: %w", stream, streamID, translate(err))
+		return fmt.Errorf("read the ledger: %w", translate(err))
+	}
+	defer rows.Close()
+	var (
+		e   domain.Event
+		typ string
+	)
+	for rows.Next() {
+		if err := rows.Scan(&e.ID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.Balance, &e.User, &e.RequestID,
+			&e.Actor, &e.Reason, &e.OccurredAt, &e.StreamID, &e.PrevHash, &e.Hash); err != nil {
+			return fmt.Errorf("read the ledger: %w", translate(err))
+		}
+		e.Type = domain.EventType(typ)
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the ledger: %w", translate(err))
 	}
 	return nil
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -3,14 +3,25 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/reconcile"
 )
 
-// PostgresSKUStore keeps SKU definitions in the skus table.
+var (
+	_ ledger.SKUStore       = (*PostgresSKUStore)(nil)
+	_ ledger.SKUDefinitions = (*PostgresSKUStore)(nil)
+	_ ledger.SKUCatalog     = (*PostgresSKUStore)(nil)
+	_ reconcile.SKULister   = (*PostgresSKUStore)(nil)
+)
+
+// PostgresSKUStore keeps SKU definitions and their lifecycle (closing, and
+// the buyers archive summary joined from buyer_archives) in the skus table.
 type PostgresSKUStore struct {
 	pool *pgxpool.Pool
 }
@@ -83,6 +94,102 @@ func (s *PostgresSKUStore) List(ctx context.Context) ([]domain.SKUID, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list skus: %w", translate(err))
+	}
+	return ids, nil
+}
+
+const skuRecordQuery = `
+SELECT s.sku, s.initial_stock, s.per_user_limit, s.closed_at, a.seq, a.buyers_count, a.units, a.archived_at
+FROM skus s LEFT JOIN buyer_archives a ON a.sku = s.sku`
+
+// Record returns the SKU's definition and lifecycle, or domain.ErrNotFound.
+func (s *PostgresSKUStore) Record(ctx context.Context, sku domain.SKUID) (ledger.SKURecord, error) {
+	rows, err := s.pool.Query(ctx, skuRecordQuery+` WHERE s.sku = $1`, sku.String())
+	if err != nil {
+		return ledger.SKURecord{}, fmt.Errorf("sku %s: %w", sku, translate(err))
+	}
+	rec, err := pgx.CollectExactlyOneRow(rows, scanSKURecord)
+	if err != nil {
+		return ledger.SKURecord{}, fmt.Errorf("sku %s: %w", sku, translate(err))
+	}
+	return rec, nil
+}
+
+// Records returns every SKU's definition and lifecycle, ordered by SKU.
+func (s *PostgresSKUStore) Records(ctx context.Context) ([]ledger.SKURecord, error) {
+	rows, err := s.pool.Query(ctx, skuRecordQuery+` ORDER BY s.sku`)
+	if err != nil {
+		return nil, fmt.Errorf("list skus: %w", translate(err))
+	}
+	recs, err := pgx.CollectRows(rows, scanSKURecord)
+	if err != nil {
+		return nil, fmt.Errorf("list skus: %w", translate(err))
+	}
+	return recs, nil
+}
+
+func scanSKURecord(row pgx.CollectableRow) (ledger.SKURecord, error) {
+	var (
+		sku          string
+		stock, limit int64
+		closedAt     *time.Time
+		seq, buyers  *int64
+		units        *int64
+		archivedAt   *time.Time
+	)
+	if err := row.Scan(&sku, &stock, &limit, &closedAt, &seq, &buyers, &units, &archivedAt); err != nil {
+		return ledger.SKURecord{}, err
+	}
+	id, err := domain.NewSKUID(sku)
+	if err != nil {
+		return ledger.SKURecord{}, err
+	}
+	def, err := domain.NewSKUDefinition(id, stock, limit)
+	if err != nil {
+		return ledger.SKURecord{}, err
+	}
+	rec := ledger.SKURecord{Definition: def}
+	if closedAt != nil {
+		rec.ClosedAt = *closedAt
+	}
+	if archivedAt != nil {
+		rec.Archive = &ledger.ArchiveSummary{Seq: *seq, Buyers: int(*buyers), Units: *units, ArchivedAt: *archivedAt}
+	}
+	return rec, nil
+}
+
+// RecordClosed stores at as the SKU's closing time unless one is stored,
+// and returns the stored one. An undefined SKU is domain.ErrNotFound.
+func (s *PostgresSKUStore) RecordClosed(ctx context.Context, sku domain.SKUID, at time.Time) (time.Time, error) {
+	var stored time.Time
+	err := s.pool.QueryRow(ctx, `UPDATE skus SET closed_at = COALESCE(closed_at, $2) WHERE sku = $1 RETURNING closed_at`,
+		sku.String(), at).Scan(&stored)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("record close of %s: %w", sku, translate(err))
+	}
+	return stored, nil
+}
+
+// ClosedUnarchived lists the SKUs closed at least olderThan ago, by the
+// database's clock, whose buyers are not archived yet.
+func (s *PostgresSKUStore) ClosedUnarchived(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT s.sku FROM skus s
+WHERE s.closed_at <= now() - $1::bigint * interval '1 microsecond'
+  AND NOT EXISTS (SELECT 1 FROM buyer_archives a WHERE a.sku = s.sku)
+ORDER BY s.sku`, olderThan.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("list closed skus: %w", translate(err))
+	}
+	ids, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SKUID, error) {
+		var sku string
+		if err := row.Scan(&sku); err != nil {
+			return domain.SKUID{}, err
+		}
+		return domain.NewSKUID(sku)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list closed skus: %w", translate(err))
 	}
 	return ids, nil
 }

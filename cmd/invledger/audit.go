@@ -14,12 +14,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
 // auditor wires the audit queries over the app's connections.
-func (a *app) auditor() *ledger.Auditor { return ledger.NewAuditor(a.ledger, a.skus) }
+func (a *app) auditor() *ledger.Auditor {
+	return ledger.NewAuditor(pgstore.NewPostgresAuditStore(a.pool), a.skus)
+}
 
 // Output formats of the audit commands.
 const (

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -19,8 +20,8 @@ func (a *app) reconciler(metrics *reconcile.Metrics, alerts reconcile.Alerter) (
 		return nil, err
 	}
 	cfg := reconcile.Config{
-		Redis: a.inventory, Ledger: a.ledger, SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
-		Runs: a.ledger, Alerts: alerts, Metrics: metrics, Logger: a.log,
+		Redis: a.inventory, Ledger: pgstore.NewPostgresLedgerSnapshotStore(a.pool), SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
+		Runs: pgstore.NewPostgresReconciliationStore(a.pool), Alerts: alerts, Metrics: metrics, Logger: a.log,
 	}
 	if a.journal != nil {
 		cfg.Journal = a.journal

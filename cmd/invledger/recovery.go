@@ -16,7 +16,7 @@ import (
 // recovery wires a ledger.Recovery over the app's connections.
 func (a *app) recovery() (*ledger.Recovery, error) {
 	return ledger.NewRecovery(ledger.RecoveryConfig{
-		Ledger: a.ledger, SKUs: a.skus, Balances: a.ledger, Redis: a.inventory,
+		Ledger: a.ledger, SKUs: a.skus, Balances: pgstore.NewPostgresBalanceStore(a.pool), Redis: a.inventory,
 		ConsumerGroup: projections.ConsumerGroup, Logger: a.log,
 	})
 }
@@ -25,7 +25,7 @@ func (a *app) recovery() (*ledger.Recovery, error) {
 func (a *app) archiver() (*ledger.Archiver, error) {
 	return ledger.NewArchiver(ledger.ArchiverConfig{
 		Ledger: a.ledger, SKUs: a.skus, Inventory: a.inventory, Redis: a.inventory,
-		Archives: pgstore.NewPostgresArchiveStore(a.pool), Logger: a.log,
+		Archives: pgstore.NewPostgresBuyerArchiveStore(a.pool), Logger: a.log,
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections"
@@ -212,6 +213,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 
 	if sc.has("projector") {
 		streams := a.keys.StreamKeys()
+		projection := pgstore.NewPostgresProjectionStore(a.pool)
 		p, err := projections.NewProjector(projections.ProjectorConfig{
 			NewRedisClient: func(poolSize int) redis.UniversalClient {
 				client, _ := newRedisClient(c, poolSize, nil) // the URL was validated by openApp
@@ -226,7 +228,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 			OnDeadLetter:            notifier.DeadLetter,
 			Logger:                  a.log,
 			Metrics:                 metrics,
-		}, a.ledger, a.ledger)
+		}, projection, projection)
 		if err != nil {
 			return err
 		}
@@ -254,7 +256,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		a.log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", sc.AlertWebhook != "")
 	}
 	if sc.has("api") {
-		routes := append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log))
+		routes := append(httpapi.ReconcileRoutes(rec, pgstore.NewPostgresReconciliationStore(a.pool), 0, a.log), httpapi.CloseRoute(archiver, a.log))
 		routes = append(routes, httpapi.AdjustmentRoutes(a.adjustments(rec), 0, a.log)...)
 		routes = append(routes, httpapi.AuditRoutes(a.auditor(), a.log)...)
 		srv, ln, err := newAPIServer(a, sc, reg, routes)

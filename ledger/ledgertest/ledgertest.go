@@ -35,7 +35,14 @@ type Stack struct {
 	Inventory   *redisinventory.RedisInventory
 	SKUs        *pgstore.PostgresSKUStore
 	Ledger      *pgstore.PostgresLedgerStore
-	Service     *ledger.Service
+	// Projection is where the projector writes; tests append events with it.
+	Projection      *pgstore.PostgresProjectionStore
+	Balances        *pgstore.PostgresBalanceStore
+	Audit           *pgstore.PostgresAuditStore
+	Snapshots       *pgstore.PostgresLedgerSnapshotStore
+	Reconciliations *pgstore.PostgresReconciliationStore
+	Archives        *pgstore.PostgresBuyerArchiveStore
+	Service         *ledger.Service
 	// Journal records the deductions Service acknowledged, as serve's does.
 	Journal *ledger.ReceiptJournal
 }
@@ -94,6 +101,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace, s.RunIDs)
 	s.SKUs = pgstore.NewPostgresSKUStore(pool)
 	s.Ledger = pgstore.NewPostgresLedgerStore(pool)
+	s.Projection = pgstore.NewPostgresProjectionStore(pool)
+	s.Balances = pgstore.NewPostgresBalanceStore(pool)
+	s.Audit = pgstore.NewPostgresAuditStore(pool)
+	s.Snapshots = pgstore.NewPostgresLedgerSnapshotStore(pool)
+	s.Reconciliations = pgstore.NewPostgresReconciliationStore(pool)
+	s.Archives = pgstore.NewPostgresBuyerArchiveStore(pool)
 	s.Journal = ledger.NewReceiptJournal(30 * time.Second)
 	s.Service = ledger.NewService(s.Journal.Wrap(s.Inventory), s.SKUs, s.Ledger)
 	return s

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/projections"
@@ -24,7 +23,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (s *Stack) Recovery(t testing.TB) *ledger.Recovery {
 	t.Helper()
 	r, err := ledger.NewRecovery(ledger.RecoveryConfig{
-		Ledger: s.Ledger, SKUs: s.SKUs, Balances: s.Ledger, Redis: s.Inventory,
+		Ledger: s.Ledger, SKUs: s.SKUs, Balances: s.Balances, Redis: s.Inventory,
 		ConsumerGroup: projections.ConsumerGroup, Logger: quiet,
 	})
 	if err != nil {
@@ -38,7 +37,7 @@ func (s *Stack) Archiver(t testing.TB) *ledger.Archiver {
 	t.Helper()
 	a, err := ledger.NewArchiver(ledger.ArchiverConfig{
 		Ledger: s.Ledger, SKUs: s.SKUs, Inventory: s.Inventory, Redis: s.Inventory,
-		Archives: pgstore.NewPostgresArchiveStore(s.Pool), Logger: quiet,
+		Archives: s.Archives, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +70,7 @@ func (s *Stack) ProjectStreams(t testing.TB) {
 		}
 		for len(events) > 0 {
 			n := min(len(events), 1000)
-			if _, err := s.Ledger.AppendBatch(ctx, events[:n]); err != nil {
+			if _, err := s.Projection.AppendBatch(ctx, events[:n]); err != nil {
 				t.Fatalf("append to the ledger: %v", err)
 			}
 			events = events[n:]
@@ -79,8 +78,8 @@ func (s *Stack) ProjectStreams(t testing.TB) {
 	}
 }
 
-// ProjectorStore is where a test projector writes: the stack's ledger, or a
-// wrapper of it that injects faults.
+// ProjectorStore is where a test projector writes: the stack's projection
+// store, or a wrapper of it that injects faults.
 type ProjectorStore interface {
 	projections.LedgerAppender
 	projections.DeadLetterStore
@@ -117,7 +116,7 @@ func (s *Stack) RunProjector(t testing.TB, opts ...ProjectorOption) (stop func()
 		Logger:               quiet,
 		Metrics:              projections.NewMetrics(prometheus.NewRegistry()),
 	}
-	var store ProjectorStore = s.Ledger
+	var store ProjectorStore = s.Projection
 	for _, o := range opts {
 		o(&cfg, &store)
 	}

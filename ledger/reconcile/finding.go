@@ -4,10 +4,7 @@
 // resume only on a Redis that agrees with the ledger.
 package reconcile
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // Class names the state of one SKU after a check.
 type Class string
@@ -119,13 +116,20 @@ type RecordedRun struct {
 	Findings []RecordedFinding `json:"findings"`
 }
 
-// RecordedFinding is one stored finding; Before and After are Figures as JSON.
+// RecordedFinding is one stored finding.
 type RecordedFinding struct {
 	SKU         string          `json:"sku"`
-	Class       string          `json:"class"`
+	Class       Class           `json:"class"`
 	Detail      string          `json:"detail"`
-	Before      json.RawMessage `json:"before"`
-	After       json.RawMessage `json:"after"`
+	Before      RecordedFigures `json:"before"`
+	After       *Figures        `json:"after"`
 	Repaired    bool            `json:"repaired"`
 	RepairError *string         `json:"repair_error"`
+}
+
+// RecordedFigures are a stored finding's figures before repair, with the
+// seqs it found missing.
+type RecordedFigures struct {
+	Figures
+	MissingSeqs []SeqRange `json:"missing_seqs,omitempty"`
 }

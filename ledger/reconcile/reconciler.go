@@ -47,8 +47,9 @@ type Restorer interface {
 	RestoreSKU(ctx context.Context, sku string) error
 }
 
-// BalanceRebuilder recomputes one SKU's balances row from the ledger.
-type BalanceRebuilder interface {
+// BalanceRepairer repairs one SKU's drifted balances row by recomputing it
+// from the ledger.
+type BalanceRepairer interface {
 	RebuildBalance(ctx context.Context, sku string) error
 }
 
@@ -73,7 +74,7 @@ type Config struct {
 	Ledger    LedgerView
 	SKUs      SKULister
 	Restorer  Restorer
-	Rebuilder BalanceRebuilder
+	Rebuilder BalanceRepairer
 	Runs      RunStore
 	Alerts    Alerter
 	// Journal, if set, lets verification after a restart name acknowledged

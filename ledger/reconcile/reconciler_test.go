@@ -40,8 +40,8 @@ func newReconciler(t testing.TB, s *ledgertest.Stack, alerts reconcile.Alerter) 
 	t.Helper()
 	restorer, rebuilder := recoveryFor(t, s)
 	r, err := reconcile.New(reconcile.Config{
-		Redis: s.Inventory, Ledger: s.Ledger, SKUs: s.SKUs, Restorer: restorer, Rebuilder: rebuilder,
-		Runs: s.Ledger, Alerts: alerts, Journal: s.Journal, Metrics: reconcile.NewMetrics(prometheus.NewRegistry()), Logger: quiet,
+		Redis: s.Inventory, Ledger: s.Snapshots, SKUs: s.SKUs, Restorer: restorer, Rebuilder: rebuilder,
+		Runs: s.Reconciliations, Alerts: alerts, Journal: s.Journal, Metrics: reconcile.NewMetrics(prometheus.NewRegistry()), Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestNoFalseAlarmsDuringAFullSpeedSale(t *testing.T) {
 	t.Logf("%d runs, %d lagging observations, %d purchases, no drift", runs, lagging, sold.Load())
 }
 
-func recoveryFor(t testing.TB, s *ledgertest.Stack) (reconcile.Restorer, reconcile.BalanceRebuilder) {
+func recoveryFor(t testing.TB, s *ledgertest.Stack) (reconcile.Restorer, reconcile.BalanceRepairer) {
 	t.Helper()
 	r := s.Recovery(t)
 	return r, r

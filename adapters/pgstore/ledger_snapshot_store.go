@@ -2,15 +2,30 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
+
+var _ reconcile.LedgerView = (*PostgresLedgerSnapshotStore)(nil)
+
+// PostgresLedgerSnapshotStore is the ledger as the reconciler reads it:
+// folds of ledger_entries and balances taken in one snapshot, the seqs and
+// event ids it holds. It also appends the in-flight events the reconciler
+// recovers from a stream, exactly as the projector would.
+type PostgresLedgerSnapshotStore struct {
+	pool *pgxpool.Pool
+}
+
+// NewPostgresLedgerSnapshotStore returns a store over pool.
+func NewPostgresLedgerSnapshotStore(pool *pgxpool.Pool) *PostgresLedgerSnapshotStore {
+	return &PostgresLedgerSnapshotStore{pool: pool}
+}
 
 // querier is a pool or a transaction.
 type querier interface {
@@ -22,7 +37,7 @@ type querier interface {
 // eventIDs the ledger holds, all in one REPEATABLE READ snapshot: an event
 // committed meanwhile is either in both answers or in neither, so the
 // reconciler never counts it twice or not at all.
-func (s *PostgresLedgerStore) LedgerSnapshot(ctx context.Context, skus, eventIDs []string) (map[string]domain.LedgerSummary, map[string]bool, error) {
+func (s *PostgresLedgerSnapshotStore) LedgerSnapshot(ctx context.Context, skus, eventIDs []string) (map[string]domain.LedgerSummary, map[string]bool, error) {
 	var (
 		sums  map[string]domain.LedgerSummary
 		known map[string]bool
@@ -36,7 +51,7 @@ func (s *PostgresLedgerStore) LedgerSnapshot(ctx context.Context, skus, eventIDs
 		return err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("snapshot the ledger: %w", err)
 	}
 	return sums, known, nil
 }
@@ -85,7 +100,7 @@ FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku
 }
 
 // KnownEventIDs returns which of ids the ledger holds.
-func (s *PostgresLedgerStore) KnownEventIDs(ctx context.Context, ids []string) (map[string]bool, error) {
+func (s *PostgresLedgerSnapshotStore) KnownEventIDs(ctx context.Context, ids []string) (map[string]bool, error) {
 	return knownEventIDs(ctx, s.pool, ids)
 }
 
@@ -107,7 +122,7 @@ func knownEventIDs(ctx context.Context, q querier, ids []string) (map[string]boo
 }
 
 // Seqs returns every seq the ledger holds for sku, to name gaps.
-func (s *PostgresLedgerStore) Seqs(ctx context.Context, sku string) ([]int64, error) {
+func (s *PostgresLedgerSnapshotStore) Seqs(ctx context.Context, sku string) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku)
 	if err != nil {
 		return nil, fmt.Errorf("seqs of %s: %w", sku, translate(err))
@@ -119,79 +134,8 @@ func (s *PostgresLedgerStore) Seqs(ctx context.Context, sku string) ([]int64, er
 	return seqs, nil
 }
 
-// RecordRun stores a reconciliation run and its findings in one transaction.
-func (s *PostgresLedgerStore) RecordRun(ctx context.Context, r reconcile.Report, runErr error) (int64, error) {
-	var errText *string
-	if runErr != nil {
-		e := runErr.Error()
-		errText = &e
-	}
-	var id int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO reconciliation_runs (trigger, started_at, finished_at, checked, drifts, repaired, error)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-			r.Trigger, r.Started, r.Finished, r.Checked, len(r.Drifts), len(r.Repaired), errText).Scan(&id); err != nil {
-			return err
-		}
-		for _, f := range r.Drifts {
-			before, err := json.Marshal(struct {
-				reconcile.Figures
-				MissingSeqs []reconcile.SeqRange `json:"missing_seqs,omitempty"`
-			}{f.Before, f.MissingSeqs})
-			if err != nil {
-				return err
-			}
-			var after []byte
-			if f.After != nil {
-				if after, err = json.Marshal(f.After); err != nil {
-					return err
-				}
-			}
-			var repairErr *string
-			if f.RepairError != "" {
-				repairErr = &f.RepairError
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO reconciliation_findings (run_id, sku, class, detail, before, after, repaired, repair_error)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, f.SKU, string(f.Class), f.Detail, before, after, f.Repaired, repairErr); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("record reconciliation run: %w", translate(err))
-	}
-	return id, nil
-}
-
-// Runs returns the newest reconciliation runs with their findings.
-func (s *PostgresLedgerStore) Runs(ctx context.Context, limit int) ([]reconcile.RecordedRun, error) {
-	rows, err := s.pool.Query(ctx, `
-SELECT r.id, r.trigger, to_char(r.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-       to_char(r.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), r.checked, r.drifts, r.repaired, r.error,
-       COALESCE(json_agg(json_build_object('sku', f.sku, 'class', f.class, 'detail', f.detail, 'before', f.before,
-                'after', f.after, 'repaired', f.repaired, 'repair_error', f.repair_error) ORDER BY f.id)
-                FILTER (WHERE f.id IS NOT NULL), '[]')
-FROM (SELECT * FROM reconciliation_runs ORDER BY id DESC LIMIT $1) r
-LEFT JOIN reconciliation_findings f ON f.run_id = r.id
-GROUP BY r.id, r.trigger, r.started_at, r.finished_at, r.checked, r.drifts, r.repaired, r.error
-ORDER BY r.id DESC`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list reconciliation runs: %w", translate(err))
-	}
-	var out []reconcile.RecordedRun
-	var run reconcile.RecordedRun
-	var findings []byte
-	_, err = pgx.ForEachRow(rows, []any{&run.ID, &run.Trigger, &run.Started, &run.Finished, &run.Checked, &run.Drifts, &run.Repaired, &run.Error, &findings}, func() error {
-		r := run
-		if err := json.Unmarshal(findings, &r.Findings); err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list reconciliation runs: %w", translate(err))
-	}
-	return out, nil
+// AppendBatch appends events the reconciler recovered, as
+// PostgresProjectionStore.AppendBatch does: idempotent and order-free.
+func (s *PostgresLedgerSnapshotStore) AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error) {
+	return appendEvents(ctx, s.pool, events)
 }
