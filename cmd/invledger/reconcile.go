@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -18,8 +19,12 @@ func (a *app) reconciler(metrics *reconcile.Metrics, alerts reconcile.Alerter) (
 	if err != nil {
 		return nil, err
 	}
+	source, err := redisinventory.NewRedisReconcileSource(a.redis, a.keys, a.runIDs, redisinventory.ReconcileSourceConfig{})
+	if err != nil {
+		return nil, err
+	}
 	cfg := reconcile.Config{
-		Redis: a.inventory, Ledger: a.ledger, SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
+		Inventory: source, Ledger: a.ledger, SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
 		Runs: a.ledger, Alerts: alerts, Metrics: metrics, Logger: a.log,
 	}
 	if a.journal != nil {
