@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 // archivedBuyers reads a SKU's buyers back from the archive tables.
-func archivedBuyers(t *testing.T, s *ledgertest.Stack, sku string) map[string]int64 {
+func archivedBuyers(t *testing.T, s *stacktest.Stack, sku string) map[string]int64 {
 	t.Helper()
 	rows, err := s.Pool.Query(context.Background(), `SELECT user_id, qty FROM buyer_archive_entries WHERE sku = $1`, sku)
 	if err != nil {
@@ -39,7 +39,7 @@ func archivedBuyers(t *testing.T, s *ledgertest.Stack, sku string) map[string]in
 }
 
 // ledgerBuyers folds the SKU's ledger into its holders.
-func ledgerBuyers(t *testing.T, s *ledgertest.Stack, sku string) map[string]int64 {
+func ledgerBuyers(t *testing.T, s *stacktest.Stack, sku string) map[string]int64 {
 	t.Helper()
 	st := domain.NewSKUState(sku)
 	if err := s.Ledger.ScanSKU(context.Background(), mustSKU(t, sku), st.Apply); err != nil {
@@ -49,7 +49,7 @@ func ledgerBuyers(t *testing.T, s *ledgertest.Stack, sku string) map[string]int6
 }
 
 func TestCloseAndArchiveBuyers(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	const sku = "arch-1"
 	s.SKU(t, sku, 100, 3)
@@ -156,7 +156,7 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 }
 
 func TestArchiveClosedArchivesOnlySalesClosedLongEnough(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	for _, sku := range []string{"ac-open", "ac-closed"} {
 		s.SKU(t, sku, 10, 1)
@@ -189,7 +189,7 @@ func TestArchiveClosedArchivesOnlySalesClosedLongEnough(t *testing.T) {
 // are refused; buyers dropped from Redis by a run whose SQL commit failed
 // are archived from the ledger fold.
 func TestArchiveTrustsOnlyTheLedger(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	arch := s.Archiver(t)
 	for _, sku := range []string{"trust-drift", "trust-dropped"} {
@@ -216,10 +216,10 @@ func TestArchiveTrustsOnlyTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Inventory.DropBuyers(ctx, id, st.Seq-1); !errors.Is(err, ledger.ErrSeqMoved) {
+	if err := s.InventoryArchiver.DropBuyers(ctx, id, st.Seq-1); !errors.Is(err, ledger.ErrSeqMoved) {
 		t.Fatalf("drop at a stale seq: %v, want ErrSeqMoved", err)
 	}
-	if err := s.Inventory.DropBuyers(ctx, id, st.Seq); err != nil {
+	if err := s.InventoryArchiver.DropBuyers(ctx, id, st.Seq); err != nil {
 		t.Fatal(err)
 	}
 	res, err := arch.ArchiveBuyers(ctx, "trust-dropped")

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 // starts with its stocked row; every tenth later row releases the SKU's
 // newest unreleased purchase, the others are purchases of one unit.
 type auditLedger struct {
-	s      *ledgertest.Stack
+	s      *stacktest.Stack
 	a      *ledger.Auditor
 	t0     time.Time
 	rows   int
@@ -44,7 +44,7 @@ type auditLedger struct {
 type purchase struct{ user, req string }
 
 func newAuditLedger(b *testing.B) *auditLedger {
-	s := ledgertest.New(b)
+	s := stacktest.New(b)
 	l := &auditLedger{s: s, a: ledger.NewAuditor(s.Audit, s.SKUs), t0: time.Now().Add(-24 * time.Hour).Truncate(time.Second),
 		names: make([]string, auditBenchSKUs), seqs: make([]int64, auditBenchSKUs), stocks: make([]int64, auditBenchSKUs),
 		held: make([][]purchase, auditBenchSKUs), rng: rand.New(rand.NewPCG(1, 2))}

@@ -11,14 +11,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 // auditSale runs a small sale on two SKUs with releases and a rebuy, waits
 // between steps so every event has its own instant, and projects it.
-func auditSale(t *testing.T, s *ledgertest.Stack) {
+func auditSale(t *testing.T, s *stacktest.Stack) {
 	t.Helper()
 	ctx := context.Background()
 	s.SKU(t, "aud-1", 10, 2)
@@ -59,7 +59,7 @@ func auditSale(t *testing.T, s *ledgertest.Stack) {
 // appendAdjustments appends adjusted rows after the SKU's last one, as the
 // projector appends the events of approved adjustments: signed deltas
 // with the requester and approver as actor.
-func appendAdjustments(t *testing.T, s *ledgertest.Stack, a *ledger.Auditor, sku string, deltas ...int64) {
+func appendAdjustments(t *testing.T, s *stacktest.Stack, a *ledger.Auditor, sku string, deltas ...int64) {
 	t.Helper()
 	ctx := context.Background()
 	page, err := a.History(ctx, ledger.HistoryQuery{SKU: sku, Limit: ledger.MaxAuditLimit})
@@ -105,7 +105,7 @@ func allHistory(t *testing.T, a *ledger.Auditor, sku string, limit int) []ledger
 }
 
 func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	a := ledger.NewAuditor(s.Audit, s.SKUs)
 	auditSale(t, s)
@@ -246,7 +246,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 }
 
 func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	a := ledger.NewAuditor(s.Audit, s.SKUs)
 	s.SKU(t, "aud-in", 5, 1)

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/adapters/stacktest"
 )
 
 // ledgerFold is what the balances row of sku must say: the ledger's sum of
 // deltas and highest seq.
-func ledgerFold(t *testing.T, s *ledgertest.Stack, sku string) (balance, seq int64) {
+func ledgerFold(t *testing.T, s *stacktest.Stack, sku string) (balance, seq int64) {
 	t.Helper()
 	err := s.Pool.QueryRow(context.Background(), `SELECT COALESCE(sum(delta), 0), COALESCE(max(seq), 0) FROM ledger_entries WHERE sku = $1`, sku).
 		Scan(&balance, &seq)
@@ -22,7 +22,7 @@ func ledgerFold(t *testing.T, s *ledgertest.Stack, sku string) (balance, seq int
 	return balance, seq
 }
 
-func balanceRow(t *testing.T, s *ledgertest.Stack, sku string) (balance, seq int64, ok bool) {
+func balanceRow(t *testing.T, s *stacktest.Stack, sku string) (balance, seq int64, ok bool) {
 	t.Helper()
 	rows, err := s.Pool.Query(context.Background(), `SELECT balance, last_seq FROM balances WHERE sku = $1`, sku)
 	if err != nil {
@@ -42,7 +42,7 @@ func balanceRow(t *testing.T, s *ledgertest.Stack, sku string) (balance, seq int
 // sale is being projected, then rebuilds the projection over and over while
 // the projector keeps committing: at the end every row equals the ledger.
 func TestRebuildBalancesDuringALiveSale(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	skus := []string{"rb-1", "rb-2", "rb-3"}
 	for _, sku := range skus {
@@ -105,7 +105,7 @@ func TestRebuildBalancesDuringALiveSale(t *testing.T) {
 // TestRebuildBalanceRepairsEachKindOfDrift: a wrong row, a missing row and
 // a row for a SKU without ledger rows.
 func TestRebuildBalanceRepairsEachKindOfDrift(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "drift-1", 10, 1)
 	s.SKU(t, "drift-2", 10, 1)

@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/adapters/stacktest"
 )
 
 // seedLedger writes a consistent ledger of rows events spread over skus SKUs
 // straight into PostgreSQL with COPY: per SKU a stocked event, then
 // purchases by distinct users, every tenth event releasing the latest one.
-func seedLedger(b *testing.B, s *ledgertest.Stack, rows, skus int) {
+func seedLedger(b *testing.B, s *stacktest.Stack, rows, skus int) {
 	b.Helper()
 	ctx := context.Background()
 	names := make([]string, skus)
@@ -80,7 +80,7 @@ func seedLedger(b *testing.B, s *ledgertest.Stack, rows, skus int) {
 // SKUs, into an empty Redis with RestoreAll: one op is one ledger row.
 // -benchtime 1000000x measures the million-row restore.
 func BenchmarkRestoreRedis(b *testing.B) {
-	s := ledgertest.New(b)
+	s := stacktest.New(b)
 	skus := min(1000, max(1, b.N/10))
 	seedLedger(b, s, b.N, skus)
 	rec := s.Recovery(b)

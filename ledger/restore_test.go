@@ -14,16 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/projections"
 )
 
 // sell runs attempts purchases by users distinct users on sku, 64 at a time:
 // retries of the same request, second purchases and every seventh success
 // released. qty gives each attempt's quantity.
-func sell(t *testing.T, s *ledgertest.Stack, sku string, users, attempts int, qty func(i int) int64) {
+func sell(t *testing.T, s *stacktest.Stack, sku string, users, attempts int, qty func(i int) int64) {
 	t.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -58,7 +58,7 @@ type redisSKU struct {
 	requests map[string]map[string]any
 }
 
-func readRedisSKU(t *testing.T, s *ledgertest.Stack, sku string) redisSKU {
+func readRedisSKU(t *testing.T, s *stacktest.Stack, sku string) redisSKU {
 	t.Helper()
 	ctx := context.Background()
 	hash, err := s.RedisClient.HGetAll(ctx, s.Keyspace.SKUKey(sku)).Result()
@@ -110,7 +110,7 @@ func assertSameRedisSKU(t *testing.T, sku string, before, after redisSKU) {
 // receipts come back identical, retries get their original receipts, past
 // buyers are still refused, and the sale and its projection go on.
 func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	skus := []string{"rs-big", "rs-small", "rs-closed", "rs-live"}
 	s.SKU(t, "rs-big", 300, 2)
@@ -270,7 +270,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 }
 
 func TestWarmAfterAWipeRefusesAndWritesNothing(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "wipe-1", 10, 1)
 	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "wipe-1", User: "u", Qty: 1, RequestID: "r"}); err != nil {
@@ -298,7 +298,7 @@ func TestWarmAfterAWipeRefusesAndWritesNothing(t *testing.T) {
 // TestRestoreRefusesWhenRedisIsAhead: events not yet in the ledger would be
 // lost by a restore, so it refuses and writes nothing.
 func TestRestoreRefusesWhenRedisIsAhead(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "ahead-1", 10, 1)
 	s.ProjectStreams(t)
@@ -342,7 +342,7 @@ func anyHeldRequest(t *testing.T, r redisSKU, user string) string {
 }
 
 // waitLedgerSeq waits until the ledger's highest seq of sku equals Redis's.
-func waitLedgerSeq(t *testing.T, s *ledgertest.Stack, sku string) {
+func waitLedgerSeq(t *testing.T, s *stacktest.Stack, sku string) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := s.Inventory.State(ctx, mustSKU(t, sku))

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }
@@ -43,7 +43,7 @@ func fire(svc *ledger.Service, cmds []ledger.DeductCommand) []attempt {
 // TestFlashSaleInvariants: 5,000 goroutines, 2,000 distinct users plus repeat
 // buyers and retries, on one SKU with stock 500 and limit 1.
 func TestFlashSaleInvariants(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	const sku, stock = "flash-1", 500
 	s.SKU(t, sku, stock, 1)
 
@@ -123,7 +123,7 @@ func TestFlashSaleInvariants(t *testing.T) {
 }
 
 func TestRetriesAreNotSecondPurchases(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	s.SKU(t, "retry-sku", 100, 1)
 
 	t.Run("same request id from 10 goroutines", func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestRetriesAreNotSecondPurchases(t *testing.T) {
 }
 
 func TestRelease(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "rel-sku", 1, 1)
 	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rel-sku", User: "u1", Qty: 1, RequestID: "r1"}); err != nil {
@@ -204,7 +204,7 @@ func TestRelease(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "input-sku", 10, 2)
 	valid := ledger.DeductCommand{SKU: "input-sku", User: "u", Qty: 1, RequestID: "r"}
@@ -248,7 +248,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 }
 
 func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	cmd := ledger.CreateSKUCommand{SKU: "def-sku", Stock: 10, PerUserLimit: 2}
 	if _, created, err := s.Service.CreateSKU(ctx, cmd); err != nil || !created {
@@ -272,7 +272,7 @@ func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
 // TestRewarmMidSaleNeverChangesStock warms the SKU again and again while it
 // sells out.
 func TestRewarmMidSaleNeverChangesStock(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "rewarm-sku", 300, 1)
 	var cmds []ledger.DeductCommand
@@ -322,7 +322,7 @@ func TestRewarmMidSaleNeverChangesStock(t *testing.T) {
 }
 
 func BenchmarkDeduct(b *testing.B) {
-	s := ledgertest.New(b)
+	s := stacktest.New(b)
 	s.SKU(b, "bench-sku", domain.MaxQuantity, 1)
 	ctx := context.Background()
 	var n uint64

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	for _, sku := range []string{"chain-a", "chain-b"} {
 		s.SKU(t, sku, 10, 1)

@@ -10,13 +10,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 // fillStreams appends n well-formed deducted events spread over skus SKUs,
 // as the deduct script would have, with pipelined XADDs.
-func fillStreams(b *testing.B, s *ledgertest.Stack, n, skus int) {
+func fillStreams(b *testing.B, s *stacktest.Stack, n, skus int) {
 	b.Helper()
 	ctx := context.Background()
 	seq := make([]int64, skus)
@@ -43,7 +43,7 @@ func fillStreams(b *testing.B, s *ledgertest.Stack, n, skus int) {
 	}
 }
 
-func totalRows(b *testing.B, s *ledgertest.Stack) int {
+func totalRows(b *testing.B, s *stacktest.Stack) int {
 	var n int
 	if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_entries`).Scan(&n); err != nil {
 		b.Fatal(err)
@@ -57,7 +57,7 @@ func totalRows(b *testing.B, s *ledgertest.Stack) int {
 func BenchmarkProjectorDrain(b *testing.B) {
 	for _, skus := range []int{1, 256} {
 		b.Run(fmt.Sprintf("skus=%d", skus), func(b *testing.B) {
-			s := ledgertest.New(b)
+			s := stacktest.New(b)
 			fillStreams(b, s, b.N, skus)
 			b.ResetTimer()
 			start := time.Now()
@@ -78,7 +78,7 @@ func BenchmarkProjectorDrain(b *testing.B) {
 // the same ledger insert, 500 rows a transaction, from two writers, with no
 // Redis in the way.
 func BenchmarkRawBatchedInsert(b *testing.B) {
-	s := ledgertest.New(b)
+	s := stacktest.New(b)
 	events := make([]domain.Event, b.N)
 	for i := range events {
 		events[i] = domain.Event{ID: uuid.Must(uuid.NewV7()).String(), Type: domain.EventDeducted, SKU: fmt.Sprintf("raw-%d", i%256),

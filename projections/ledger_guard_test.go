@@ -7,12 +7,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestLedgerIsAppendOnly(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	ev := domain.Event{ID: uuid.NewString(), Type: domain.EventStocked, SKU: "guard", Seq: 1, Qty: 5, Delta: 5, Balance: 5,
 		OccurredAt: time.Now(), StreamID: "1-1"}

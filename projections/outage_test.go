@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/adapters/stacktest"
 )
 
 // TestPostgresOutageLosesNothing stops PostgreSQL (immediate mode, like a
 // crash) for about 10 s in the middle of a sale, then starts it again.
 func TestPostgresOutageLosesNothing(t *testing.T) {
-	s := ledgertest.New(t, ledgertest.WithPrivatePostgres())
+	s := stacktest.New(t, stacktest.WithPrivatePostgres())
 	const sku = "outage-sku"
 	s.SKU(t, sku, 2500, 1)
 	s.RunProjector(t)

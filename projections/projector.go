@@ -16,10 +16,12 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
 )
 
 // ConsumerGroup is the Redis consumer group the projector reads with.
-const ConsumerGroup = "invledger-projector"
+const ConsumerGroup = redisinventory.DefaultConsumerGroup
 
 // deadLetterTopic names the poison-queue topic; the publisher behind it
 // writes to the dead_letters table rather than to a broker.
@@ -206,7 +208,9 @@ func (p *Projector) route(ctx context.Context, started time.Time) error {
 		return fmt.Errorf("projector router: %w", err)
 	}
 	poison, err := middleware.PoisonQueueWithFilter(&deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger, notify: p.cfg.OnDeadLetter},
-		deadLetterTopic, func(err error) bool { return errors.Is(err, ErrMalformedEntry) || errors.Is(err, ErrLostEntry) })
+		deadLetterTopic, func(err error) bool {
+			return errors.Is(err, redisinventory.ErrMalformedEntry) || errors.Is(err, ErrLostEntry)
+		})
 	if err != nil {
 		return fmt.Errorf("projector poison queue: %w", err)
 	}
@@ -224,7 +228,7 @@ func (p *Projector) route(ctx context.Context, started time.Time) error {
 			RandomizationFactor: 0.2,
 			ResetContextOnRetry: true,
 			ShouldRetry: func(rp middleware.RetryParams) bool {
-				return !errors.Is(rp.Err, ErrMalformedEntry) && !errors.Is(rp.Err, ErrLostEntry)
+				return !errors.Is(rp.Err, redisinventory.ErrMalformedEntry) && !errors.Is(rp.Err, ErrLostEntry)
 			},
 			OnRetryHook: func(n int, delay time.Duration) {
 				if n == 1 || n%10 == 0 {
@@ -295,7 +299,7 @@ func (p *Projector) newSubscriber(consumer string, started time.Time, logger wat
 }
 
 func (p *Projector) handle(msg *message.Message) error {
-	event, err := ParseEntry(msg.Metadata)
+	event, err := redisinventory.ParseEntry(msg.Metadata)
 	if err != nil {
 		return err
 	}
@@ -315,7 +319,7 @@ func (p *Projector) checkNotLost(msg *message.Message) error {
 		return nil
 	}
 	stream := message.SubscribeTopicFromCtx(msg.Context())
-	exists, err := p.cfg.EntryExists(msg.Context(), stream, msg.Metadata[StreamIDField])
+	exists, err := p.cfg.EntryExists(msg.Context(), stream, msg.Metadata[redisinventory.StreamIDField])
 	if err != nil {
 		return fmt.Errorf("check stream entry after a redis restart: %w", err)
 	}
@@ -362,7 +366,7 @@ func (d *deadLetterPublisher) Publish(_ string, msgs ...*message.Message) error 
 			}
 		}
 		stream := msg.Metadata.Get(middleware.PoisonedTopicKey)
-		streamID := fields[StreamIDField]
+		streamID := fields[redisinventory.StreamIDField]
 		if err := d.store.AddDeadLetter(msg.Context(), stream, streamID, fields, reason); err != nil {
 			return err
 		}

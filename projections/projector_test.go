@@ -17,9 +17,9 @@ import (
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/projections"
 )
 
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { localstacktest.Main(m) }
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // streamLen counts the SKU's events in its partition stream.
-func streamLen(t *testing.T, s *ledgertest.Stack, sku string) int { return len(s.StreamEvents(t, sku)) }
+func streamLen(t *testing.T, s *stacktest.Stack, sku string) int { return len(s.StreamEvents(t, sku)) }
 
 func ledgerCount(t *testing.T, pool *pgxpool.Pool, sku string) int {
 	t.Helper()
@@ -54,7 +54,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // assertLedgerEqualsStream checks the projection invariants for sku: one row
 // per stream event, seqs 1..N without gaps, and SUM(delta) equal to both the
 // Redis stock and the balances row.
-func assertLedgerEqualsStream(t *testing.T, s *ledgertest.Stack, sku string) {
+func assertLedgerEqualsStream(t *testing.T, s *stacktest.Stack, sku string) {
 	t.Helper()
 	ctx := context.Background()
 	var entries []map[string]any
@@ -109,7 +109,7 @@ func assertLedgerEqualsStream(t *testing.T, s *ledgertest.Stack, sku string) {
 
 // sale fires users purchases (retries and repeat buyers included) at sku and
 // releases every tenth success.
-func sale(t *testing.T, s *ledgertest.Stack, sku string, users, goroutines int) {
+func sale(t *testing.T, s *stacktest.Stack, sku string, users, goroutines int) {
 	t.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -136,7 +136,7 @@ func sale(t *testing.T, s *ledgertest.Stack, sku string, users, goroutines int) 
 }
 
 func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	s.SKU(t, "proj-sku", 500, 1)
 	s.SKU(t, "proj-other", 50, 1) // another SKU, likely in another partition
 	s.RunProjector(t)
@@ -166,11 +166,11 @@ func (f *flakyStore) AppendBatch(ctx context.Context, events []domain.Event) (ma
 }
 
 func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	const sku = "crash-sku"
 	s.SKU(t, sku, 3000, 1)
 	flaky := &flakyStore{PostgresProjectionStore: s.Projection}
-	stop := s.RunProjector(t, ledgertest.ProjectorName("crashy"), ledgertest.ProjectorStoreOf(flaky))
+	stop := s.RunProjector(t, stacktest.ProjectorName("crashy"), stacktest.ProjectorStoreOf(flaky))
 
 	saleDone := make(chan struct{})
 	go func() { defer close(saleDone); sale(t, s, sku, 4000, 4000) }()
@@ -188,7 +188,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 		t.Fatal("the crash left no pending entries; the test did not crash mid-batch")
 	}
 	// Restart under the same stable name while the sale goes on.
-	s.RunProjector(t, ledgertest.ProjectorName("crashy"))
+	s.RunProjector(t, stacktest.ProjectorName("crashy"))
 	<-saleDone
 	want := streamLen(t, s, sku)
 	waitFor(t, "ledger to catch up after the restart", 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
@@ -196,7 +196,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 }
 
 func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	const sku = "dl-sku"
 	s.SKU(t, sku, 10, 1)

@@ -5,10 +5,12 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
 )
 
 // streamIDHook copies each entry's stream id into its fields under
-// StreamIDField as XREADGROUP and XCLAIM replies arrive. Watermill's
+// redisinventory.StreamIDField as XREADGROUP and XCLAIM replies arrive. Watermill's
 // Unmarshaller sees only the fields, and the ledger must record where each
 // event came from so gaps can be re-projected from the stream. It also
 // stamps the Redis epoch the entry was read under: here, as the reply
@@ -48,7 +50,7 @@ func (h streamIDHook) tag(msgs []redis.XMessage) {
 		if msgs[i].Values == nil {
 			msgs[i].Values = map[string]any{}
 		}
-		msgs[i].Values[StreamIDField] = msgs[i].ID
+		msgs[i].Values[redisinventory.StreamIDField] = msgs[i].ID
 		if epoch != nil {
 			msgs[i].Values[epochKey] = *epoch
 		}

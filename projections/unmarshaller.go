@@ -1,10 +1,10 @@
 package projections
 
 import (
-	"fmt"
-
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
 )
 
 // entryUnmarshaller turns a stream entry into a Watermill message whose
@@ -14,17 +14,10 @@ import (
 type entryUnmarshaller struct{}
 
 func (entryUnmarshaller) Unmarshal(values map[string]any) (*message.Message, error) {
-	md := make(message.Metadata, len(values))
-	for k, v := range values {
-		if s, ok := v.(string); ok {
-			md[k] = s
-		} else {
-			md[k] = fmt.Sprint(v)
-		}
-	}
+	md := message.Metadata(redisinventory.EntryFields(values))
 	id := md["event_id"]
 	if id == "" {
-		id = md[StreamIDField]
+		id = md[redisinventory.StreamIDField]
 	}
 	if id == "" {
 		id = watermill.NewUUID()

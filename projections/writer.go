@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -182,7 +183,7 @@ func (w *GroupCommitWriter) commit(batch []submission) {
 		inserted, err := w.store.AppendBatch(ctx, []domain.Event{s.event})
 		w.metrics.observeBatch(1, 0, inserted, err)
 		if err != nil && isDataError(err) {
-			err = fmt.Errorf("%w: ledger refused it: %w", ErrMalformedEntry, err)
+			err = fmt.Errorf("%w: ledger refused it: %w", redisinventory.ErrMalformedEntry, err)
 		}
 		s.done <- err
 	}

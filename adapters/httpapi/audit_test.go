@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
-func newAuditStack(t *testing.T) (*stack, *ledgertest.Stack) {
+func newAuditStack(t *testing.T) (*stack, *stacktest.Stack) {
 	t.Helper()
-	ls := ledgertest.New(t)
+	ls := stacktest.New(t)
 	h, err := NewHandler(ls.Service, Config{
 		Tokens: testTokens,
 		Ready:  func(context.Context) error { return nil },

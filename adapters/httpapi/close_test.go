@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestCloseEndpoint(t *testing.T) {
-	ls := ledgertest.New(t)
+	ls := stacktest.New(t)
 	h, err := NewHandler(ls.Service, Config{
 		Tokens: testTokens,
 		Ready:  func(context.Context) error { return nil },

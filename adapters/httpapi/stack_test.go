@@ -16,8 +16,8 @@ import (
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }
@@ -55,7 +55,7 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func newStack(t testing.TB) *stack {
 	t.Helper()
-	ls := ledgertest.New(t)
+	ls := stacktest.New(t)
 	if err := ls.Inventory.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,12 @@ type fixture struct {
 	srv    *localstack.RedisServer
 	client *redis.Client
 	keys   redisinventory.Keyspace
+	runIDs *redisinventory.RunIDs
 	inv    *redisinventory.RedisInventory
+	// restorer, archiver and reconcile share the client with inv.
+	restorer  *redisinventory.RedisRestorer
+	archiver  *redisinventory.RedisArchiver
+	reconcile *redisinventory.RedisReconcileSource
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -39,7 +44,12 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{srv: srv, client: client, keys: keys, inv: redisinventory.NewRedisInventory(client, keys, runIDs)}
+	return &fixture{srv: srv, client: client, keys: keys, runIDs: runIDs,
+		inv:       redisinventory.NewRedisInventory(client, keys, runIDs),
+		restorer:  redisinventory.NewRedisRestorer(client, keys),
+		archiver:  redisinventory.NewRedisArchiver(client, keys),
+		reconcile: must(redisinventory.NewRedisReconcileSource(client, keys, runIDs, redisinventory.ReconcileSourceConfig{})),
+	}
 }
 
 // must unwraps fixtures that cannot fail unless the test itself is wrong.
@@ -309,7 +319,7 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	ctx := context.Background()
 	sku := f.warm(t, "fenced", 10, 5)
 	must(deduct(t, f, sku, "u1", 1, "before", uuid.NewString()))
-	oldRunID := f.inv.RunIDs().Get(f.srv.Addr())
+	oldRunID := f.runIDs.Get(f.srv.Addr())
 
 	if err := f.srv.Kill(); err != nil {
 		t.Fatal(err)
@@ -328,7 +338,7 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	if !errors.Is(err, domain.ErrRecovering) {
 		t.Fatalf("deduct after restart: %v, want ErrRecovering", err)
 	}
-	if newRunID := f.inv.RunIDs().Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
+	if newRunID := f.runIDs.Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
 		t.Fatalf("run_id not refreshed on reconnect: %q -> %q", oldRunID, newRunID)
 	}
 	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("chain.lua")))+string(must(os.ReadFile("deduct.lua")))).Result()),
@@ -346,10 +356,10 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 		t.Fatalf("state after restart %+v, want unverified stock 9 seq 2", st)
 	}
 
-	if stamped, err := f.inv.StampMany(ctx, []string{"fenced"}, []int64{1}); err != nil || stamped[0] {
+	if stamped, err := f.reconcile.StampMany(ctx, []domain.SKUID{sku}, []int64{1}); err != nil || stamped[0] {
 		t.Fatalf("stamp with a stale seq: stamped=%v err=%v, want refused", stamped, err)
 	}
-	if stamped, err := f.inv.StampMany(ctx, []string{"fenced"}, []int64{2}); err != nil || !stamped[0] {
+	if stamped, err := f.reconcile.StampMany(ctx, []domain.SKUID{sku}, []int64{2}); err != nil || !stamped[0] {
 		t.Fatalf("stamp: stamped=%v err=%v", stamped, err)
 	}
 	if _, err := deduct(t, f, sku, "u2", 1, "after", uuid.NewString()); err != nil {

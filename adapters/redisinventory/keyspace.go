@@ -11,6 +11,10 @@ import (
 // DefaultPartitions is the number of partition streams when none is configured.
 const DefaultPartitions = 16
 
+// DefaultConsumerGroup is the consumer group the projector reads the
+// partition streams with: its unacked entries are the events in flight.
+const DefaultConsumerGroup = "invledger-projector"
+
 // Keyspace maps SKUs to partitions and partitions to Redis keys. Every key of
 // one SKU carries its partition's hash tag, so a script's keys share one
 // Redis Cluster slot. The partition count is fixed for a deployment: changing

@@ -62,14 +62,14 @@ func TestRecoveryScriptKeysShareOneClusterSlot(t *testing.T) {
 	ctx := context.Background()
 	for i := range 20 {
 		img := image(t, fmt.Sprintf("restore-slot-%d", i), 1500)
-		if err := f.inv.Restore(ctx, img); err != nil {
+		if err := f.restorer.Restore(ctx, img); err != nil {
 			t.Fatal(err)
 		}
 		sku := must(domain.NewSKUID(img.State.SKU))
-		if _, _, err := f.inv.CloseSKU(ctx, sku); err != nil {
+		if _, _, err := f.archiver.CloseSKU(ctx, sku); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.inv.DropBuyers(ctx, sku, img.State.Seq); err != nil {
+		if err := f.archiver.DropBuyers(ctx, sku, img.State.Seq); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestRestoreFencesPurchasesUntilComplete(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	})
-	err := f.inv.Restore(ctx, img)
+	err := f.restorer.Restore(ctx, img)
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -134,7 +134,7 @@ func TestRestoreFencesPurchasesUntilComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := f.snapshot(t)
-	if err := f.inv.Restore(ctx, img); !errors.Is(err, ledger.ErrRedisAhead) {
+	if err := f.restorer.Restore(ctx, img); !errors.Is(err, ledger.ErrRedisAhead) {
 		t.Fatalf("restore of an older image: %v, want ErrRedisAhead", err)
 	}
 	assertSame(t, before, f.snapshot(t))

@@ -3,7 +3,6 @@ package redisinventory
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -90,38 +89,30 @@ func parseRunID(info string) string {
 	return ""
 }
 
-// Epoch identifies the current run of every Redis node: run_id and LASTSAVE.
-// It changes on restart and failover (and LASTSAVE on a manual SAVE), which
-// is exactly when SKUs lose their verified stamp.
-func (r *RedisInventory) Epoch(ctx context.Context) (string, error) {
-	read := func(ctx context.Context, c *redis.Client) (string, error) {
-		info, err := c.Info(ctx, "server").Result()
+// forKey returns the run_id of the node of client that holds key,
+// connecting first if no connection to it was made yet.
+func (t *RunIDs) forKey(ctx context.Context, client redis.UniversalClient, key string) (string, error) {
+	node := client
+	if cluster, ok := client.(*redis.ClusterClient); ok {
+		master, err := cluster.MasterForKey(ctx, key)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("cluster node of %s: %w", key, err)
 		}
-		last, err := c.LastSave(ctx).Result()
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%s@%s/%d", c.Options().Addr, parseRunID(info), last), nil
+		node = master
 	}
-	switch c := r.client.(type) {
-	case *redis.Client:
-		return read(ctx, c)
-	case *redis.ClusterClient:
-		var (
-			mu    sync.Mutex
-			parts []string
-		)
-		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			e, err := read(ctx, node)
-			mu.Lock()
-			parts = append(parts, e)
-			mu.Unlock()
-			return err
-		})
-		slices.Sort(parts)
-		return strings.Join(parts, ","), err
+	c, ok := node.(*redis.Client)
+	if !ok {
+		return "", fmt.Errorf("unsupported redis client %T", node)
 	}
-	return "", fmt.Errorf("unsupported redis client %T", r.client)
+	addr := c.Options().Addr
+	if id := t.Get(addr); id != "" {
+		return id, nil
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		return "", fmt.Errorf("connect to redis %s: %w", addr, err)
+	}
+	if id := t.Get(addr); id != "" {
+		return id, nil
+	}
+	return "", fmt.Errorf("redis %s: no run_id seen; was the tracker attached to the client?", addr)
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -183,7 +183,7 @@ func TestAdjustmentFlowOverHTTP(t *testing.T) {
 }
 
 func TestAdjustCommands(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	s.SKU(t, "cli-adj", 10, 1)
 
 	out, stderr, err := runCLI(t, s, "adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount", "--as", "alice")

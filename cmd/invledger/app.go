@@ -31,6 +31,7 @@ type app struct {
 	redis     redis.UniversalClient
 	pool      *pgxpool.Pool
 	keys      redisinventory.Keyspace
+	runIDs    *redisinventory.RunIDs
 	inventory *redisinventory.RedisInventory
 	skus      *pgstore.PostgresSKUStore
 	ledger    *pgstore.PostgresLedgerStore
@@ -76,8 +77,8 @@ func openApp(ctx context.Context, cfg Config) (*app, error) {
 	if a.keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
 		return nil, err
 	}
-	runIDs := redisinventory.NewRunIDs()
-	if a.redis, err = newRedisClient(cfg, 64*runtime.GOMAXPROCS(0)+256, runIDs); err != nil {
+	a.runIDs = redisinventory.NewRunIDs()
+	if a.redis, err = newRedisClient(cfg, 64*runtime.GOMAXPROCS(0)+256, a.runIDs); err != nil {
 		return nil, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -102,7 +103,7 @@ func openApp(ctx context.Context, cfg Config) (*app, error) {
 		a.Close()
 		return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d: %w (check --database-url / INVLEDGER_DATABASE_URL)", poolCfg.ConnConfig.Host, poolCfg.ConnConfig.Port, err)
 	}
-	a.inventory = redisinventory.NewRedisInventory(a.redis, a.keys, runIDs)
+	a.inventory = redisinventory.NewRedisInventory(a.redis, a.keys, a.runIDs)
 	a.skus = pgstore.NewPostgresSKUStore(a.pool)
 	a.ledger = pgstore.NewPostgresLedgerStore(a.pool)
 	a.service = ledger.NewService(a.inventory, a.skus, a.ledger)

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 func TestAuditCommands(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "cli-a", 10, 1)
 	for _, u := range []string{"ann", "=HYPERLINK(1)", "cy"} {

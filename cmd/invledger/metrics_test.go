@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/ledger/ledgertest"
+	"github.com/invledger/invledger/adapters/stacktest"
 )
 
 // issueMetrics are the metrics issue 5 asks /metrics to expose.
@@ -37,7 +37,7 @@ func TestMetricsPassPromtoolAndCoverTheIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal("promtool is not installed: run scripts/install-deps.sh, which installs Debian's prometheus package")
 	}
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	cfg := Config{RedisURL: "redis://" + s.Redis.Addr(), DatabaseURL: s.DatabaseURL, LogLevel: "error"}
 	cfg.setDefaults()

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -19,8 +20,12 @@ func (a *app) reconciler(metrics *reconcile.Metrics, alerts reconcile.Alerter) (
 	if err != nil {
 		return nil, err
 	}
+	source, err := redisinventory.NewRedisReconcileSource(a.redis, a.keys, a.runIDs, redisinventory.ReconcileSourceConfig{})
+	if err != nil {
+		return nil, err
+	}
 	cfg := reconcile.Config{
-		Redis: a.inventory, Ledger: pgstore.NewPostgresLedgerSnapshotStore(a.pool), SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
+		Inventory: source, Ledger: pgstore.NewPostgresLedgerSnapshotStore(a.pool), SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
 		Runs: pgstore.NewPostgresReconciliationStore(a.pool), Alerts: alerts, Metrics: metrics, Logger: a.log,
 	}
 	if a.journal != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/projections"
 )
@@ -16,7 +17,7 @@ import (
 // recovery wires a ledger.Recovery over the app's connections.
 func (a *app) recovery() (*ledger.Recovery, error) {
 	return ledger.NewRecovery(ledger.RecoveryConfig{
-		Ledger: a.ledger, SKUs: a.skus, Balances: pgstore.NewPostgresBalanceStore(a.pool), Redis: a.inventory,
+		Ledger: a.ledger, SKUs: a.skus, Balances: pgstore.NewPostgresBalanceStore(a.pool), Redis: redisinventory.NewRedisRestorer(a.redis, a.keys),
 		ConsumerGroup: projections.ConsumerGroup, Logger: a.log,
 	})
 }
@@ -24,7 +25,7 @@ func (a *app) recovery() (*ledger.Recovery, error) {
 // archiver wires a ledger.Archiver over the app's connections.
 func (a *app) archiver() (*ledger.Archiver, error) {
 	return ledger.NewArchiver(ledger.ArchiverConfig{
-		Ledger: a.ledger, SKUs: a.skus, Inventory: a.inventory, Redis: a.inventory,
+		Ledger: a.ledger, SKUs: a.skus, Inventory: a.inventory, Redis: redisinventory.NewRedisArchiver(a.redis, a.keys),
 		Archives: pgstore.NewPostgresBuyerArchiveStore(a.pool), Logger: a.log,
 	})
 }

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 )
 
 // runCLI runs invledger with args against the stack and returns stdout,
 // stderr and the error.
-func runCLI(t *testing.T, s *ledgertest.Stack, args ...string) (string, string, error) {
+func runCLI(t *testing.T, s *stacktest.Stack, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := newRootCmd()
@@ -27,7 +27,7 @@ func runCLI(t *testing.T, s *ledgertest.Stack, args ...string) (string, string, 
 }
 
 func TestRecoveryCommands(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "cli-1", 20, 1)
 	s.SKU(t, "cli-2", 5, 1)

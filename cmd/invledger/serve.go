@@ -22,6 +22,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections"
@@ -175,6 +176,7 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	a.service = ledger.NewService(ledger.NewInventoryMetrics(reg).Wrap(inventory), a.skus, a.ledger)
 	// Findings, dead letters and fenced SKUs all alert through one notifier.
 	reconcileMetrics := reconcile.NewMetrics(reg)
+	epoch := redisinventory.NewRedisEpoch(a.redis)
 	notifier, err := reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: sc.AlertWebhook, Logger: a.log, Metrics: reconcileMetrics})
 	if err != nil {
 		return err
@@ -223,8 +225,8 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 			ConsumerName:            sc.ConsumerName,
 			SubscribersPerPartition: sc.Subscribers,
 			Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
-			Epoch:                   a.inventory.Epoch,
-			EntryExists:             a.inventory.EntryExists,
+			Epoch:                   epoch.Epoch,
+			EntryExists:             epoch.EntryExists,
 			OnDeadLetter:            notifier.DeadLetter,
 			Logger:                  a.log,
 			Metrics:                 metrics,
@@ -244,8 +246,8 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	run("alerts", func(ctx context.Context) error { notifier.Run(ctx); return nil })
 	if sc.has("reconciler") {
 		run("reconciler", func(ctx context.Context) error {
-			return rec.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.inventory.Epoch,
-				Changed: a.inventory.RunIDs().Changed()})
+			return rec.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: epoch.Epoch,
+				Changed: a.runIDs.Changed()})
 		})
 		if sc.ArchiveAfter > 0 {
 			run("archiver", func(ctx context.Context) error {

@@ -11,33 +11,92 @@ import (
 	"time"
 )
 
-// Alert is the JSON body POSTed to INVLEDGER_ALERT_WEBHOOK. Kind says which
-// of the optional parts is set. The schema is documented in README.md;
-// fields are only ever added.
-type Alert struct {
+// webhookAlert is the JSON body POSTed to INVLEDGER_ALERT_WEBHOOK. Kind
+// says which of the optional parts is set. The schema is documented in
+// README.md; fields are only ever added. It and the types below are the
+// webhook's wire format, kept apart from Finding so that renaming a Go
+// field never changes what receivers parse.
+type webhookAlert struct {
 	// Kind is "reconciliation_finding", "dead_letter" or "fenced_skus".
 	Kind     string    `json:"kind"`
 	Severity string    `json:"severity"`
 	At       time.Time `json:"at"`
 	// Finding is set for reconciliation_finding.
-	Finding *Finding `json:"finding,omitempty"`
+	Finding *webhookFinding `json:"finding,omitempty"`
 	// DeadLetter is set for dead_letter: a stream entry that was not projected.
-	DeadLetter *DeadLetterAlert `json:"dead_letter,omitempty"`
+	DeadLetter *webhookDeadLetter `json:"dead_letter,omitempty"`
 	// Fenced is set for fenced_skus: SKUs still refusing purchases after a
 	// verification pass.
-	Fenced *FencedAlert `json:"fenced,omitempty"`
+	Fenced *webhookFenced `json:"fenced,omitempty"`
 }
 
-// DeadLetterAlert describes an entry stored in dead_letters.
-type DeadLetterAlert struct {
+// webhookDeadLetter describes an entry stored in dead_letters.
+type webhookDeadLetter struct {
 	Stream   string `json:"stream"`
 	StreamID string `json:"stream_id"`
 	Reason   string `json:"reason"`
 }
 
-// FencedAlert counts SKUs left fenced after Redis restarted.
-type FencedAlert struct {
+// webhookFenced counts SKUs left fenced after Redis restarted.
+type webhookFenced struct {
 	Count int `json:"count"`
+}
+
+type webhookFinding struct {
+	SKU         string               `json:"sku"`
+	Class       string               `json:"class"`
+	Detail      string               `json:"detail"`
+	Before      webhookFigures       `json:"before"`
+	After       *webhookFigures      `json:"after,omitempty"`
+	MissingSeqs []webhookSeqRange    `json:"missing_seqs,omitempty"`
+	Lost        []webhookLostReceipt `json:"lost,omitempty"`
+	Repaired    bool                 `json:"repaired"`
+	RepairError string               `json:"repair_error,omitempty"`
+}
+
+type webhookFigures struct {
+	RedisStock   *int64 `json:"redis_stock"`
+	RedisSeq     *int64 `json:"redis_seq"`
+	RedisBuyers  *int64 `json:"redis_buyers,omitempty"`
+	LedgerStock  int64  `json:"ledger_stock"`
+	LedgerSeq    int64  `json:"ledger_seq"`
+	LedgerCount  int64  `json:"ledger_count"`
+	Holders      int64  `json:"ledger_holders"`
+	InFlight     int    `json:"in_flight"`
+	InFlightSum  int64  `json:"in_flight_delta"`
+	TruthStock   int64  `json:"truth_stock"`
+	TruthSeq     int64  `json:"truth_seq"`
+	BalanceStock *int64 `json:"balance_stock,omitempty"`
+	BalanceSeq   *int64 `json:"balance_seq,omitempty"`
+}
+
+type webhookSeqRange struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+type webhookLostReceipt struct {
+	Seq       int64  `json:"seq"`
+	EventID   string `json:"event_id"`
+	RequestID string `json:"request_id"`
+	User      string `json:"user_id"`
+	Qty       int64  `json:"qty"`
+}
+
+func newWebhookFinding(f Finding) *webhookFinding {
+	w := &webhookFinding{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail, Before: webhookFigures(f.Before),
+		Repaired: f.Repaired, RepairError: f.RepairError}
+	if f.After != nil {
+		after := webhookFigures(*f.After)
+		w.After = &after
+	}
+	for _, r := range f.MissingSeqs {
+		w.MissingSeqs = append(w.MissingSeqs, webhookSeqRange(r))
+	}
+	for _, l := range f.Lost {
+		w.Lost = append(w.Lost, webhookLostReceipt(l))
+	}
+	return w
 }
 
 // NotifierConfig configures a Notifier.
@@ -90,7 +149,7 @@ func (c NotifierConfig) Validate() error {
 // figures, and, if configured, a webhook POST delivered in the background.
 type Notifier struct {
 	cfg   NotifierConfig
-	queue chan Alert
+	queue chan webhookAlert
 }
 
 // NewNotifier returns a notifier; call Run to deliver webhooks.
@@ -99,7 +158,7 @@ func NewNotifier(cfg NotifierConfig) (*Notifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Notifier{cfg: cfg, queue: make(chan Alert, cfg.QueueSize)}, nil
+	return &Notifier{cfg: cfg, queue: make(chan webhookAlert, cfg.QueueSize)}, nil
 }
 
 // Alert logs the finding and queues its webhook without waiting.
@@ -107,23 +166,23 @@ func (n *Notifier) Alert(ctx context.Context, f Finding) {
 	n.cfg.Logger.ErrorContext(ctx, "reconciliation finding", "sku", f.SKU, "class", f.Class, "detail", f.Detail,
 		"redis_stock", f.Before.RedisStock, "redis_seq", f.Before.RedisSeq, "ledger_stock", f.Before.LedgerStock,
 		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError)
-	n.enqueue(Alert{Kind: "reconciliation_finding", Severity: severity(f), At: time.Now().UTC(), Finding: &f})
+	n.enqueue(webhookAlert{Kind: "reconciliation_finding", Severity: severity(f), At: time.Now().UTC(), Finding: newWebhookFinding(f)})
 }
 
 // DeadLetter alerts on a stream entry the projector stored in dead_letters.
 func (n *Notifier) DeadLetter(ctx context.Context, stream, streamID, reason string) {
 	n.cfg.Logger.ErrorContext(ctx, "stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "reason", reason)
-	n.enqueue(Alert{Kind: "dead_letter", Severity: "critical", At: time.Now().UTC(),
-		DeadLetter: &DeadLetterAlert{Stream: stream, StreamID: streamID, Reason: reason}})
+	n.enqueue(webhookAlert{Kind: "dead_letter", Severity: "critical", At: time.Now().UTC(),
+		DeadLetter: &webhookDeadLetter{Stream: stream, StreamID: streamID, Reason: reason}})
 }
 
 // Fenced alerts that count SKUs still refuse purchases after verification.
 func (n *Notifier) Fenced(ctx context.Context, count int) {
 	n.cfg.Logger.ErrorContext(ctx, "skus still fenced after verification; purchases get recovering", "count", count)
-	n.enqueue(Alert{Kind: "fenced_skus", Severity: "critical", At: time.Now().UTC(), Fenced: &FencedAlert{Count: count}})
+	n.enqueue(webhookAlert{Kind: "fenced_skus", Severity: "critical", At: time.Now().UTC(), Fenced: &webhookFenced{Count: count}})
 }
 
-func (n *Notifier) enqueue(a Alert) {
+func (n *Notifier) enqueue(a webhookAlert) {
 	if n.cfg.WebhookURL == "" {
 		return
 	}
@@ -162,7 +221,7 @@ func (n *Notifier) Run(ctx context.Context) {
 	}
 }
 
-func (n *Notifier) deliver(ctx context.Context, a Alert) {
+func (n *Notifier) deliver(ctx context.Context, a webhookAlert) {
 	body, err := json.Marshal(a)
 	if err != nil {
 		n.cfg.Logger.Error("encode alert", "err", err)

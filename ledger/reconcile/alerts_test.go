@@ -114,3 +114,39 @@ func TestHangingWebhookNeverBlocksTheReconciler(t *testing.T) {
 		t.Fatalf("dropped %v alerts, want the overflow beyond the queue counted", dropped)
 	}
 }
+
+// TestWebhookJSONIsPinned pins the webhook body byte for byte: receivers
+// parse these keys, so a renamed Go field must never change them.
+func TestWebhookJSONIsPinned(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	a, b, c, d, e := int64(9), int64(4), int64(12), int64(7), int64(3)
+	full := Finding{SKU: "phone-x", Class: ClassRedisHigh, Detail: "d",
+		Before: Figures{RedisStock: &a, RedisSeq: &b, RedisBuyers: &c, LedgerStock: 7, LedgerSeq: 4, LedgerCount: 5, Holders: 2,
+			InFlight: 1, InFlightSum: -1, TruthStock: 6, TruthSeq: 5, BalanceStock: &d, BalanceSeq: &e},
+		After:       &Figures{TruthStock: 6},
+		MissingSeqs: []SeqRange{{From: 3, To: 4}},
+		Lost:        []LostReceipt{{Seq: 101, EventID: "e", RequestID: "r", User: "u", Qty: 1}},
+		Repaired:    true, RepairError: "boom"}
+	bare := Finding{SKU: "s", Class: ClassRedisMissing}
+	for _, tc := range []struct {
+		alert webhookAlert
+		want  string
+	}{
+		{webhookAlert{Kind: "reconciliation_finding", Severity: severity(full), At: at, Finding: newWebhookFinding(full)},
+			`{"kind":"reconciliation_finding","severity":"critical","at":"2026-11-29T12:00:00Z","finding":{"sku":"phone-x","class":"redis_high","detail":"d","before":{"redis_stock":9,"redis_seq":4,"redis_buyers":12,"ledger_stock":7,"ledger_seq":4,"ledger_count":5,"ledger_holders":2,"in_flight":1,"in_flight_delta":-1,"truth_stock":6,"truth_seq":5,"balance_stock":7,"balance_seq":3},"after":{"redis_stock":null,"redis_seq":null,"ledger_stock":0,"ledger_seq":0,"ledger_count":0,"ledger_holders":0,"in_flight":0,"in_flight_delta":0,"truth_stock":6,"truth_seq":0},"missing_seqs":[{"from":3,"to":4}],"lost":[{"seq":101,"event_id":"e","request_id":"r","user_id":"u","qty":1}],"repaired":true,"repair_error":"boom"}}`},
+		{webhookAlert{Kind: "reconciliation_finding", Severity: severity(bare), At: at, Finding: newWebhookFinding(bare)},
+			`{"kind":"reconciliation_finding","severity":"warning","at":"2026-11-29T12:00:00Z","finding":{"sku":"s","class":"redis_missing","detail":"","before":{"redis_stock":null,"redis_seq":null,"ledger_stock":0,"ledger_seq":0,"ledger_count":0,"ledger_holders":0,"in_flight":0,"in_flight_delta":0,"truth_stock":0,"truth_seq":0},"repaired":false}}`},
+		{webhookAlert{Kind: "dead_letter", Severity: "critical", At: at, DeadLetter: &webhookDeadLetter{Stream: "s", StreamID: "1-1", Reason: "r"}},
+			`{"kind":"dead_letter","severity":"critical","at":"2026-11-29T12:00:00Z","dead_letter":{"stream":"s","stream_id":"1-1","reason":"r"}}`},
+		{webhookAlert{Kind: "fenced_skus", Severity: "critical", At: at, Fenced: &webhookFenced{Count: 3}},
+			`{"kind":"fenced_skus","severity":"critical","at":"2026-11-29T12:00:00Z","fenced":{"count":3}}`},
+	} {
+		got, err := json.Marshal(tc.alert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("webhook body\n got %s\nwant %s", got, tc.want)
+		}
+	}
+}

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
 // manySKUs creates and warms n SKUs with one purchase each, and projects
 // them, so every SKU has Redis state, ledger rows and a balances row.
-func manySKUs(b *testing.B, s *ledgertest.Stack, n int) {
+func manySKUs(b *testing.B, s *stacktest.Stack, n int) {
 	b.Helper()
 	ctx := context.Background()
 	work := make(chan int)
@@ -49,7 +49,7 @@ func manySKUs(b *testing.B, s *ledgertest.Stack, n int) {
 // BenchmarkReconcileSKUs reconciles b.N SKUs in one run; run it with
 // -benchtime 10000x for the 10,000-SKU figure.
 func BenchmarkReconcileSKUs(b *testing.B) {
-	s := ledgertest.New(b)
+	s := stacktest.New(b)
 	manySKUs(b, s, b.N)
 	rec := newReconciler(b, s, &alertSink{})
 	b.ResetTimer()
@@ -69,7 +69,7 @@ func BenchmarkReconcileSKUs(b *testing.B) {
 // BenchmarkVerifyAfterRestart restarts Redis under b.N SKUs and measures how
 // long verification takes until every SKU sells again.
 func BenchmarkVerifyAfterRestart(b *testing.B) {
-	s := ledgertest.New(b)
+	s := stacktest.New(b)
 	manySKUs(b, s, b.N)
 	rec := newReconciler(b, s, &alertSink{})
 	ctx := context.Background()

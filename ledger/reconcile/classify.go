@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 )
 
 // check is everything known about one SKU at one instant.
 type check struct {
 	sku      string
-	live     redisinventory.LiveSKU
+	id       domain.SKUID
+	live     LiveSKU
 	ledger   domain.LedgerSummary
 	inFlight []domain.Event // stream events not yet in the ledger, by seq
 }

@@ -4,13 +4,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 )
 
 func TestClassify(t *testing.T) {
-	live := func(stock, seq, buyers int64) redisinventory.LiveSKU {
-		return redisinventory.LiveSKU{Present: true, Stock: stock, Seq: seq, Buyers: buyers, Verified: true, Status: "open"}
+	live := func(stock, seq, buyers int64) LiveSKU {
+		return LiveSKU{Present: true, Stock: stock, Seq: seq, Buyers: buyers, Verified: true, Status: "open"}
 	}
 	ledger := func(stock, seq, count, holders int64) domain.LedgerSummary {
 		return domain.LedgerSummary{Stock: stock, Seq: seq, Count: count, Holders: holders,
@@ -42,7 +41,7 @@ func TestClassify(t *testing.T) {
 		{"balances row missing", check{live: live(7, 4, 3), ledger: domain.LedgerSummary{Stock: 7, Seq: 4, Count: 4, Holders: 3}},
 			ClassBalancesDrift, []Class{ClassBalancesDrift}},
 		{"buyers key deleted", check{live: live(7, 4, 0), ledger: ledger(7, 4, 4, 3)}, ClassBuyersDrift, []Class{ClassBuyersDrift}},
-		{"buyers archived", check{live: redisinventory.LiveSKU{Present: true, Stock: 7, Seq: 4, Archived: true, Verified: true},
+		{"buyers archived", check{live: LiveSKU{Present: true, Stock: 7, Seq: 4, Archived: true, Verified: true},
 			ledger: ledger(7, 4, 4, 3)}, ClassOK, nil},
 		{"buyers not compared while lagging", check{live: live(6, 5, 9), ledger: ledger(7, 4, 4, 3),
 			inFlight: []domain.Event{deducted(5)}}, ClassLagging, nil},
@@ -68,7 +67,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestTruthFigures(t *testing.T) {
-	c := check{live: redisinventory.LiveSKU{Present: true, Stock: 4, Seq: 7}, ledger: domain.LedgerSummary{Stock: 6, Seq: 5, Count: 5},
+	c := check{live: LiveSKU{Present: true, Stock: 4, Seq: 7}, ledger: domain.LedgerSummary{Stock: 6, Seq: 5, Count: 5},
 		inFlight: []domain.Event{{Seq: 6, Delta: -1}, {Seq: 7, Delta: -1}}}
 	f := c.figures()
 	if f.TruthStock != 4 || f.TruthSeq != 7 || f.InFlight != 2 || f.InFlightSum != -2 || *f.RedisStock != 4 {

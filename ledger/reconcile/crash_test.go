@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -27,7 +27,7 @@ type crashOutcome struct {
 
 // crashSale runs goroutines buying from sku until stop closes, while the
 // test kills and restarts Redis; every ok receipt is recorded.
-func crashSale(s *ledgertest.Stack, sku string, goroutines int, stop <-chan struct{}, restarted *atomic.Bool) *crashOutcome {
+func crashSale(s *stacktest.Stack, sku string, goroutines int, stop <-chan struct{}, restarted *atomic.Bool) *crashOutcome {
 	out := &crashOutcome{receipts: map[string]domain.Receipt{}}
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -68,19 +68,19 @@ func crashSale(s *ledgertest.Stack, sku string, goroutines int, stop <-chan stru
 }
 
 // runVerifier runs the reconciler's loop, as serve does.
-func runVerifier(t *testing.T, s *ledgertest.Stack, rec *reconcile.Reconciler) {
+func runVerifier(t *testing.T, s *stacktest.Stack, rec *reconcile.Reconciler) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = rec.RunLoop(ctx, reconcile.LoopConfig{Interval: time.Hour, Epoch: s.Inventory.Epoch,
+		_ = rec.RunLoop(ctx, reconcile.LoopConfig{Interval: time.Hour, Epoch: s.Epoch.Epoch,
 			EpochPoll: 100 * time.Millisecond, Changed: s.RunIDs.Changed()})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
 func TestStrictModeRedisCrashLosesNoAcknowledgedDeduction(t *testing.T) {
-	s := ledgertest.New(t) // appendfsync always
+	s := stacktest.New(t) // appendfsync always
 	const sku = "crash-strict"
 	out := crashDuringSale(t, s, sku, &alertSink{}, 500*time.Millisecond)
 	assertEveryReceiptInLedgerOnce(t, s, sku, out)
@@ -91,7 +91,7 @@ func TestStrictModeRedisCrashLosesNoAcknowledgedDeduction(t *testing.T) {
 // the verifier running as serve runs them, kills Redis with -9 in the middle,
 // restarts it from its AOF after down, and waits until sales resume on
 // their own and the ledger caught up.
-func crashDuringSale(t *testing.T, s *ledgertest.Stack, sku string, alerts reconcile.Alerter, down time.Duration) *crashOutcome {
+func crashDuringSale(t *testing.T, s *stacktest.Stack, sku string, alerts reconcile.Alerter, down time.Duration) *crashOutcome {
 	t.Helper()
 	s.SKU(t, sku, 100_000, 1)
 	s.RunProjector(t)
@@ -127,7 +127,7 @@ func crashDuringSale(t *testing.T, s *ledgertest.Stack, sku string, alerts recon
 	return out
 }
 
-func assertEveryReceiptInLedgerOnce(t *testing.T, s *ledgertest.Stack, sku string, out *crashOutcome) {
+func assertEveryReceiptInLedgerOnce(t *testing.T, s *stacktest.Stack, sku string, out *crashOutcome) {
 	t.Helper()
 	ctx := context.Background()
 	out.mu.Lock()
@@ -146,7 +146,7 @@ func assertEveryReceiptInLedgerOnce(t *testing.T, s *ledgertest.Stack, sku strin
 	assertNotOversold(t, s, sku)
 }
 
-func assertNotOversold(t *testing.T, s *ledgertest.Stack, sku string) {
+func assertNotOversold(t *testing.T, s *stacktest.Stack, sku string) {
 	t.Helper()
 	var stocked, sold, released, sum, rows, maxSeq int64
 	if err := s.Pool.QueryRow(context.Background(), `SELECT
@@ -173,7 +173,7 @@ func assertNotOversold(t *testing.T, s *ledgertest.Stack, sku string) {
 }
 
 func TestEverysecModeRedisCrashLossIsReportedAndNothingOversold(t *testing.T) {
-	s := ledgertest.New(t, ledgertest.WithRedisConfig(func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" }))
+	s := stacktest.New(t, stacktest.WithRedisConfig(func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" }))
 	const sku = "crash-everysec"
 	alerts := &alertSink{}
 	out := crashDuringSale(t, s, sku, alerts, 0)

@@ -42,89 +42,89 @@ const (
 
 // Figures are the numbers a finding compares.
 type Figures struct {
-	RedisStock   *int64 `json:"redis_stock"`
-	RedisSeq     *int64 `json:"redis_seq"`
-	RedisBuyers  *int64 `json:"redis_buyers,omitempty"`
-	LedgerStock  int64  `json:"ledger_stock"`
-	LedgerSeq    int64  `json:"ledger_seq"`
-	LedgerCount  int64  `json:"ledger_count"`
-	Holders      int64  `json:"ledger_holders"`
-	InFlight     int    `json:"in_flight"`
-	InFlightSum  int64  `json:"in_flight_delta"`
-	TruthStock   int64  `json:"truth_stock"`
-	TruthSeq     int64  `json:"truth_seq"`
-	BalanceStock *int64 `json:"balance_stock,omitempty"`
-	BalanceSeq   *int64 `json:"balance_seq,omitempty"`
+	RedisStock   *int64
+	RedisSeq     *int64
+	RedisBuyers  *int64
+	LedgerStock  int64
+	LedgerSeq    int64
+	LedgerCount  int64
+	Holders      int64
+	InFlight     int
+	InFlightSum  int64
+	TruthStock   int64
+	TruthSeq     int64
+	BalanceStock *int64
+	BalanceSeq   *int64
 }
 
 // SeqRange is an inclusive range of missing seqs.
 type SeqRange struct {
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
+	From int64
+	To   int64
 }
 
 // Finding is one difference found for one SKU.
 type Finding struct {
-	SKU         string     `json:"sku"`
-	Class       Class      `json:"class"`
-	Detail      string     `json:"detail"`
-	Before      Figures    `json:"before"`
-	After       *Figures   `json:"after,omitempty"`
-	MissingSeqs []SeqRange `json:"missing_seqs,omitempty"`
+	SKU         string
+	Class       Class
+	Detail      string
+	Before      Figures
+	After       *Figures
+	MissingSeqs []SeqRange
 	// Lost lists acknowledged deductions found in neither Redis nor the ledger.
-	Lost        []LostReceipt `json:"lost,omitempty"`
-	Repaired    bool          `json:"repaired"`
-	RepairError string        `json:"repair_error,omitempty"`
+	Lost        []LostReceipt
+	Repaired    bool
+	RepairError string
 }
 
 // LostReceipt identifies an acknowledged deduction that was lost.
 type LostReceipt struct {
-	Seq       int64  `json:"seq"`
-	EventID   string `json:"event_id"`
-	RequestID string `json:"request_id"`
-	User      string `json:"user_id"`
-	Qty       int64  `json:"qty"`
+	Seq       int64
+	EventID   string
+	RequestID string
+	User      string
+	Qty       int64
 }
 
 // Report is the outcome of one reconciliation run.
 type Report struct {
-	RunID    int64     `json:"run_id"`
-	Trigger  string    `json:"trigger"`
-	Started  time.Time `json:"started_at"`
-	Finished time.Time `json:"finished_at"`
-	Checked  int       `json:"checked"`
+	RunID    int64
+	Trigger  string
+	Started  time.Time
+	Finished time.Time
+	Checked  int
 	// Lagging counts SKUs whose difference the in-flight events explain.
-	Lagging  int       `json:"lagging"`
-	Drifts   []Finding `json:"drifts"`
-	Repaired []Finding `json:"repaired"`
+	Lagging  int
+	Drifts   []Finding
+	Repaired []Finding
 	// Verified counts SKUs stamped as verified under the current Redis run
 	// by this run; Unverified those still refusing purchases after it.
-	Verified   int `json:"verified"`
-	Unverified int `json:"unverified"`
+	Verified   int
+	Unverified int
 }
 
 // RecordedRun is a stored reconciliation run with its findings.
 type RecordedRun struct {
-	ID       int64             `json:"id"`
-	Trigger  string            `json:"trigger"`
-	Started  string            `json:"started_at"`
-	Finished string            `json:"finished_at"`
-	Checked  int               `json:"checked"`
-	Drifts   int               `json:"drifts"`
-	Repaired int               `json:"repaired"`
-	Error    *string           `json:"error"`
-	Findings []RecordedFinding `json:"findings"`
+	ID       int64
+	Trigger  string
+	Started  string
+	Finished string
+	Checked  int
+	Drifts   int
+	Repaired int
+	Error    *string
+	Findings []RecordedFinding
 }
 
 // RecordedFinding is one stored finding.
 type RecordedFinding struct {
-	SKU         string          `json:"sku"`
-	Class       Class           `json:"class"`
-	Detail      string          `json:"detail"`
-	Before      RecordedFigures `json:"before"`
-	After       *Figures        `json:"after"`
-	Repaired    bool            `json:"repaired"`
-	RepairError *string         `json:"repair_error"`
+	SKU         string
+	Class       Class
+	Detail      string
+	Before      RecordedFigures
+	After       *Figures
+	Repaired    bool
+	RepairError *string
 }
 
 // RecordedFigures are a stored finding's figures before repair, with the

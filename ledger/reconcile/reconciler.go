@@ -9,20 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/projections"
 )
-
-// RedisView is the live side: consistent snapshots and compare-and-set repairs.
-type RedisView interface {
-	Keyspace() redisinventory.Keyspace
-	Snapshot(ctx context.Context, partition int, group string, skus []string) (redisinventory.PartitionSnapshot, error)
-	StreamEntries(ctx context.Context, sku string, seqs map[int64]bool) ([]redisinventory.StreamEntry, error)
-	StampMany(ctx context.Context, skus []string, seqs []int64) ([]bool, error)
-	Fence(ctx context.Context, sku domain.SKUID, seq int64) (bool, error)
-	Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (bool, error)
-}
 
 // LedgerView is the truth side.
 type LedgerView interface {
@@ -70,7 +58,7 @@ type Alerter interface {
 
 // Config configures a Reconciler.
 type Config struct {
-	Redis     RedisView
+	Inventory Inventory
 	Ledger    LedgerView
 	SKUs      SKULister
 	Restorer  Restorer
@@ -82,20 +70,9 @@ type Config struct {
 	Journal LossJournal
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// Group is the projector's consumer group; its unacked entries are the
-	// events in flight. Default projections.ConsumerGroup.
-	Group string
-	// ChunkSize is how many SKUs one Redis snapshot reads at most.
-	ChunkSize int
 }
 
 func (c *Config) setDefaults() {
-	if c.Group == "" {
-		c.Group = projections.ConsumerGroup
-	}
-	if c.ChunkSize == 0 {
-		c.ChunkSize = 1000
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -104,15 +81,12 @@ func (c *Config) setDefaults() {
 // Validate reports every missing dependency at once.
 func (c Config) Validate() error {
 	var errs []error
-	for name, missing := range map[string]bool{"Redis": c.Redis == nil, "Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil,
+	for name, missing := range map[string]bool{"Inventory": c.Inventory == nil, "Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil,
 		"Restorer": c.Restorer == nil, "Rebuilder": c.Rebuilder == nil, "Runs": c.Runs == nil, "Alerts": c.Alerts == nil,
 		"Metrics": c.Metrics == nil} {
 		if missing {
 			errs = append(errs, fmt.Errorf("reconcile: Config.%s is required", name))
 		}
-	}
-	if c.ChunkSize < 1 {
-		errs = append(errs, errors.New("reconcile: ChunkSize must be at least 1"))
 	}
 	return errors.Join(errs...)
 }
@@ -187,7 +161,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 	}
 	unverified := 0
 	var (
-		stampSKUs []string
+		stampSKUs []domain.SKUID
 		stampSeqs []int64
 	)
 	for _, sku := range skus {
@@ -213,7 +187,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		if c.live.Present && !c.live.Verified {
 			unverified++
 			if safeToStamp(findings) {
-				stampSKUs, stampSeqs = append(stampSKUs, c.sku), append(stampSeqs, c.live.Seq)
+				stampSKUs, stampSeqs = append(stampSKUs, c.id), append(stampSeqs, c.live.Seq)
 			}
 		}
 		for _, f := range findings {
@@ -228,7 +202,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 	}
 	if len(stampSKUs) > 0 {
-		stamped, err := r.cfg.Redis.StampMany(ctx, stampSKUs, stampSeqs)
+		stamped, err := r.cfg.Inventory.StampMany(ctx, stampSKUs, stampSeqs)
 		if err != nil {
 			r.cfg.Logger.Warn("stamp verified skus", "err", err)
 		}
@@ -260,44 +234,37 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 // read, or still unacked in the snapshot's tail. Events committed in between
 // are recognised by event id.
 func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[string]check, error) {
-	keys := r.cfg.Redis.Keyspace()
-	byPartition := map[int][]string{}
-	for _, sku := range skus {
-		p := keys.Partition(sku)
-		byPartition[p] = append(byPartition[p], sku)
+	ids := make([]domain.SKUID, len(skus))
+	for i, sku := range skus {
+		id, err := domain.NewSKUID(sku)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile %q: %w", sku, err)
+		}
+		ids[i] = id
+	}
+	snap, err := r.cfg.Inventory.Snapshot(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	checks := make(map[string]check, len(skus))
-	var ids []string
-	for p, list := range byPartition {
-		for chunk := range slices.Chunk(list, r.cfg.ChunkSize) {
-			snap, err := r.cfg.Redis.Snapshot(ctx, p, r.cfg.Group, chunk)
-			if err != nil {
-				return nil, err
-			}
-			for _, sku := range chunk {
-				checks[sku] = check{sku: sku, live: snap.SKUs[sku]}
-			}
-			for _, entry := range snap.InFlight {
-				c, ok := checks[entry.Fields["sku"]]
-				if !ok || !slices.Contains(chunk, c.sku) {
-					continue
-				}
-				entry.Fields[projections.StreamIDField] = entry.ID
-				e, err := projections.ParseEntry(entry.Fields)
-				if err != nil {
-					continue // a dead letter: the projector records it
-				}
-				c.inFlight = append(c.inFlight, e)
-				checks[c.sku] = c
-				ids = append(ids, e.ID)
-			}
+	for _, id := range ids {
+		checks[id.String()] = check{sku: id.String(), id: id, live: snap.SKUs[id]}
+	}
+	var eventIDs []string
+	for _, e := range snap.InFlight {
+		c, ok := checks[e.SKU]
+		if !ok {
+			continue
 		}
+		c.inFlight = append(c.inFlight, e)
+		checks[e.SKU] = c
+		eventIDs = append(eventIDs, e.ID)
 	}
 	var filter []string
 	if !all {
 		filter = skus
 	}
-	summaries, known, err := r.cfg.Ledger.LedgerSnapshot(ctx, filter, ids)
+	summaries, known, err := r.cfg.Ledger.LedgerSnapshot(ctx, filter, eventIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -386,12 +353,12 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 	case ClassRedisHigh, ClassRedisLow:
 		if f.Class == ClassRedisHigh {
 			// Fence first: no purchase may run on the excess while it is removed.
-			if ok, err := r.cfg.Redis.Fence(ctx, sku, c.live.Seq); err != nil || !ok {
+			if ok, err := r.cfg.Inventory.Fence(ctx, sku, c.live.Seq); err != nil || !ok {
 				fail(errors.Join(err, errSeqMoved))
 				return
 			}
 		}
-		ok, err := r.cfg.Redis.Correct(ctx, sku, c.live.Seq, f.Before.TruthStock)
+		ok, err := r.cfg.Inventory.Correct(ctx, sku, c.live.Seq, f.Before.TruthStock)
 		if err != nil || !ok {
 			fail(errors.Join(err, errSeqMoved))
 			return
@@ -414,37 +381,28 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 		}
 		f.Repaired = true
 	case ClassLedgerGap:
-		r.reproject(ctx, f)
+		r.reproject(ctx, sku, f)
 	}
 }
 
 var errSeqMoved = errors.New("a purchase moved the seq since the check; the next run retries")
 
 // reproject re-inserts missing seqs from the stream, where it still has them.
-func (r *Reconciler) reproject(ctx context.Context, f *Finding) {
-	want := map[int64]bool{}
+func (r *Reconciler) reproject(ctx context.Context, sku domain.SKUID, f *Finding) {
+	var want []int64
 	for _, rg := range f.MissingSeqs {
 		for s := rg.From; s <= rg.To && len(want) < 100_000; s++ {
-			want[s] = true
+			want = append(want, s)
 		}
 	}
 	if len(want) == 0 {
 		f.RepairError = "no missing seq range known"
 		return
 	}
-	entries, err := r.cfg.Redis.StreamEntries(ctx, f.SKU, want)
+	events, err := r.cfg.Inventory.StreamEvents(ctx, sku, want)
 	if err != nil {
 		f.RepairError = err.Error()
 		return
-	}
-	var events []domain.Event
-	for _, entry := range entries {
-		entry.Fields[projections.StreamIDField] = entry.ID
-		e, err := projections.ParseEntry(entry.Fields)
-		if err != nil {
-			continue
-		}
-		events = append(events, e)
 	}
 	if len(events) > 0 {
 		if _, err := r.cfg.Ledger.AppendBatch(ctx, events); err != nil {

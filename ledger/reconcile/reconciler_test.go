@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -36,11 +36,11 @@ func (a *alertSink) Alert(_ context.Context, f reconcile.Finding) {
 	a.findings = append(a.findings, f)
 }
 
-func newReconciler(t testing.TB, s *ledgertest.Stack, alerts reconcile.Alerter) *reconcile.Reconciler {
+func newReconciler(t testing.TB, s *stacktest.Stack, alerts reconcile.Alerter) *reconcile.Reconciler {
 	t.Helper()
 	restorer, rebuilder := recoveryFor(t, s)
 	r, err := reconcile.New(reconcile.Config{
-		Redis: s.Inventory, Ledger: s.Snapshots, SKUs: s.SKUs, Restorer: restorer, Rebuilder: rebuilder,
+		Inventory: s.ReconcileSource, Ledger: s.Snapshots, SKUs: s.SKUs, Restorer: restorer, Rebuilder: rebuilder,
 		Runs: s.Reconciliations, Alerts: alerts, Journal: s.Journal, Metrics: reconcile.NewMetrics(prometheus.NewRegistry()), Logger: quiet,
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func newReconciler(t testing.TB, s *ledgertest.Stack, alerts reconcile.Alerter) 
 	return r
 }
 
-func waitCaughtUp(t testing.TB, s *ledgertest.Stack, sku string) {
+func waitCaughtUp(t testing.TB, s *stacktest.Stack, sku string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -64,7 +64,7 @@ func waitCaughtUp(t testing.TB, s *ledgertest.Stack, sku string) {
 	}
 }
 
-func buy(t testing.TB, s *ledgertest.Stack, sku string, n int) {
+func buy(t testing.TB, s *stacktest.Stack, sku string, n int) {
 	t.Helper()
 	for i := range n {
 		u := fmt.Sprintf("%s-u%d", sku, i)
@@ -85,7 +85,7 @@ func classes(rep reconcile.Report) map[string][]reconcile.Class {
 // TestTamperingIsDetectedRecordedAndRepaired covers each kind of tampering
 // the seed warns about, one SKU each, in one run.
 func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	skus := []string{"tamper-up", "tamper-down", "tamper-balance", "tamper-buyers", "honest"}
 	for _, sku := range skus {
@@ -155,7 +155,7 @@ func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
 // TestNoFalseAlarmsDuringAFullSpeedSale reconciles every 100 ms while a sale
 // runs flat out with the projector lagging behind.
 func TestNoFalseAlarmsDuringAFullSpeedSale(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "busy", 1_000_000, 1)
 	s.SKU(t, "busy-2", 1_000_000, 1)
@@ -205,7 +205,7 @@ func TestNoFalseAlarmsDuringAFullSpeedSale(t *testing.T) {
 	t.Logf("%d runs, %d lagging observations, %d purchases, no drift", runs, lagging, sold.Load())
 }
 
-func recoveryFor(t testing.TB, s *ledgertest.Stack) (reconcile.Restorer, reconcile.BalanceRepairer) {
+func recoveryFor(t testing.TB, s *stacktest.Stack) (reconcile.Restorer, reconcile.BalanceRepairer) {
 	t.Helper()
 	r := s.Recovery(t)
 	return r, r
@@ -214,7 +214,7 @@ func recoveryFor(t testing.TB, s *ledgertest.Stack) (reconcile.Restorer, reconci
 // TestTamperingIsCaughtWithinOneInterval runs the loop serve runs, with a
 // short interval, and tampers with Redis under it.
 func TestTamperingIsCaughtWithinOneInterval(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "loop-sku", 20, 1)
 	s.RunProjector(t)
@@ -225,7 +225,7 @@ func TestTamperingIsCaughtWithinOneInterval(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = rec.RunLoop(loopCtx, reconcile.LoopConfig{Interval: 300 * time.Millisecond, Epoch: s.Inventory.Epoch})
+		_ = rec.RunLoop(loopCtx, reconcile.LoopConfig{Interval: 300 * time.Millisecond, Epoch: s.Epoch.Epoch})
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -254,7 +254,7 @@ func TestTamperingIsCaughtWithinOneInterval(t *testing.T) {
 // TestAcknowledgedDeductionsLostWithRedisAreReported loses Redis before the
 // projector saw the last deductions: verification must name each of them.
 func TestAcknowledgedDeductionsLostWithRedisAreReported(t *testing.T) {
-	s := ledgertest.New(t)
+	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "lost-sku", 20, 1)
 	s.ProjectStreams(t) // the stocked event reaches the ledger

@@ -1,6 +1,6 @@
-// Package ledgertest assembles the whole purchase stack over private Redis and
+// Package stacktest assembles the whole purchase stack over private Redis and
 // PostgreSQL servers, for integration tests of every layer.
-package ledgertest
+package stacktest
 
 import (
 	"context"
@@ -33,16 +33,21 @@ type Stack struct {
 	Keyspace    redisinventory.Keyspace
 	RunIDs      *redisinventory.RunIDs
 	Inventory   *redisinventory.RedisInventory
-	SKUs        *pgstore.PostgresSKUStore
-	Ledger      *pgstore.PostgresLedgerStore
-	// Projection is where the projector writes; tests append events with it.
-	Projection      *pgstore.PostgresProjectionStore
-	Balances        *pgstore.PostgresBalanceStore
-	Audit           *pgstore.PostgresAuditStore
-	Snapshots       *pgstore.PostgresLedgerSnapshotStore
-	Reconciliations *pgstore.PostgresReconciliationStore
-	Archives        *pgstore.PostgresBuyerArchiveStore
-	Service         *ledger.Service
+	// InventoryRestorer, InventoryArchiver, ReconcileSource and Epoch are
+	// the other Redis adapters, over the same client.
+	InventoryRestorer *redisinventory.RedisRestorer
+	InventoryArchiver *redisinventory.RedisArchiver
+	ReconcileSource   *redisinventory.RedisReconcileSource
+	Epoch             *redisinventory.RedisEpoch
+	SKUs              *pgstore.PostgresSKUStore
+	Ledger            *pgstore.PostgresLedgerStore
+	Projection        *pgstore.PostgresProjectionStore
+	Balances          *pgstore.PostgresBalanceStore
+	Audit             *pgstore.PostgresAuditStore
+	Snapshots         *pgstore.PostgresLedgerSnapshotStore
+	Reconciliations   *pgstore.PostgresReconciliationStore
+	Archives          *pgstore.PostgresBuyerArchiveStore
+	Service           *ledger.Service
 	// Journal records the deductions Service acknowledged, as serve's does.
 	Journal *ledger.ReceiptJournal
 }
@@ -99,6 +104,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 		t.Fatal(err)
 	}
 	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace, s.RunIDs)
+	s.InventoryRestorer = redisinventory.NewRedisRestorer(s.RedisClient, s.Keyspace)
+	s.InventoryArchiver = redisinventory.NewRedisArchiver(s.RedisClient, s.Keyspace)
+	if s.ReconcileSource, err = redisinventory.NewRedisReconcileSource(s.RedisClient, s.Keyspace, s.RunIDs, redisinventory.ReconcileSourceConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Epoch = redisinventory.NewRedisEpoch(s.RedisClient)
 	s.SKUs = pgstore.NewPostgresSKUStore(pool)
 	s.Ledger = pgstore.NewPostgresLedgerStore(pool)
 	s.Projection = pgstore.NewPostgresProjectionStore(pool)

@@ -1,8 +1,7 @@
-package ledgertest
+package stacktest
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/projections"
@@ -23,7 +23,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (s *Stack) Recovery(t testing.TB) *ledger.Recovery {
 	t.Helper()
 	r, err := ledger.NewRecovery(ledger.RecoveryConfig{
-		Ledger: s.Ledger, SKUs: s.SKUs, Balances: s.Balances, Redis: s.Inventory,
+		Ledger: s.Ledger, SKUs: s.SKUs, Balances: s.Balances, Redis: s.InventoryRestorer,
 		ConsumerGroup: projections.ConsumerGroup, Logger: quiet,
 	})
 	if err != nil {
@@ -36,7 +36,7 @@ func (s *Stack) Recovery(t testing.TB) *ledger.Recovery {
 func (s *Stack) Archiver(t testing.TB) *ledger.Archiver {
 	t.Helper()
 	a, err := ledger.NewArchiver(ledger.ArchiverConfig{
-		Ledger: s.Ledger, SKUs: s.SKUs, Inventory: s.Inventory, Redis: s.Inventory,
+		Ledger: s.Ledger, SKUs: s.SKUs, Inventory: s.Inventory, Redis: s.InventoryArchiver,
 		Archives: s.Archives, Logger: quiet,
 	})
 	if err != nil {
@@ -58,11 +58,7 @@ func (s *Stack) ProjectStreams(t testing.TB) {
 		}
 		events := make([]domain.Event, 0, len(msgs))
 		for _, m := range msgs {
-			fields := map[string]string{projections.StreamIDField: m.ID}
-			for k, v := range m.Values {
-				fields[k] = fmt.Sprint(v)
-			}
-			e, err := projections.ParseEntry(fields)
+			e, err := redisinventory.ParseMessage(m)
 			if err != nil {
 				t.Fatalf("stream entry %s %s: %v", stream, m.ID, err)
 			}
@@ -88,7 +84,7 @@ type ProjectorStore interface {
 // ProjectorOption changes how RunProjector configures the projector.
 type ProjectorOption func(*projections.ProjectorConfig, *ProjectorStore)
 
-// ProjectorName sets the stable consumer-name prefix (default "ledgertest").
+// ProjectorName sets the stable consumer-name prefix (default "stacktest").
 func ProjectorName(name string) ProjectorOption {
 	return func(c *projections.ProjectorConfig, _ *ProjectorStore) { c.ConsumerName = name }
 }
@@ -108,11 +104,11 @@ func (s *Stack) RunProjector(t testing.TB, opts ...ProjectorOption) (stop func()
 			return redis.NewClient(&redis.Options{Addr: s.Redis.Addr(), PoolSize: poolSize})
 		},
 		Streams:              s.Keyspace.StreamKeys(),
-		ConsumerName:         "ledgertest",
+		ConsumerName:         "stacktest",
 		RetryInitialInterval: 50 * time.Millisecond,
 		RetryMaxInterval:     500 * time.Millisecond,
-		Epoch:                s.Inventory.Epoch,
-		EntryExists:          s.Inventory.EntryExists,
+		Epoch:                s.Epoch.Epoch,
+		EntryExists:          s.Epoch.EntryExists,
 		Logger:               quiet,
 		Metrics:              projections.NewMetrics(prometheus.NewRegistry()),
 	}

@@ -23,25 +23,38 @@ var (
 	dropBuyersScript = redis.NewScript(dropBuyersSource)
 )
 
-var _ ledger.InventoryArchiver = (*RedisInventory)(nil)
+// RedisArchiver closes sales in Redis and drops their buyers once they are
+// archived to SQL.
+type RedisArchiver struct {
+	client redis.UniversalClient
+	keys   Keyspace
+}
+
+var _ ledger.InventoryArchiver = (*RedisArchiver)(nil)
+
+// NewRedisArchiver returns an archiver over client using keys' layout.
+func NewRedisArchiver(client redis.UniversalClient, keys Keyspace) *RedisArchiver {
+	return &RedisArchiver{client: client, keys: keys}
+}
 
 // CloseSKU marks a SKU closed with the Redis time, so deduct.lua refuses new
 // purchases. already is true, and closedAt the original time, when it was
 // closed before. A SKU that is not in Redis is domain.ErrNotWarmed.
-func (r *RedisInventory) CloseSKU(ctx context.Context, sku domain.SKUID) (closedAt time.Time, already bool, err error) {
-	reply, err := closeScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}).Slice()
+func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID) (closedAt time.Time, already bool, err error) {
+	v, err := closeScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}).Slice()
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
 	}
-	code, err := replyInt(reply, 0)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
+	rp := newReply("close "+sku.String(), v)
+	code := rp.Int(0, "code")
+	if err := rp.Err(); err != nil {
+		return time.Time{}, false, err
 	}
 	switch code {
 	case 1, 2:
-		at, err := replyMicros(reply, 1)
-		if err != nil {
-			return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
+		at := rp.Micros(1, "closed_at")
+		if err := rp.Err(); err != nil {
+			return time.Time{}, false, err
 		}
 		return at, code == 2, nil
 	case -1:
@@ -54,7 +67,7 @@ func (r *RedisInventory) CloseSKU(ctx context.Context, sku domain.SKUID) (closed
 // blocks Redis. archived is true when DropBuyers already deleted it. The
 // pages are not one snapshot: callers check that the SKU's seq did not move
 // across the read.
-func (r *RedisInventory) Buyers(ctx context.Context, sku domain.SKUID) (buyers map[string]int64, archived bool, err error) {
+func (r *RedisArchiver) Buyers(ctx context.Context, sku domain.SKUID) (buyers map[string]int64, archived bool, err error) {
 	s := sku.String()
 	archived, err = r.client.HExists(ctx, r.keys.SKUKey(s), "archived_at").Result()
 	if err != nil {
@@ -86,15 +99,16 @@ func (r *RedisInventory) Buyers(ctx context.Context, sku domain.SKUID) (buyers m
 // provided its seq is still seq; otherwise it is ledger.ErrSeqMoved and
 // nothing changes. Dropping again is a no-op. An open SKU is
 // ledger.ErrSKUOpen; a SKU not in Redis is domain.ErrNotWarmed.
-func (r *RedisInventory) DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) error {
+func (r *RedisArchiver) DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) error {
 	s := sku.String()
-	reply, err := dropBuyersScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.BuyersKey(s)}, seq).Slice()
+	v, err := dropBuyersScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.BuyersKey(s)}, seq).Slice()
 	if err != nil {
 		return fmt.Errorf("drop buyers of %s: %w", s, err)
 	}
-	code, err := replyInt(reply, 0)
-	if err != nil {
-		return fmt.Errorf("drop buyers of %s: %w", s, err)
+	rp := newReply("drop buyers of "+s, v)
+	code := rp.Int(0, "code")
+	if err := rp.Err(); err != nil {
+		return err
 	}
 	switch code {
 	case 1, 2:
@@ -107,17 +121,4 @@ func (r *RedisInventory) DropBuyers(ctx context.Context, sku domain.SKUID, seq i
 		return ledger.ErrSKUOpen
 	}
 	return fmt.Errorf("drop buyers of %s: %w: code %d", s, ErrScript, code)
-}
-
-// replyMicros reads element i of a script reply as Redis TIME microseconds.
-func replyMicros(reply []any, i int) (time.Time, error) {
-	if i >= len(reply) {
-		return time.Time{}, fmt.Errorf("%w: %d elements, want index %d", ErrScript, len(reply), i)
-	}
-	s, _ := reply[i].(string)
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: element %d is %q, not microseconds", ErrScript, i, s)
-	}
-	return time.UnixMicro(n).UTC(), nil
 }

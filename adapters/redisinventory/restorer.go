@@ -41,7 +41,19 @@ const (
 	restoreTokenPrefix = "restoring:"
 )
 
-var _ ledger.InventoryRestorer = (*RedisInventory)(nil)
+// RedisRestorer rewrites SKUs' Redis state from the ledger and recreates
+// the partition streams after Redis lost its data.
+type RedisRestorer struct {
+	client redis.UniversalClient
+	keys   Keyspace
+}
+
+var _ ledger.InventoryRestorer = (*RedisRestorer)(nil)
+
+// NewRedisRestorer returns a restorer over client using keys' layout.
+func NewRedisRestorer(client redis.UniversalClient, keys Keyspace) *RedisRestorer {
+	return &RedisRestorer{client: client, keys: keys}
+}
 
 // EnsureStreams creates every partition stream and group on it where they
 // are missing, as after Redis lost its data: the projector's reads fail
@@ -49,7 +61,7 @@ var _ ledger.InventoryRestorer = (*RedisInventory)(nil)
 // entry, not at its end, so an event appended before the group was created
 // (a warm right after the wipe) is still projected; projection is
 // idempotent by event_id, so this never adds a ledger row twice.
-func (r *RedisInventory) EnsureStreams(ctx context.Context, group string) error {
+func (r *RedisRestorer) EnsureStreams(ctx context.Context, group string) error {
 	for _, stream := range r.keys.StreamKeys() {
 		err := r.client.XGroupCreateMkStream(ctx, stream, group, "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
@@ -67,7 +79,7 @@ func (r *RedisInventory) EnsureStreams(ctx context.Context, group string) error 
 // SKU at a higher seq than img is ledger.ErrRedisAhead, and nothing is
 // written. A restore that fails midway leaves the SKU fenced, never half
 // open; running it again completes it.
-func (r *RedisInventory) Restore(ctx context.Context, img ledger.RedisImage) error {
+func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) error {
 	st := img.State
 	keys := []string{r.keys.SKUKey(st.SKU), r.keys.BuyersKey(st.SKU), r.keys.RequestsKey(st.SKU)}
 	token := restoreTokenPrefix + uuid.NewString()
@@ -75,18 +87,22 @@ func (r *RedisInventory) Restore(ctx context.Context, img ledger.RedisImage) err
 		return fmt.Errorf("load restore script: %w", err)
 	}
 
-	reply, err := restoreBeginScript.Run(ctx, r.client, keys, token, st.Seq, st.Stock, img.Limit).Slice()
+	v, err := restoreBeginScript.Run(ctx, r.client, keys, token, st.Seq, st.Stock, img.Limit).Slice()
 	if err != nil {
 		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
 	}
-	switch code, err := replyInt(reply, 0); {
-	case err != nil:
-		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
+	rp := newReply("fence "+st.SKU+" for restore", v)
+	switch code := rp.Int(0, "code"); {
+	case rp.Err() != nil:
+		return rp.Err()
 	case code == 0:
-		seq, _ := replyInt(reply, 1)
+		seq := rp.Int(1, "seq")
+		if err := rp.Err(); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: Redis holds seq %d, the ledger %d", ledger.ErrRedisAhead, seq, st.Seq)
 	case code != 1:
-		return fmt.Errorf("fence %s for restore: %w: %v", st.SKU, ErrScript, reply)
+		return fmt.Errorf("fence %s for restore: %w: %v", st.SKU, ErrScript, v)
 	}
 
 	w := chunkWriter{client: r.client, skuKey: keys[0], token: token, sku: st.SKU}
@@ -108,21 +124,26 @@ func (r *RedisInventory) Restore(ctx context.Context, img ledger.RedisImage) err
 		return err
 	}
 
-	reply, err = restoreFinishScript.Run(ctx, r.client, keys, token, st.Stock, st.Seq, img.Limit, img.StockedEventID,
+	v, err = restoreFinishScript.Run(ctx, r.client, keys, token, st.Stock, st.Seq, img.Limit, img.StockedEventID,
 		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.LastHash).Slice()
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
-	switch code, err := replyInt(reply, 0); {
-	case err != nil:
-		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
+	rp = newReply("finish restore of "+st.SKU, v)
+	switch code := rp.Int(0, "code"); {
+	case rp.Err() != nil:
+		return rp.Err()
 	case code == 0:
 		return errFenceLost(st.SKU)
 	case code == -2:
-		return fmt.Errorf("finish restore of %s: Redis holds %v buyers and requests, %d and %d were written; "+
-			"the sku stays fenced: run the restore again", st.SKU, reply[1:], buyers, len(st.Requests))
+		heldBuyers, heldRequests := rp.Int(1, "buyers"), rp.Int(2, "requests")
+		if err := rp.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("finish restore of %s: Redis holds %d buyers and %d requests, %d and %d were written; "+
+			"the sku stays fenced: run the restore again", st.SKU, heldBuyers, heldRequests, buyers, len(st.Requests))
 	case code != 1:
-		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, reply)
+		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, v)
 	}
 	return nil
 }

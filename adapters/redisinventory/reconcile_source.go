@@ -1,0 +1,280 @@
+package redisinventory
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/reconcile"
+)
+
+var (
+	//go:embed stamp.lua
+	stampSource string
+	//go:embed fence.lua
+	fenceSource string
+	//go:embed correct.lua
+	correctSource string
+
+	stampScript   = redis.NewScript(seqGuardSource + stampSource)
+	fenceScript   = redis.NewScript(seqGuardSource + fenceSource)
+	correctScript = redis.NewScript(seqGuardSource + correctSource)
+)
+
+// ReconcileSourceConfig configures a RedisReconcileSource.
+type ReconcileSourceConfig struct {
+	// Group is the projector's consumer group; its unacked entries are the
+	// events in flight. Default DefaultConsumerGroup.
+	Group string
+	// ChunkSize is how many SKUs one MULTI reads at most, so one transaction
+	// never holds Redis for long. Default 1000.
+	ChunkSize int
+}
+
+func (c *ReconcileSourceConfig) setDefaults() {
+	if c.Group == "" {
+		c.Group = DefaultConsumerGroup
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = 1000
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (c ReconcileSourceConfig) Validate() error {
+	var errs []error
+	if c.ChunkSize < 1 {
+		errs = append(errs, errors.New("redis reconcile source: ChunkSize must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// RedisReconcileSource is the live side the reconciler compares with the
+// ledger: consistent snapshots of SKUs with their events in flight, the
+// stream's events for re-projection, and compare-and-set repairs.
+type RedisReconcileSource struct {
+	client redis.UniversalClient
+	keys   Keyspace
+	runIDs *RunIDs
+	cfg    ReconcileSourceConfig
+}
+
+var _ reconcile.Inventory = (*RedisReconcileSource)(nil)
+
+// NewRedisReconcileSource returns the reconciler's view of client using
+// keys' layout. runIDs must be attached to client (RunIDs.Attach), so that
+// a SKU counts as verified only under the Redis run serving it.
+func NewRedisReconcileSource(client redis.UniversalClient, keys Keyspace, runIDs *RunIDs, cfg ReconcileSourceConfig) (*RedisReconcileSource, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &RedisReconcileSource{client: client, keys: keys, runIDs: runIDs, cfg: cfg}, nil
+}
+
+// Snapshot reads the SKUs partition by partition, at most ChunkSize SKUs per
+// MULTI/EXEC, each transaction holding the SKUs' states and the partition
+// stream's unacked tail, so the reconciler compares a state with exactly the
+// events that explain it. All keys of one transaction share the partition's
+// hash tag, so it is valid under Redis Cluster too. Entries below the
+// group's lowest pending id are acked, and the projector acks only after
+// its commit, so any event not in the snapshot's tail is in the ledger
+// already.
+func (r *RedisReconcileSource) Snapshot(ctx context.Context, skus []domain.SKUID) (reconcile.Snapshot, error) {
+	byPartition := map[int][]domain.SKUID{}
+	for _, sku := range skus {
+		p := r.keys.Partition(sku.String())
+		byPartition[p] = append(byPartition[p], sku)
+	}
+	snap := reconcile.Snapshot{SKUs: make(map[domain.SKUID]reconcile.LiveSKU, len(skus))}
+	for p, list := range byPartition {
+		for chunk := range slices.Chunk(list, r.cfg.ChunkSize) {
+			if err := r.snapshotChunk(ctx, p, chunk, &snap); err != nil {
+				return reconcile.Snapshot{}, err
+			}
+		}
+	}
+	return snap, nil
+}
+
+// snapshotChunk reads skus, all of partition, in one transaction into snap.
+func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int, skus []domain.SKUID, snap *reconcile.Snapshot) error {
+	stream := r.keys.StreamKey(partition)
+	from, err := r.unackedFrom(ctx, stream)
+	if err != nil {
+		return err
+	}
+	runID, err := r.runIDs.forKey(ctx, r.client, r.keys.SKUKey(skus[0].String()))
+	if err != nil {
+		return err
+	}
+	var (
+		states  = make([]*redis.SliceCmd, len(skus))
+		buyers  = make([]*redis.IntCmd, len(skus))
+		epoch   *redis.IntCmd
+		entries *redis.XMessageSliceCmd
+	)
+	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		epoch = p.LastSave(ctx)
+		for i, sku := range skus {
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "epoch", "archived_at")
+			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
+		}
+		entries = p.XRange(ctx, stream, from, "+")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("snapshot of partition %d: %w", partition, err)
+	}
+	lastSave := strconv.FormatInt(epoch.Val(), 10)
+	for i, sku := range skus {
+		v := states[i].Val()
+		if len(v) == 6 && v[0] == nil {
+			snap.SKUs[sku] = reconcile.LiveSKU{}
+			continue
+		}
+		rp := newReply("snapshot of "+sku.String(), v)
+		live := reconcile.LiveSKU{Present: true, Buyers: buyers[i].Val()}
+		live.Stock = rp.Decimal(0, "stock")
+		live.Seq = rp.Decimal(1, "seq")
+		live.Status = rp.OptString(2, "status")
+		live.Verified = rp.OptString(3, "fence") == runID && rp.OptString(4, "epoch") == lastSave
+		live.Archived = rp.OptString(5, "archived_at") != ""
+		if err := rp.Err(); err != nil {
+			return err
+		}
+		snap.SKUs[sku] = live
+	}
+	for _, m := range entries.Val() {
+		e, err := ParseMessage(m)
+		if err != nil {
+			continue // the projector sends it to dead_letters, which alerts
+		}
+		if id, err := domain.NewSKUID(e.SKU); err == nil && slices.Contains(skus, id) {
+			snap.InFlight = append(snap.InFlight, e)
+		}
+	}
+	return nil
+}
+
+// unackedFrom returns the id from which the group has unacked entries: its
+// lowest pending id, or the first id after the last delivered one. Without
+// the group (a projector never started), the whole stream is unacked.
+func (r *RedisReconcileSource) unackedFrom(ctx context.Context, stream string) (string, error) {
+	groups, err := r.client.XInfoGroups(ctx, stream).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return "-", nil
+		}
+		return "", fmt.Errorf("groups of %s: %w", stream, err)
+	}
+	for _, g := range groups {
+		if g.Name != r.cfg.Group {
+			continue
+		}
+		if g.Pending > 0 {
+			p, err := r.client.XPending(ctx, stream, r.cfg.Group).Result()
+			if err != nil {
+				return "", fmt.Errorf("pending of %s: %w", stream, err)
+			}
+			if p.Count > 0 {
+				return p.Lower, nil
+			}
+		}
+		// "(" makes the range exclusive: everything after the last delivered.
+		return "(" + g.LastDeliveredID, nil
+	}
+	return "-", nil
+}
+
+// StreamEvents returns the events of sku that its partition stream still
+// holds with one of seqs, for re-projecting ledger gaps. Entries that cannot
+// be decoded are left out: they are dead letters, not events.
+func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUID, seqs []int64) ([]domain.Event, error) {
+	want := make(map[int64]bool, len(seqs))
+	for _, s := range seqs {
+		want[s] = true
+	}
+	stream := r.keys.SKUStreamKey(sku.String())
+	var out []domain.Event
+	from := "-"
+	for {
+		batch, err := r.client.XRangeN(ctx, stream, from, "+", 1000).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", stream, err)
+		}
+		for _, m := range batch {
+			if m.Values["sku"] != sku.String() {
+				continue
+			}
+			e, err := ParseMessage(m)
+			if err != nil || !want[e.Seq] {
+				continue
+			}
+			out = append(out, e)
+		}
+		if len(batch) < 1000 {
+			return out, nil
+		}
+		from = "(" + batch[len(batch)-1].ID
+	}
+}
+
+// StampMany marks SKUs as verified under the current Redis run, each provided
+// its seq is still seqs[i]; stamped[i] is false when a purchase moved it since
+// the check. One pipeline for all: after a restart every SKU needs its
+// stamp, and a round trip (and fsync) per SKU would keep sales closed for seconds.
+func (r *RedisReconcileSource) StampMany(ctx context.Context, skus []domain.SKUID, seqs []int64) (stamped []bool, err error) {
+	if err := stampScript.Load(ctx, r.client).Err(); err != nil {
+		return nil, fmt.Errorf("load stamp script: %w", err)
+	}
+	cmds := make([]*redis.Cmd, len(skus))
+	_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sku := range skus {
+			cmds[i] = stampScript.EvalSha(ctx, p, []string{r.keys.SKUKey(sku.String())}, seqs[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stamp %d skus: %w", len(skus), err)
+	}
+	stamped = make([]bool, len(skus))
+	for i, c := range cmds {
+		n, err := c.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("stamp %s: %w: %w", skus[i], ErrScript, err)
+		}
+		stamped[i] = n == 1
+	}
+	return stamped, nil
+}
+
+// Fence takes the SKU out of sale (purchases get recovering) if its seq is
+// still seq. fenced is false when a purchase moved the seq meanwhile.
+func (r *RedisReconcileSource) Fence(ctx context.Context, sku domain.SKUID, seq int64) (fenced bool, err error) {
+	return r.casScript(ctx, fenceScript, "fence", sku, seq)
+}
+
+// Correct sets the SKU's stock and stamps it verified if its seq is still
+// seq. corrected is false when a purchase moved the seq meanwhile.
+func (r *RedisReconcileSource) Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (corrected bool, err error) {
+	return r.casScript(ctx, correctScript, "correct", sku, seq, stock)
+}
+
+func (r *RedisReconcileSource) casScript(ctx context.Context, s *redis.Script, name string, sku domain.SKUID, seq int64, args ...any) (bool, error) {
+	n, err := s.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, append([]any{seq}, args...)...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", name, sku, err)
+	}
+	if n == -1 {
+		return false, domain.ErrNotWarmed
+	}
+	return n == 1, nil
+}
