@@ -314,7 +314,8 @@ func randomSecret() string {
 	return hex.EncodeToString(b)
 }
 
-// evaluate computes the ratios and checks them against the goals.
+// evaluate computes the ratios and checks them against the goals
+// BENCHMARKS.md states.
 func (r *CompareReport) evaluate() {
 	success := func(t string) float64 {
 		if b := r.Result(t); b != nil && b.SuccessPath != nil {
