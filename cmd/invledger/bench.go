@@ -112,8 +112,9 @@ append-only, so run it against a test deployment.`,
 // benchDeps wires the bench harness to this binary's application.
 func benchDeps(config func() (Config, error)) bench.Deps {
 	return bench.Deps{
-		// The one error table: the library's error codes, as the HTTP API
-		// and the metrics name them.
+		// The only place the bench learns what a library error means: the
+		// library's own error-code function, whose codes the metrics label
+		// with and the HTTP API answers. The bench keeps no error table.
 		ErrorCode: ledger.Outcome,
 		Servers: func() (bench.Servers, error) {
 			cfg, err := config()

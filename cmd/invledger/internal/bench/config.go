@@ -48,7 +48,7 @@ type Config struct {
 }
 
 var (
-	benchTargetNames  = []string{"lib", "http", "pg-direct"}
+	targetNames       = []string{"lib", "http", "pg-direct"}
 	compareTargetList = []string{"raw", "lib", "http", "pg-direct"}
 )
 
@@ -112,8 +112,8 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("--compare starts its own serve: drop --url, --token and --operator-token"))
 		}
 	} else {
-		if !slices.Contains(benchTargetNames, c.Target) {
-			errs = append(errs, fmt.Errorf("--target must be one of %s, got %q (or use --compare)", strings.Join(benchTargetNames, ", "), c.Target))
+		if !slices.Contains(targetNames, c.Target) {
+			errs = append(errs, fmt.Errorf("--target must be one of %s, got %q (or use --compare)", strings.Join(targetNames, ", "), c.Target))
 		}
 		if c.Target == "http" {
 			errs = append(errs, c.validateHTTP()...)

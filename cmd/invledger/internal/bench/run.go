@@ -63,8 +63,8 @@ func Run(ctx context.Context, cfg Config, deps Deps, out, progress io.Writer) er
 }
 
 // writeReport writes rep to --json-out, if given, and to out as JSON or as
-// print renders it.
-func writeReport(cfg Config, out io.Writer, rep any, print func(io.Writer)) error {
+// render draws it.
+func writeReport(cfg Config, out io.Writer, rep any, render func(io.Writer)) error {
 	if cfg.JSONOut != "" {
 		f, err := os.Create(cfg.JSONOut)
 		if err != nil {
@@ -81,7 +81,7 @@ func writeReport(cfg Config, out io.Writer, rep any, print func(io.Writer)) erro
 	if cfg.JSON {
 		return writeJSON(out, rep)
 	}
-	print(out)
+	render(out)
 	return nil
 }
 
