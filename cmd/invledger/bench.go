@@ -2,227 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"os"
-	"runtime"
-	"runtime/pprof"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/cmd/invledger/internal/bench"
+	"github.com/invledger/invledger/ledger"
 )
-
-// BenchConfig shapes `invledger bench`.
-type BenchConfig struct {
-	Target  string   // lib, http or pg-direct (without --compare)
-	Compare bool     // run Targets back to back on a private stack
-	Targets []string // with --compare: raw, lib, http, pg-direct
-
-	URL           string // http: the serve's base URL
-	Token         string // http: a gateway token
-	OperatorToken string // http: an operator token (creates, warms and reads the SKU)
-	AllowRemote   bool
-
-	Concurrency int
-	Duration    time.Duration
-	Requests    int64
-	Stock       int64
-	Users       int
-	RetryShare  float64
-	RepeatShare float64
-
-	Timeout    time.Duration // per attempt
-	Drain      time.Duration // after issuing stops
-	CatchUp    time.Duration // longest wait for the ledger to equal Redis
-	Projector  bool          // lib: run the projector in this process
-	PGMaxConns int           // pg-direct pool size; 0: one per client as far as max_connections allows
-
-	Durability     string // --compare: the private Redis's fsync policy
-	RedisBenchmark string // --compare: the redis-benchmark binary
-	Dir            string // --compare: keep the private servers' data here
-	JSON           bool
-	JSONOut        string // also write the JSON report to this file
-	CPUProfile     string // write a pprof CPU profile of this process here
-}
-
-var (
-	benchTargetNames  = []string{"lib", "http", "pg-direct"}
-	compareTargetList = []string{"raw", "lib", "http", "pg-direct"}
-)
-
-// Limits that keep a run bounded in time and memory.
-const (
-	benchMaxDuration    = 10 * time.Minute
-	benchMaxRequests    = 20_000_000
-	benchMaxConcurrency = 5000
-	benchMaxUsers       = 100_000_000
-)
-
-func (c *BenchConfig) setDefaults() {
-	if c.Target == "" {
-		c.Target = "lib"
-	}
-	if len(c.Targets) == 0 {
-		c.Targets = compareTargetList
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 50
-	}
-	if c.Duration == 0 {
-		c.Duration = 10 * time.Second
-	}
-	if c.Users == 0 {
-		c.Users = 10_000_000
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 30 * time.Second
-	}
-	if c.Drain == 0 {
-		c.Drain = 30 * time.Second
-	}
-	if c.CatchUp == 0 {
-		c.CatchUp = 120 * time.Second
-	}
-	if c.Durability == "" {
-		c.Durability = "strict"
-	}
-	if c.RedisBenchmark == "" {
-		c.RedisBenchmark = "redis-benchmark"
-	}
-}
-
-// Validate reports every invalid setting at once, naming its flag.
-func (c BenchConfig) Validate() error {
-	var errs []error
-	if c.Compare {
-		if len(c.Targets) == 0 {
-			errs = append(errs, errors.New("--targets must name at least one of "+strings.Join(compareTargetList, ",")))
-		}
-		for _, t := range c.Targets {
-			if !slices.Contains(compareTargetList, t) {
-				errs = append(errs, fmt.Errorf("--targets: unknown target %q (known: %s)", t, strings.Join(compareTargetList, ",")))
-			}
-		}
-		if c.Durability != "strict" && c.Durability != "everysec" {
-			errs = append(errs, fmt.Errorf("--durability must be strict or everysec, got %q", c.Durability))
-		}
-		if c.URL != "" || c.Token != "" || c.OperatorToken != "" {
-			errs = append(errs, errors.New("--compare starts its own serve: drop --url, --token and --operator-token"))
-		}
-	} else {
-		if !slices.Contains(benchTargetNames, c.Target) {
-			errs = append(errs, fmt.Errorf("--target must be one of %s, got %q (or use --compare)", strings.Join(benchTargetNames, ", "), c.Target))
-		}
-		if c.Target == "http" {
-			errs = append(errs, c.validateHTTP()...)
-		}
-	}
-	if c.Concurrency < 1 || c.Concurrency > benchMaxConcurrency {
-		errs = append(errs, fmt.Errorf("--concurrency must be 1-%d, got %d", benchMaxConcurrency, c.Concurrency))
-	}
-	if c.Duration <= 0 || c.Duration > benchMaxDuration {
-		errs = append(errs, fmt.Errorf("--duration must be above 0 and at most %s, got %s", benchMaxDuration, c.Duration))
-	}
-	if c.Requests < 0 || c.Requests > benchMaxRequests {
-		errs = append(errs, fmt.Errorf("--requests must be 0 (no limit) to %d, got %d", benchMaxRequests, c.Requests))
-	}
-	if c.Stock < 0 || c.Stock > domain.MaxQuantity {
-		errs = append(errs, fmt.Errorf("--stock must be 1-%d (or 0 for the default), got %d", domain.MaxQuantity, c.Stock))
-	}
-	if c.Users < 1 || c.Users > benchMaxUsers {
-		errs = append(errs, fmt.Errorf("--users must be 1-%d, got %d", benchMaxUsers, c.Users))
-	}
-	for _, s := range []struct {
-		flag string
-		v    float64
-	}{{"--retry-share", c.RetryShare}, {"--repeat-share", c.RepeatShare}} {
-		if s.v < 0 || s.v > 0.9 {
-			errs = append(errs, fmt.Errorf("%s must be between 0 and 0.9, got %g", s.flag, s.v))
-		}
-	}
-	if c.RetryShare+c.RepeatShare > 0.9 {
-		errs = append(errs, fmt.Errorf("--retry-share plus --repeat-share must be at most 0.9, got %g", c.RetryShare+c.RepeatShare))
-	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--timeout", c.Timeout}, {"--drain", c.Drain}, {"--catch-up", c.CatchUp}} {
-		if d.v <= 0 || d.v > benchMaxDuration {
-			errs = append(errs, fmt.Errorf("%s must be above 0 and at most %s, got %s", d.flag, benchMaxDuration, d.v))
-		}
-	}
-	if c.PGMaxConns < 0 || c.PGMaxConns > 10_000 {
-		errs = append(errs, fmt.Errorf("--pg-max-conns must be 0 (automatic) to 10000, got %d", c.PGMaxConns))
-	}
-	return errors.Join(errs...)
-}
-
-func (c BenchConfig) validateHTTP() []error {
-	var errs []error
-	u, err := url.Parse(c.URL)
-	switch {
-	case c.URL == "":
-		errs = append(errs, errors.New("--target http needs --url, the base URL of a running `invledger serve` (e.g. http://127.0.0.1:8080)"))
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		errs = append(errs, fmt.Errorf("--url %q is not an http(s) base URL such as http://127.0.0.1:8080", c.URL))
-	case !c.AllowRemote && !isLoopbackHost(u.Hostname()):
-		errs = append(errs, fmt.Errorf("--url %s is not on this machine: bench creates SKUs and buys them, so point it at a test deployment and pass --allow-remote", c.URL))
-	}
-	if c.Token == "" {
-		errs = append(errs, errors.New("--target http needs --token (or INVLEDGER_BENCH_TOKEN): a secret with role gateway from the serve's INVLEDGER_TOKENS"))
-	}
-	if c.OperatorToken == "" {
-		errs = append(errs, errors.New("--target http needs --operator-token (or INVLEDGER_BENCH_OPERATOR_TOKEN): a secret with role operator, to create, warm and check the bench SKU"))
-	}
-	return errs
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" || strings.HasPrefix(host, "/") { // a Unix socket is local too
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkLocal refuses Redis and PostgreSQL on other machines unless
-// --allow-remote is given.
-func (c BenchConfig) checkLocal(cfg Config) error {
-	if c.AllowRemote {
-		return nil
-	}
-	var errs []error
-	if c.Target == "lib" {
-		addrs := cfg.RedisCluster
-		if len(addrs) == 0 {
-			if opts, err := redis.ParseURL(cfg.RedisURL); err == nil {
-				addrs = []string{opts.Addr}
-			}
-		}
-		for _, a := range addrs {
-			if host, _, err := net.SplitHostPort(a); err == nil && !isLoopbackHost(host) {
-				errs = append(errs, fmt.Errorf("--redis-url %s is not on this machine: bench creates SKUs and buys them, so use a test deployment and pass --allow-remote", a))
-			}
-		}
-	}
-	if pc, err := pgxpool.ParseConfig(cfg.DatabaseURL); err == nil && !isLoopbackHost(pc.ConnConfig.Host) {
-		errs = append(errs, fmt.Errorf("--database-url host %s is not on this machine: bench writes to it, so use a test database and pass --allow-remote", pc.ConnConfig.Host))
-	}
-	return errors.Join(errs...)
-}
 
 func newBenchCmd(config func() (Config, error)) *cobra.Command {
-	var bc BenchConfig
+	var bc bench.Config
 	cmd := &cobra.Command{
 		Use:   "bench [--target lib|http|pg-direct] [--compare]",
 		Short: "Load-test a flash sale: the library, the HTTP API, SQL-first, and the raw Redis ceiling",
@@ -280,73 +73,17 @@ append-only, so run it against a test deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Every flag has a non-zero default, so a zero here was typed
-			// by the user: validate before setDefaults could hide it.
+			// by the user: validate before Run's defaults could hide it.
 			if err := bc.Validate(); err != nil {
 				return err
 			}
-			bc.setDefaults()
-			out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if bc.CPUProfile != "" {
-				stop, err := startCPUProfile(bc.CPUProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
-			}
-			if bc.Compare {
-				rep, err := runCompare(cmd.Context(), bc, progress)
-				if rep != nil {
-					if werr := writeJSONFile(bc.JSONOut, rep); werr != nil {
-						return werr
-					}
-					if bc.JSON {
-						if perr := printJSON(out, rep); perr != nil {
-							return perr
-						}
-					} else {
-						rep.print(out)
-					}
-				}
-				if err != nil {
-					return err
-				}
-				return rep.failure()
-			}
-			var cfg Config
-			if bc.Target != "http" {
-				c, err := config()
-				if err != nil {
-					return err
-				}
-				if err := bc.checkLocal(c); err != nil {
-					return err
-				}
-				cfg = c
-			}
-			rep, err := runSingle(cmd.Context(), bc, cfg, progress)
-			if err != nil {
-				return err
-			}
-			if err := writeJSONFile(bc.JSONOut, rep); err != nil {
-				return err
-			}
-			if bc.JSON {
-				if err := printJSON(out, rep); err != nil {
-					return err
-				}
-			} else {
-				rep.print(out)
-			}
-			if f := rep.failures(); len(f) > 0 {
-				return errors.New(strings.Join(f, "; "))
-			}
-			return nil
+			return bench.Run(cmd.Context(), bc, benchDeps(config), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&bc.Target, "target", "lib", "what to load: lib, http or pg-direct")
 	f.BoolVar(&bc.Compare, "compare", false, "run --targets back to back on a private Redis and PostgreSQL and print their ratios")
-	f.StringSliceVar(&bc.Targets, "targets", compareTargetList, "with --compare: which of raw, lib, http, pg-direct to run")
+	f.StringSliceVar(&bc.Targets, "targets", bench.CompareTargets(), "with --compare: which of raw, lib, http, pg-direct to run")
 	f.StringVar(&bc.URL, "url", "", "http: base URL of a running serve, e.g. http://127.0.0.1:8080")
 	f.StringVar(&bc.Token, "token", os.Getenv("INVLEDGER_BENCH_TOKEN"), "http: gateway token secret (env INVLEDGER_BENCH_TOKEN)")
 	f.StringVar(&bc.OperatorToken, "operator-token", os.Getenv("INVLEDGER_BENCH_OPERATOR_TOKEN"), "http: operator token secret, to create, warm and read the SKU (env INVLEDGER_BENCH_OPERATOR_TOKEN)")
@@ -372,100 +109,139 @@ append-only, so run it against a test deployment.`,
 	return cmd
 }
 
-func writeJSONFile(path string, v any) error {
-	if path == "" {
-		return nil
+// benchDeps wires the bench harness to this binary's application.
+func benchDeps(config func() (Config, error)) bench.Deps {
+	return bench.Deps{
+		// The only place the bench learns what a library error means: the
+		// library's own error-code function, whose codes the metrics label
+		// with and the HTTP API answers. The bench keeps no error table.
+		ErrorCode: ledger.Outcome,
+		Servers: func() (bench.Servers, error) {
+			cfg, err := config()
+			if err != nil {
+				return bench.Servers{}, err
+			}
+			return benchSite{cfg: cfg}.servers(), nil
+		},
+		StartStack: func(ctx context.Context, o bench.StackOptions) (bench.Servers, func(), error) {
+			cfg := Config{LogLevel: "warn"}
+			cfg.setDefaults()
+			log := newLogger(cfg.LogLevel)
+			stack, err := startPrivateStack(ctx, o.Dir, o.Durability, log, o.PGSettings)
+			if err != nil {
+				return bench.Servers{}, nil, err
+			}
+			cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
+			if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+				stack.stop()
+				return bench.Servers{}, nil, err
+			}
+			return benchSite{cfg: cfg, private: true, durability: o.Durability}.servers(), stack.stop, nil
+		},
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--json-out: %w", err)
-	}
-	if err := printJSON(f, v); err != nil {
-		f.Close()
-		return fmt.Errorf("--json-out: %w", err)
-	}
-	return f.Close()
 }
 
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+// benchSite opens the application for the bench: over the servers on the
+// command line (schema checked, never migrated), or over --compare's
+// private stack (migrated when it started).
+type benchSite struct {
+	cfg        Config
+	private    bool
+	durability string // the private stack's
 }
 
-// loadAverage reads the 1-minute load average, to show how busy the machine
-// was besides the bench; "" where /proc is not there.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
-}
-
-// benchSKU names a run's SKU uniquely: prefix, then the time in base 36.
-func benchSKU(prefix string) string {
-	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-}
-
-func (c BenchConfig) spec() loadSpec {
-	return loadSpec{Concurrency: c.Concurrency, Duration: c.Duration, Requests: c.Requests, Users: c.Users,
-		RetryShare: c.RetryShare, RepeatShare: c.RepeatShare, Timeout: c.Timeout, Drain: c.Drain}
-}
-
-// runSingle runs one target against the servers named by cfg (lib,
-// pg-direct) or bc.URL (http).
-func runSingle(ctx context.Context, bc BenchConfig, cfg Config, progress io.Writer) (*BenchReport, error) {
-	stock := bc.Stock
-	if stock == 0 {
-		stock = 10_000
-	}
-	var t benchTarget
-	switch bc.Target {
-	case "lib":
-		a, err := openApp(ctx, cfg)
-		if err != nil {
-			return nil, err
+func (b benchSite) servers() bench.Servers {
+	addrs := b.cfg.RedisCluster
+	if len(addrs) == 0 {
+		if opts, err := redis.ParseURL(b.cfg.RedisURL); err == nil {
+			addrs = []string{opts.Addr}
 		}
-		defer a.Close()
-		if err := a.checkSchema(ctx); err != nil {
-			return nil, err
-		}
-		if err := a.inventory.Load(ctx); err != nil {
-			return nil, err
-		}
-		t = newLibTarget(ctx, cfg, a, bc.Projector)
-	case "http":
-		t = newHTTPTarget(bc.URL, bc.Token, bc.OperatorToken, bc.Concurrency, bc.Timeout)
-	case "pg-direct":
-		pt, err := newPGTarget(ctx, cfg.DatabaseURL, bc.Concurrency, bc.PGMaxConns)
-		if err != nil {
-			return nil, err
-		}
-		t = pt
 	}
-	defer t.close()
-	fmt.Fprintf(progress, "bench %s: %d clients, %s, %d units on sale, GOMAXPROCS %d\n", bc.Target, bc.Concurrency, bc.limitText(), stock, runtime.GOMAXPROCS(0))
-	rep, err := runTarget(ctx, t, benchSKU("bench"), bc.spec(), stock, bc.CatchUp, progress, nil)
+	return bench.Servers{RedisURL: b.cfg.RedisURL, RedisAddrs: addrs, DatabaseURL: b.cfg.DatabaseURL, Open: b.open}
+}
+
+func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
+	cfg := b.cfg
+	a, err := openApp(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &rep, nil
+	if !b.private {
+		if err := a.checkSchema(ctx); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	if err := a.inventory.Load(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	projCfg := cfg
+	if projCfg.LogLevel == "info" { // its start-up lines would interleave with the progress line
+		projCfg.LogLevel = "warn"
+	}
+	return &bench.Site{
+		Library: &benchLibrary{service: a.service, a: a},
+		Keys:    a.keys,
+		HookedLibrary: func(hook redis.Hook) (bench.Library, func(), error) {
+			runIDs := redisinventory.NewRunIDs()
+			client, err := newRedisClient(cfg, 4, runIDs)
+			if err != nil {
+				return nil, nil, err
+			}
+			client.AddHook(hook)
+			svc := ledger.NewService(redisinventory.NewRedisInventory(client, a.keys, runIDs), a.skus, a.ledger)
+			return &benchLibrary{service: svc, a: a}, func() { _ = client.Close() }, nil
+		},
+		Project: func(ctx context.Context) error {
+			return serve(ctx, projCfg, ServeConfig{Components: []string{"projector"}, Subscribers: 4, BatchSize: 500,
+				BatchWait: defaultBatchWait, StreamRetention: defaultRetention, ReconcileInterval: defaultReconcileInterval,
+				ConsumerName: "invledger-bench", Durability: "everysec", AllowVolatileRedis: true}, nil)
+		},
+		Serve: func(ctx context.Context, tokens string, ready chan<- string) error {
+			sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: tokens, Durability: b.durability, Components: []string{"api", "projector"},
+				Subscribers: 4, BatchSize: 500, BatchWait: defaultBatchWait, StreamRetention: defaultRetention, ReconcileInterval: defaultReconcileInterval}
+			if err := sc.Validate(); err != nil {
+				return err
+			}
+			return serve(ctx, cfg, sc, ready)
+		},
+		Close: a.Close,
+	}, nil
 }
 
-func (c BenchConfig) limitText() string {
-	if c.Requests > 0 {
-		return fmt.Sprintf("%d attempts or %s", c.Requests, c.Duration)
+// benchLibrary is the service as the bench's lib and raw targets use it.
+type benchLibrary struct {
+	service *ledger.Service
+	a       *app // the ledger the service writes to
+}
+
+var _ bench.Library = (*benchLibrary)(nil)
+
+func (l *benchLibrary) PutOnSale(ctx context.Context, sku string, stock int64) error {
+	if _, _, err := l.service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: stock, PerUserLimit: 1}); err != nil {
+		return err
 	}
-	return c.Duration.String()
+	_, err := l.service.Warm(ctx, sku)
+	return err
+}
+
+func (l *benchLibrary) Deduct(ctx context.Context, sku, user, requestID string) (bench.Receipt, error) {
+	rc, err := l.service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: requestID})
+	return bench.Receipt{Seq: rc.Seq, EventID: rc.EventID}, err
+}
+
+func (l *benchLibrary) RedisStock(ctx context.Context, sku string) (int64, error) {
+	v, err := l.service.State(ctx, sku)
+	if err != nil {
+		return 0, err
+	}
+	if v.RedisStock == nil {
+		return 0, fmt.Errorf("sku %s is no longer in Redis", sku)
+	}
+	return *v.RedisStock, nil
+}
+
+func (l *benchLibrary) WaitLedger(ctx context.Context, sku string, timeout time.Duration) (bool, time.Duration, error) {
+	return waitLedgerEqualsRedis(ctx, l.a, sku, timeout)
 }

@@ -6,11 +6,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/cmd/invledger/internal/bench"
+	"github.com/invledger/invledger/domain"
 )
 
 // BenchmarkDeductScriptPipelining runs the service's own deduct script (the
@@ -37,13 +40,18 @@ func BenchmarkDeductScriptPipelining(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	s, err := prepareRawScenario(ctx, cfg, a, benchSKU("pipe"), rawCeilingStock)
+	site, err := benchSite{cfg: cfg, private: true}.open(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	sha := s.args[1]
-	nk, _ := strconv.Atoi(s.args[2])
-	keys, argv := s.args[3:3+nk], s.args[3+nk:]
+	defer site.Close()
+	call, err := bench.DeductScriptCall(ctx, site, "pipe-"+strconv.FormatInt(time.Now().UnixNano(), 36), domain.MaxQuantity)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sha := call[1]
+	nk, _ := strconv.Atoi(call[2])
+	keys, argv := call[3:3+nk], call[3+nk:]
 	plain, ok := a.redis.(*redis.Client)
 	if !ok {
 		b.Fatalf("redis client is %T", a.redis)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -219,10 +220,10 @@ func (t *demoTally) record(rc domain.Receipt, err error, took time.Duration) {
 
 // showProgress redraws the sale's status line until the returned func is called.
 func showProgress(w io.Writer, t *demoTally, total int, stock int64, start time.Time) (stop func()) {
-	return liveLine(w, 100*time.Millisecond, func() string {
+	return progress.Line(w, 100*time.Millisecond, func() string {
 		n := t.attempts.Load()
 		rate := float64(n) / max(time.Since(start).Seconds(), 1e-9)
-		return fmt.Sprintf("[%s] %6d/%d attempts  sold %d/%d  refused %d  %6.0f/s", progressBar(float64(n)/float64(total), 30),
+		return fmt.Sprintf("[%s] %6d/%d attempts  sold %d/%d  refused %d  %6.0f/s", progress.Bar(float64(n)/float64(total), 30),
 			n, total, t.sold.Load(), stock, t.soldOut.Load()+t.already.Load(), rate)
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// BenchReport is the result of one target's run, as printed and as --json.
-type BenchReport struct {
+// Report is the result of one target's run, as printed and as --json.
+type Report struct {
 	Target       string           `json:"target"`
 	Clients      int              `json:"clients"`
 	Stock        int64            `json:"stock"`
@@ -66,8 +66,8 @@ const (
 // summarize turns a run's records into a report. Successes are told apart
 // by the receipt's seq: the first answer with a seq sold, later ones with
 // the same seq were replays of a retried request.
-func summarize(target string, spec loadSpec, stock int64, run *loadRun) BenchReport {
-	r := BenchReport{Target: target, Clients: spec.Concurrency, Stock: stock, Outcomes: map[string]int64{}}
+func summarize(target string, spec loadSpec, stock int64, run *loadRun) Report {
+	r := Report{Target: target, Clients: spec.Concurrency, Stock: stock, Outcomes: map[string]int64{}}
 	var counts [numOutcomes]int64
 	lat := make([]uint32, 0, len(run.recs))
 	var soldOutAt uint32 = ^uint32(0)
@@ -159,7 +159,7 @@ func latencies(us []uint32) LatencyMS {
 
 // applyCheck records what the target says it sold and derives oversold
 // from both counts: the receipts the bench got and the target's own state.
-func (r *BenchReport) applyCheck(soldByTarget, remaining int64) {
+func (r *Report) applyCheck(soldByTarget, remaining int64) {
 	r.SoldByTarget = soldByTarget
 	r.Oversold = max(0, r.Sold-r.Stock, soldByTarget-r.Stock, -remaining)
 	if soldByTarget != r.Sold {
@@ -168,14 +168,14 @@ func (r *BenchReport) applyCheck(soldByTarget, remaining int64) {
 	}
 }
 
-func (r *BenchReport) setLedger(caughtUp bool, lag time.Duration) {
+func (r *Report) setLedger(caughtUp bool, lag time.Duration) {
 	s := lag.Seconds()
 	r.LedgerEqualsRedis, r.LedgerEqualsRedisAfter = &caughtUp, &s
 }
 
 // failures returns what makes a run fail: oversell, errors, a ledger that did
 // not catch up.
-func (r *BenchReport) failures() []string {
+func (r *Report) failures() []string {
 	var f []string
 	if r.Oversold > 0 {
 		f = append(f, fmt.Sprintf("%s oversold %d units", r.Target, r.Oversold))
@@ -189,7 +189,7 @@ func (r *BenchReport) failures() []string {
 	return f
 }
 
-func (r *BenchReport) print(w io.Writer) {
+func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%s: %d clients, %d units on sale (sku %s)\n", r.Target, r.Clients, r.Stock, r.SKU)
 	fmt.Fprintf(w, "  attempts             %d in %.2fs\n", r.Attempts, r.Seconds)
 	fmt.Fprintf(w, "  throughput           %.0f/s\n", r.Throughput)

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// liveLine redraws one status line from render every interval until the
+// Line redraws one status line from render every interval until the
 // returned func is called, which draws it a last time. Without a terminal
 // it prints a line per second instead, so CI logs stay readable.
-func liveLine(w io.Writer, interval time.Duration, render func() string) (stop func()) {
+func Line(w io.Writer, interval time.Duration, render func() string) (stop func()) {
 	interactive := isTerminal(w)
 	if !interactive {
 		interval = time.Second
@@ -45,8 +45,8 @@ func liveLine(w io.Writer, interval time.Duration, render func() string) (stop f
 	return func() { close(done); wg.Wait() }
 }
 
-// progressBar renders frac (0..1) as width characters of '#' and ' '.
-func progressBar(frac float64, width int) string {
+// Bar renders frac (0..1) as width characters of '#' and ' '.
+func Bar(frac float64, width int) string {
 	filled := min(width, max(0, int(frac*float64(width))))
 	return strings.Repeat("#", filled) + strings.Repeat(" ", width-filled)
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -11,38 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 )
-
-// outcome is how one purchase attempt ended, as the bench counts it.
-type outcome uint8
-
-const (
-	outOK         outcome = iota // success; sold or replayed is decided afterwards by seq
-	outSold                      // success that deducted (targets that know it themselves)
-	outReplayed                  // a retry answered with the original receipt
-	outSoldOut                   // contract refusal: sold_out
-	outAlready                   // contract refusal: already_purchased
-	outNotWarmed                 // contract refusal the bench should never see
-	outRecovering                // 503 recovering
-	outClosed                    // contract refusal the bench should never see
-	outConflict                  // request id reused with another user: a bench bug
-	outInvalid                   // 400: a bench bug
-	outTimeout                   // no answer within --timeout
-	outError                     // anything else: 5xx, connection errors, SQL errors
-	outUnfinished                // still in flight when the drain time ran out
-	numOutcomes
-)
-
-var outcomeNames = [numOutcomes]string{"ok", "sold", "replayed", "sold_out", "already_purchased", "not_warmed",
-	"recovering", "closed", "conflict", "invalid_request", "timeout", "error", "unfinished"}
-
-func (o outcome) String() string { return outcomeNames[o] }
-
-// unexpected reports outcomes that a correct target never gives the bench's
-// traffic: contract refusals that mean something is wrong, and errors.
-func (o outcome) unexpected() bool { return o >= outNotWarmed && o != outUnfinished }
-
-func (o outcome) success() bool { return o <= outReplayed }
 
 // loadSpec shapes the traffic of one run.
 type loadSpec struct {
@@ -232,7 +203,7 @@ func (l *liveCounters) count(o outcome) {
 // until the returned func is called.
 func benchProgress(w io.Writer, label string, spec loadSpec, stock int64, live *liveCounters) (stop func()) {
 	start := time.Now()
-	return liveLine(w, 200*time.Millisecond, func() string {
+	return progress.Line(w, 200*time.Millisecond, func() string {
 		el := time.Since(start)
 		n := live.done.Load()
 		var frac float64
@@ -243,7 +214,7 @@ func benchProgress(w io.Writer, label string, spec loadSpec, stock int64, live *
 			frac = max(frac, float64(n)/float64(spec.Requests))
 		}
 		return fmt.Sprintf("%-9s [%s] %5.1fs %8d attempts  ok %d (stock %d)  sold_out %d  already %d  errors %d  %6.0f/s",
-			label, progressBar(frac, 20), el.Seconds(), n, live.ok.Load(), stock, live.soldOut.Load(), live.already.Load(),
+			label, progress.Bar(frac, 20), el.Seconds(), n, live.ok.Load(), stock, live.soldOut.Load(), live.already.Load(),
 			live.failed.Load(), float64(n)/max(el.Seconds(), 1e-9))
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 )
 
 // CompareReport is the result of bench --compare.
@@ -25,8 +28,8 @@ type CompareReport struct {
 	AppendFsync string `json:"redis_appendfsync"`
 	// LoadAverage is the machine's 1-minute load average before the run:
 	// other work on the machine skews every figure.
-	LoadAverage string        `json:"load_average_before"`
-	Results     []BenchReport `json:"results"`
+	LoadAverage string   `json:"load_average_before"`
+	Results     []Report `json:"results"`
 	// Ratios compare success-path throughput (attempts/s before the first
 	// sold_out), except the sold-out ratios, which divide a target's
 	// sold-out phase by its own success path.
@@ -34,7 +37,7 @@ type CompareReport struct {
 	Goals  []GoalResult       `json:"goals"`
 }
 
-// GoalResult is one of the issue's targets, measured.
+// GoalResult is one performance goal, measured.
 type GoalResult struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
@@ -53,7 +56,8 @@ const (
 	compareMaxRequests = 5_000_000
 )
 
-func (r *CompareReport) result(target string) *BenchReport {
+// Result is the report of target, nil if it did not run.
+func (r *CompareReport) Result(target string) *Report {
 	for i := range r.Results {
 		if r.Results[i].Target == target {
 			return &r.Results[i]
@@ -62,16 +66,28 @@ func (r *CompareReport) result(target string) *BenchReport {
 	return nil
 }
 
-// runCompare runs bc.Targets back to back on a private stack. It returns the
-// report so far together with an error, so a failure late in the run still
-// shows what was measured.
-func runCompare(ctx context.Context, bc BenchConfig, progress io.Writer) (*CompareReport, error) {
-	if slices.Contains(bc.Targets, "raw") {
-		if err := checkRedisBenchmark(ctx, bc.RedisBenchmark); err != nil {
+// comparison is one --compare run: its private stack and what it measured.
+type comparison struct {
+	cfg       Config
+	errorCode func(error) string
+	srv       Servers
+	site      *Site
+	rdb       *redis.Client // the private Redis, for what the library does not expose
+	pg        *pgx.Conn     // the private PostgreSQL, likewise
+	progress  io.Writer
+	rep       *CompareReport
+}
+
+// runCompare runs cfg.Targets back to back on a private stack. It returns
+// the report so far together with an error, so a failure late in the run
+// still shows what was measured.
+func runCompare(ctx context.Context, cfg Config, deps Deps, progress io.Writer) (*CompareReport, error) {
+	if slices.Contains(cfg.Targets, "raw") {
+		if err := checkRedisBenchmark(ctx, cfg.RedisBenchmark); err != nil {
 			return nil, err
 		}
 	}
-	dir := bc.Dir
+	dir := cfg.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "invledger-bench-*")
 		if err != nil {
@@ -80,71 +96,79 @@ func runCompare(ctx context.Context, bc BenchConfig, progress io.Writer) (*Compa
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	cfg := Config{LogLevel: "warn"}
-	cfg.setDefaults()
-	log := newLogger(cfg.LogLevel)
 	fmt.Fprintf(progress, "starting private redis-server and PostgreSQL in %s ...\n", dir)
-	// PostgreSQL gets a connection per client, as pgbench gave it for the
-	// DESIGN's SQL-first figures; the service's own pools need far fewer.
-	// pg-direct holds one connection per client, as pgbench does.
-	stack, err := startPrivateStack(ctx, dir, bc.Durability, log,
-		map[string]string{"max_connections": strconv.Itoa(max(200, bc.Concurrency+100))})
+	// pg-direct holds one connection per client, as pgbench does; the
+	// service's own pools need far fewer.
+	srv, stop, err := deps.StartStack(ctx, StackOptions{Dir: dir, Durability: cfg.Durability,
+		PGSettings: map[string]string{"max_connections": strconv.Itoa(max(200, cfg.Concurrency+100))}})
 	if err != nil {
 		return nil, fmt.Errorf("%w (scripts/install-deps.sh installs redis-server and postgresql)", err)
 	}
-	defer stack.stop()
-	cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
-	if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+	defer stop()
+	c := &comparison{cfg: cfg, errorCode: deps.ErrorCode, srv: srv, progress: progress}
+	if c.site, err = srv.Open(ctx); err != nil {
 		return nil, err
 	}
-	a, err := openApp(ctx, cfg)
+	defer c.site.Close()
+	opts, err := redis.ParseURL(srv.RedisURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the private Redis: %w", err)
 	}
-	defer a.Close()
-	if err := a.inventory.Load(ctx); err != nil {
-		return nil, err
+	c.rdb = redis.NewClient(opts)
+	defer c.rdb.Close()
+	if c.pg, err = pgx.Connect(ctx, srv.DatabaseURL); err != nil {
+		return nil, fmt.Errorf("the private PostgreSQL: %w", err)
 	}
-	fsync, _ := a.redis.ConfigGet(ctx, "appendfsync").Result()
-	rep := &CompareReport{Date: time.Now().Format(time.RFC3339), CPUs: runtime.NumCPU(), Clients: bc.Concurrency, LoadAverage: loadAverage(),
+	defer c.pg.Close(context.WithoutCancel(ctx))
+	fsync, err := c.rdb.ConfigGet(ctx, "appendfsync").Result()
+	if err != nil {
+		return nil, fmt.Errorf("the private Redis: CONFIG GET appendfsync: %w", err)
+	}
+	c.rep = &CompareReport{Date: time.Now().Format(time.RFC3339), CPUs: runtime.NumCPU(), Clients: cfg.Concurrency, LoadAverage: loadAverage(),
 		AppendFsync: fsync["appendfsync"], Ratios: map[string]float64{}}
 	fmt.Fprintf(progress, "compare at %d clients on %d CPUs (Redis appendfsync %s); load generator, Redis, PostgreSQL and the service share them\n",
-		bc.Concurrency, rep.CPUs, rep.AppendFsync)
+		cfg.Concurrency, c.rep.CPUs, c.rep.AppendFsync)
+	return c.rep, c.run(ctx)
+}
 
-	cpu := newCPUSampler(ctx, a)
-	n := bc.Requests
-	if slices.Contains(bc.Targets, "raw") {
-		if n, err = compareRaw(ctx, bc, cfg, a, rep, progress, cpu); err != nil {
-			return rep, err
+// run runs the targets and evaluates the report.
+func (c *comparison) run(ctx context.Context) error {
+	cfg, progress := c.cfg, c.progress
+	cpu := newCPUSampler(ctx, c.rdb, c.pg)
+	n := cfg.Requests
+	if slices.Contains(cfg.Targets, "raw") {
+		var err error
+		if n, err = c.compareRaw(ctx, cpu); err != nil {
+			return err
 		}
 	}
-	stock := bc.Stock
+	stock := cfg.Stock
 	if stock == 0 {
 		stock = 10_000
 		if n > 0 {
 			stock = max(1, n/2)
 		}
 	}
-	rep.Requests, rep.Stock = n, stock
-	spec := bc.spec()
+	c.rep.Requests, c.rep.Stock = n, stock
+	spec := cfg.spec()
 	spec.Requests = n
 	if n > 0 {
-		spec.Duration = min(4*bc.Duration, benchMaxDuration)
+		spec.Duration = min(4*cfg.Duration, maxDuration)
 	}
 
-	for _, target := range bc.Targets {
+	for _, name := range cfg.Targets {
 		var (
-			r   BenchReport
+			r   Report
 			err error
 		)
-		if err := settle(ctx, a, progress); err != nil {
-			return rep, err
+		if err := c.settle(ctx); err != nil {
+			return err
 		}
-		switch target {
+		switch name {
 		case "lib":
 			fmt.Fprintf(progress, "lib: the Go library in-process, projector running in-process\n")
-			t := newLibTarget(ctx, cfg, a, true)
-			r, err = runTarget(ctx, t, benchSKU("lib"), spec, stock, bc.CatchUp, progress, cpu)
+			t := newLibTarget(ctx, c.site, c.errorCode, true)
+			r, err = runTarget(ctx, t, benchSKU("lib"), spec, stock, cfg.CatchUp, progress, cpu)
 			t.close()
 			// A stopped projector's last XREADGROUP (BLOCK 1s) can still take
 			// entries for up to a second, and they then wait 30s (the
@@ -152,96 +176,92 @@ func runCompare(ctx context.Context, bc BenchConfig, progress io.Writer) (*Compa
 			// which would show up as the next target's ledger lag.
 			sleepCtx(ctx, projectorBlockTime+500*time.Millisecond)
 		case "http":
-			r, err = compareHTTP(ctx, bc, cfg, spec, stock, progress, cpu)
+			r, err = c.compareHTTP(ctx, spec, stock, cpu)
 		case "pg-direct":
 			var t *pgTarget
-			if t, err = newPGTarget(ctx, cfg.DatabaseURL, bc.Concurrency, bc.PGMaxConns); err != nil {
+			if t, err = newPGTarget(ctx, c.srv.DatabaseURL, cfg.Concurrency, cfg.PGMaxConns); err != nil {
 				break
 			}
-			fmt.Fprintf(progress, "pg-direct: SQL-first on the same PostgreSQL, %d connections, at most %s\n", t.conns, bc.Duration)
+			fmt.Fprintf(progress, "pg-direct: SQL-first on the same PostgreSQL, %d connections, at most %s\n", t.conns, cfg.Duration)
 			pgSpec := spec
-			pgSpec.Duration = bc.Duration
-			r, err = runTarget(ctx, t, benchSKU("pg"), pgSpec, stock, bc.CatchUp, progress, cpu)
+			pgSpec.Duration = cfg.Duration
+			r, err = runTarget(ctx, t, benchSKU("pg"), pgSpec, stock, cfg.CatchUp, progress, cpu)
 			t.close()
 		default:
 			continue
 		}
 		if err != nil {
-			return rep, err
+			return err
 		}
-		rep.Results = append(rep.Results, r)
+		c.rep.Results = append(c.rep.Results, r)
 	}
-	rep.evaluate()
-	return rep, nil
+	c.rep.evaluate()
+	return nil
 }
 
 // compareRaw runs the redis-benchmark ceiling (success path, then sold out)
 // and returns the request count for the other targets.
-func compareRaw(ctx context.Context, bc BenchConfig, cfg Config, a *app, rep *CompareReport, progress io.Writer, cpu *cpuSampler) (int64, error) {
-	ok, err := prepareRawScenario(ctx, cfg, a, benchSKU("raw"), rawCeilingStock)
+func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, err error) {
+	cfg, progress := c.cfg, c.progress
+	ok, err := prepareRawScenario(ctx, c.site, benchSKU("raw"), rawCeilingStock)
 	if err != nil {
 		return 0, fmt.Errorf("raw: %w", err)
 	}
-	defer ok.cleanup(ctx, a)
-	n := bc.Requests
+	defer func() { err = errors.Join(err, ok.cleanup(ctx, c.rdb)) }()
+	n = cfg.Requests
 	if n == 0 {
-		calN := max(50_000, 50*bc.Concurrency)
+		calN := max(50_000, 50*cfg.Concurrency)
 		fmt.Fprintf(progress, "raw: calibrating with %d calls ...\n", calN)
-		cal, err := runRawCeiling(ctx, bc.RedisBenchmark, cfg, a, ok, rawLabel, rawCeilingStock, bc.Concurrency, calN, nil)
+		cal, err := c.runRawCeiling(ctx, ok, rawLabel, rawCeilingStock, calN, nil)
 		if err != nil {
 			return 0, err
 		}
-		n = min(compareMaxRequests, max(compareMinRequests, 20*int64(bc.Concurrency), int64(cal.Throughput*bc.Duration.Seconds())))
+		n = min(compareMaxRequests, max(compareMinRequests, 20*int64(cfg.Concurrency), int64(cal.Throughput*cfg.Duration.Seconds())))
 		fmt.Fprintf(progress, "raw: %.0f calls/s while calibrating\n", cal.Throughput)
 	}
-	fmt.Fprintf(progress, "raw: redis-benchmark, the deduct script, %d calls at %d clients ...\n", n, bc.Concurrency)
-	raw, err := runRawCeiling(ctx, bc.RedisBenchmark, cfg, a, ok, rawLabel, rawCeilingStock, bc.Concurrency, int(n), cpu)
+	fmt.Fprintf(progress, "raw: redis-benchmark, the deduct script, %d calls at %d clients ...\n", n, cfg.Concurrency)
+	raw, err := c.runRawCeiling(ctx, ok, rawLabel, rawCeilingStock, int(n), cpu)
 	if err != nil {
 		return 0, err
 	}
-	rep.Results = append(rep.Results, raw)
-	so, err := prepareRawScenario(ctx, cfg, a, benchSKU("raw-so"), 1)
+	c.rep.Results = append(c.rep.Results, raw)
+	so, err := prepareRawScenario(ctx, c.site, benchSKU("raw-so"), 1)
 	if err != nil {
 		return 0, fmt.Errorf("raw sold-out: %w", err)
 	}
-	defer so.cleanup(ctx, a)
+	defer func() { err = errors.Join(err, so.cleanup(ctx, c.rdb)) }()
 	fmt.Fprintf(progress, "raw: redis-benchmark on a sold-out SKU, %d calls ...\n", n)
-	soRep, err := runRawCeiling(ctx, bc.RedisBenchmark, cfg, a, so, rawSoldOutLabel, 1, bc.Concurrency, int(n), cpu)
+	soRep, err := c.runRawCeiling(ctx, so, rawSoldOutLabel, 1, int(n), cpu)
 	if err != nil {
 		return 0, err
 	}
-	rep.Results = append(rep.Results, soRep)
+	c.rep.Results = append(c.rep.Results, soRep)
 	return n, nil
 }
 
 // compareHTTP starts serve in this process on 127.0.0.1 with fresh tokens,
 // runs the http target against it, and stops it.
-func compareHTTP(ctx context.Context, bc BenchConfig, cfg Config, spec loadSpec, stock int64, progress io.Writer, cpu *cpuSampler) (BenchReport, error) {
+func (c *comparison) compareHTTP(ctx context.Context, spec loadSpec, stock int64, cpu *cpuSampler) (Report, error) {
 	gw, op := randomSecret(), randomSecret()
-	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: "bench-gateway:gateway:" + gw + ",bench-operator:operator:" + op,
-		Durability: bc.Durability, Components: []string{"api", "projector"}, Subscribers: 4, BatchSize: 500,
-		BatchWait: defaultBatchWait, StreamRetention: defaultRetention, ReconcileInterval: defaultReconcileInterval}
-	if err := sc.Validate(); err != nil {
-		return BenchReport{}, err
-	}
+	tokens := "bench-gateway:gateway:" + gw + ",bench-operator:operator:" + op
 	serveCtx, stop := context.WithCancel(ctx)
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
+	go func() { done <- c.site.Serve(serveCtx, tokens, ready) }()
 	var addr string
 	select {
 	case addr = <-ready:
 	case err := <-done:
 		stop()
-		return BenchReport{}, fmt.Errorf("http: serve did not start: %w", err)
+		return Report{}, fmt.Errorf("http: serve did not start: %w", err)
 	case <-time.After(60 * time.Second):
 		stop()
 		<-done
-		return BenchReport{}, errors.New("http: serve did not listen within 60s")
+		return Report{}, errors.New("http: serve did not listen within 60s")
 	}
-	fmt.Fprintf(progress, "http: serve (api, projector) in this process at http://%s\n", addr)
-	t := newHTTPTarget("http://"+addr, gw, op, bc.Concurrency, bc.Timeout)
-	r, err := runTarget(ctx, t, benchSKU("http"), spec, stock, bc.CatchUp, progress, cpu)
+	fmt.Fprintf(c.progress, "http: serve (api, projector) in this process at http://%s\n", addr)
+	t := newHTTPTarget("http://"+addr, gw, op, c.cfg.Concurrency, c.cfg.Timeout)
+	r, err := runTarget(ctx, t, benchSKU("http"), spec, stock, c.cfg.CatchUp, c.progress, cpu)
 	t.close()
 	stop()
 	if serr := <-done; serr != nil && err == nil {
@@ -254,14 +274,14 @@ func compareHTTP(ctx context.Context, bc BenchConfig, cfg Config, spec loadSpec,
 // one starts, so it is not charged for them: Redis rewrites its AOF (which
 // the previous runs grew; an automatic rewrite forks and copies the whole
 // data set), PostgreSQL checkpoints, and Go collects garbage.
-func settle(ctx context.Context, a *app, progress io.Writer) error {
-	fmt.Fprintf(progress, "settling: Redis AOF rewrite, PostgreSQL checkpoint ...\n")
-	if err := a.redis.BgRewriteAOF(ctx).Err(); err != nil && !strings.Contains(err.Error(), "already in progress") {
+func (c *comparison) settle(ctx context.Context) error {
+	fmt.Fprintf(c.progress, "settling: Redis AOF rewrite, PostgreSQL checkpoint ...\n")
+	if err := c.rdb.BgRewriteAOF(ctx).Err(); err != nil && !strings.Contains(err.Error(), "already in progress") {
 		return fmt.Errorf("settle: BGREWRITEAOF: %w", err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		info, err := a.redis.Info(ctx, "persistence").Result()
+		info, err := c.rdb.Info(ctx, "persistence").Result()
 		if err != nil {
 			return fmt.Errorf("settle: INFO persistence: %w", err)
 		}
@@ -270,7 +290,7 @@ func settle(ctx context.Context, a *app, progress io.Writer) error {
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
-	if _, err := a.pool.Exec(ctx, "CHECKPOINT"); err != nil {
+	if _, err := c.pg.Exec(ctx, "CHECKPOINT"); err != nil {
 		return fmt.Errorf("settle: CHECKPOINT: %w", err)
 	}
 	runtime.GC()
@@ -290,14 +310,15 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 func randomSecret() string {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
 }
 
-// evaluate computes the ratios and checks them against the issue's goals.
+// evaluate computes the ratios and checks them against the goals
+// BENCHMARKS.md states.
 func (r *CompareReport) evaluate() {
 	success := func(t string) float64 {
-		if b := r.result(t); b != nil && b.SuccessPath != nil {
+		if b := r.Result(t); b != nil && b.SuccessPath != nil {
 			return b.SuccessPath.Throughput
 		}
 		return 0
@@ -329,22 +350,22 @@ func (r *CompareReport) evaluate() {
 	if v, ok := ratio("http/pg-direct", web, pg); ok {
 		goal("http throughput / pg-direct", fmt.Sprintf(">= %.0fx", pgGoal), v, v >= pgGoal)
 	}
-	if h, w := r.result("http"), r.result(rawLabel); h != nil && w != nil && h.SuccessPath != nil && w.SuccessPath != nil {
+	if h, w := r.Result("http"), r.Result(rawLabel); h != nil && w != nil && h.SuccessPath != nil && w.SuccessPath != nil {
 		if v, ok := ratio("http_p99/raw_p99", h.SuccessPath.P99, w.SuccessPath.P99); ok {
 			goal("http p99 / raw p99 (success path)", "<= 2", v, v <= 2)
 		}
 	}
 	for _, t := range []string{"lib", "http"} {
-		if b := r.result(t); b != nil && b.SoldOutRatio > 0 {
+		if b := r.Result(t); b != nil && b.SoldOutRatio > 0 {
 			r.Ratios[t+"_sold_out/success"] = b.SoldOutRatio
 			goal(t+" sold-out refusals / success path", ">= 1.5x", b.SoldOutRatio, b.SoldOutRatio >= 1.5)
 		}
 	}
-	if so := r.result(rawSoldOutLabel); so != nil && raw > 0 {
+	if so := r.Result(rawSoldOutLabel); so != nil && raw > 0 {
 		r.Ratios["raw_sold_out/success"] = so.Throughput / raw
 	}
 	for _, t := range []string{"lib", "http"} {
-		if b := r.result(t); b != nil {
+		if b := r.Result(t); b != nil {
 			goal(fmt.Sprintf("%s errors at %d clients (besides contract outcomes)", t, r.Clients), "0", float64(b.Errors), b.Errors == 0)
 		}
 	}
@@ -424,7 +445,7 @@ func (r *CompareReport) print(w io.Writer) {
 			fmt.Fprintf(w, "  error (%s): %s\n", b.Target, e)
 		}
 	}
-	if raw := r.result(rawLabel); raw != nil {
+	if raw := r.Result(rawLabel); raw != nil {
 		fmt.Fprintf(w, "\nraw ceiling command:\n  %s\n", raw.Command)
 	}
 }

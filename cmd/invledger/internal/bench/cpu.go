@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 )
 
 // CPUCores is how many cores each process used on average during a run:
@@ -33,22 +36,30 @@ type cpuSample struct {
 
 // newCPUSampler finds the servers' pids: Redis tells its own, and the
 // postmaster is the parent of our backend.
-func newCPUSampler(ctx context.Context, a *app) *cpuSampler {
+// Being best effort, it leaves a pid 0 where it cannot learn it.
+func newCPUSampler(ctx context.Context, rdb redis.UniversalClient, pg *pgx.Conn) *cpuSampler {
 	s := &cpuSampler{}
-	if info, err := a.redis.Info(ctx, "server").Result(); err == nil {
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-				s.redisPID, _ = strconv.Atoi(v)
-			}
-		}
+	if info, err := rdb.Info(ctx, "server").Result(); err == nil {
+		s.redisPID = redisProcessID(info)
 	}
 	var backend int
-	if err := a.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err == nil {
+	if err := pg.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err == nil {
 		if f := procStatFields(backend); len(f) > 2 {
 			s.postgresPID, _ = strconv.Atoi(f[1])
 		}
 	}
 	return s
+}
+
+// redisProcessID reads process_id from the text of INFO server; 0 if absent.
+func redisProcessID(info string) int {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, _ := strconv.Atoi(v) // best effort: 0 samples nothing
+			return pid
+		}
+	}
+	return 0
 }
 
 func (s *cpuSampler) sample() cpuSample {
@@ -102,16 +113,27 @@ func procStatFields(pid int) []string {
 	if err != nil {
 		return nil
 	}
-	i := strings.LastIndexByte(string(b), ')')
+	return parseProcStat(string(b))
+}
+
+// parseProcStat splits the text of /proc/<pid>/stat after the command name,
+// which is in parentheses and may itself hold spaces and parentheses.
+func parseProcStat(stat string) []string {
+	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
 		return nil
 	}
-	return strings.Fields(string(b[i+1:]))
+	return strings.Fields(stat[i+1:])
 }
 
 // procCPU is utime+stime of pid, plus cutime+cstime if withChildren.
 func procCPU(pid int, withChildren bool) time.Duration {
-	f := procStatFields(pid)
+	return statCPU(procStatFields(pid), withChildren)
+}
+
+// statCPU is the CPU time in parseProcStat's fields f: utime+stime, plus
+// cutime+cstime if withChildren; 0 for too few fields.
+func statCPU(f []string, withChildren bool) time.Duration {
 	if len(f) < 15 {
 		return 0
 	}

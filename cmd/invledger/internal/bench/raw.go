@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -15,9 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger"
 )
 
 // The raw ceiling runs the service's own deduct script under
@@ -70,35 +68,45 @@ type rawScenario struct {
 	bulky []string
 }
 
-func (s *rawScenario) cleanup(ctx context.Context, a *app) {
-	_ = a.redis.Del(context.WithoutCancel(ctx), s.bulky...).Err()
+func (s *rawScenario) cleanup(ctx context.Context, rdb redis.UniversalClient) error {
+	if err := rdb.Del(context.WithoutCancel(ctx), s.bulky...).Err(); err != nil {
+		return fmt.Errorf("delete the raw run's keys: %w", err)
+	}
+	return nil
+}
+
+// DeductScriptCall returns the call a purchase of one unit of a new SKU on
+// site sends to Redis: EVALSHA, the script's sha, numkeys, the keys and the
+// arguments, with the buyer, the request id and the event id made unique
+// by redis-benchmark's __rand_int__ and the stream redirected to a key no
+// projector reads. It puts the SKU on sale with stock units and buys one.
+func DeductScriptCall(ctx context.Context, site *Site, sku string, stock int64) ([]string, error) {
+	s, err := prepareRawScenario(ctx, site, sku, stock)
+	if err != nil {
+		return nil, err
+	}
+	return s.args, nil
 }
 
 // prepareRawScenario puts a SKU on sale through the service, makes one real
 // purchase on it with a client that captures the script call, and turns that
 // call into a redis-benchmark command. stock 1 gives a SKU that the probe
 // purchase sells out: every later call is a sold_out refusal.
-func prepareRawScenario(ctx context.Context, cfg Config, a *app, sku string, stock int64) (*rawScenario, error) {
-	runIDs := redisinventory.NewRunIDs()
-	client, err := newRedisClient(cfg, 4, runIDs)
+func prepareRawScenario(ctx context.Context, site *Site, sku string, stock int64) (*rawScenario, error) {
+	capture := &scriptCapture{}
+	lib, release, err := site.HookedLibrary(capture)
 	if err != nil {
 		return nil, err
 	}
-	defer client.Close()
-	capture := &scriptCapture{}
-	client.AddHook(capture)
-	svc := ledger.NewService(redisinventory.NewRedisInventory(client, a.keys, runIDs), a.skus, a.ledger)
-	if _, _, err := svc.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: stock, PerUserLimit: 1}); err != nil {
-		return nil, err
-	}
-	if _, err := svc.Warm(ctx, sku); err != nil {
+	defer release()
+	if err := lib.PutOnSale(ctx, sku, stock); err != nil {
 		return nil, err
 	}
 	const probeUser, probeRequest = "bench-probe-user", "bench-probe-request"
 	capture.mu.Lock()
 	capture.armed = true
 	capture.mu.Unlock()
-	rc, err := svc.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: probeUser, Qty: 1, RequestID: probeRequest})
+	rc, err := lib.Deduct(ctx, sku, probeUser, probeRequest)
 	if err != nil {
 		return nil, fmt.Errorf("probe purchase: %w", err)
 	}
@@ -106,10 +114,11 @@ func prepareRawScenario(ctx context.Context, cfg Config, a *app, sku string, sto
 	args := slices.Clone(capture.args)
 	capture.mu.Unlock()
 	if len(args) < 3 {
-		return nil, errors.New("the deduct script call was not seen: did ledger.Service stop using EVALSHA?")
+		return nil, errors.New("the deduct script call was not seen: did the library stop using EVALSHA?")
 	}
-	s := &rawScenario{sku: sku, skuKey: a.keys.SKUKey(sku), bulky: []string{a.keys.BuyersKey(sku), a.keys.RequestsKey(sku)}}
-	stream := a.keys.SKUStreamKey(sku)
+	keys := site.Keys
+	s := &rawScenario{sku: sku, skuKey: keys.SKUKey(sku), bulky: []string{keys.BuyersKey(sku), keys.RequestsKey(sku)}}
+	stream := keys.SKUStreamKey(sku)
 	// The stream is redirected to a key of the same hash tag that no
 	// projector reads, so the ceiling run does not feed the next target's
 	// projector a backlog.
@@ -138,7 +147,7 @@ func prepareRawScenario(ctx context.Context, cfg Config, a *app, sku string, sto
 	}
 	for _, v := range []string{probeUser, probeRequest, rc.EventID, stream} {
 		if replaced[v] != 1 {
-			return nil, fmt.Errorf("cannot map the deduct script's arguments (%q seen %d times in %q); update bench_raw.go", v, replaced[v], args)
+			return nil, fmt.Errorf("cannot map the deduct script's arguments (%q seen %d times in %q); update raw.go", v, replaced[v], args)
 		}
 	}
 	args[0] = "EVALSHA"
@@ -156,8 +165,8 @@ type rawResult struct {
 }
 
 // runRedisBenchmark runs one scenario with clients connections for n calls.
-func runRedisBenchmark(ctx context.Context, bin string, cfg Config, s *rawScenario, clients, n int) (rawResult, string, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
+func runRedisBenchmark(ctx context.Context, bin, redisURL string, s *rawScenario, clients, n int) (rawResult, string, error) {
+	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
 		return rawResult{}, "", fmt.Errorf("--redis-url: %w", err)
 	}
@@ -234,8 +243,8 @@ func tail(s string) string {
 }
 
 // rawState reads the SKU's stock and seq from Redis.
-func rawState(ctx context.Context, a *app, s *rawScenario) (stock, seq int64, err error) {
-	vals, err := a.redis.HMGet(ctx, s.skuKey, "stock", "seq").Result()
+func rawState(ctx context.Context, rdb redis.UniversalClient, s *rawScenario) (stock, seq int64, err error) {
+	vals, err := rdb.HMGet(ctx, s.skuKey, "stock", "seq").Result()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -257,29 +266,36 @@ func rawState(ctx context.Context, a *app, s *rawScenario) (stock, seq int64, er
 // runRawCeiling runs redis-benchmark on the scenario and checks in Redis what
 // the calls did: each success-path call must have deducted, and sold-out
 // calls must have written nothing.
-func runRawCeiling(ctx context.Context, bin string, cfg Config, a *app, s *rawScenario, label string, stock int64, clients, n int, cpu *cpuSampler) (BenchReport, error) {
-	stock0, seq0, err := rawState(ctx, a, s)
+func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label string, stock int64, n int, cpu *cpuSampler) (Report, error) {
+	clients := c.cfg.Concurrency
+	stock0, seq0, err := rawState(ctx, c.rdb, s)
 	if err != nil {
-		return BenchReport{}, err
+		return Report{}, err
 	}
-	len0, _ := a.redis.XLen(ctx, s.benchStream).Result()
+	len0, err := c.rdb.XLen(ctx, s.benchStream).Result()
+	if err != nil {
+		return Report{}, err
+	}
 	var before, after cpuSample
 	if cpu != nil {
 		before = cpu.sample()
 	}
-	res, cmdline, err := runRedisBenchmark(ctx, bin, cfg, s, clients, n)
+	res, cmdline, err := runRedisBenchmark(ctx, c.cfg.RedisBenchmark, c.srv.RedisURL, s, clients, n)
 	if cpu != nil {
 		after = cpu.sample()
 	}
 	if err != nil {
-		return BenchReport{}, err
+		return Report{}, err
 	}
-	stock1, seq1, err := rawState(ctx, a, s)
+	stock1, seq1, err := rawState(ctx, c.rdb, s)
 	if err != nil {
-		return BenchReport{}, err
+		return Report{}, err
 	}
-	len1, _ := a.redis.XLen(ctx, s.benchStream).Result()
-	rep := BenchReport{
+	len1, err := c.rdb.XLen(ctx, s.benchStream).Result()
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{
 		Target: label, Clients: clients, Stock: stock, SKU: s.sku, Attempts: res.requests, Seconds: res.seconds, Throughput: res.rps,
 		Latency: LatencyMS{P50: res.p50, P99: res.p99, P999: res.p999, Max: res.maxL}, Command: cmdline,
 		Outcomes: map[string]int64{},
@@ -320,7 +336,7 @@ func runRawCeiling(ctx context.Context, bin string, cfg Config, a *app, s *rawSc
 // rawCeilingStock is the stock of the success-path SKU: more than any run sells.
 const rawCeilingStock = domain.MaxQuantity
 
-// scanRedisBenchmarkVersion checks that bin runs, and says how to get it.
+// checkRedisBenchmark checks that bin runs, and says how to get it.
 func checkRedisBenchmark(ctx context.Context, bin string) error {
 	path, err := exec.LookPath(bin)
 	if err != nil {

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	errFakeSoldOut = errors.New("fake: sold out")
+	errFakeAlready = errors.New("fake: already purchased")
+)
+
+// fakeLibrary sells one unit per buyer from memory, answering a resent
+// request with its first receipt, as the library does.
+type fakeLibrary struct {
+	mu     sync.Mutex
+	stock  map[string]int64
+	seq    int64
+	bought map[string]Receipt // by sku, user and request id
+	buyers map[string]bool    // by sku and user
+}
+
+var _ Library = (*fakeLibrary)(nil)
+
+func newFakeLibrary() *fakeLibrary {
+	return &fakeLibrary{stock: map[string]int64{}, bought: map[string]Receipt{}, buyers: map[string]bool{}}
+}
+
+func (f *fakeLibrary) PutOnSale(_ context.Context, sku string, stock int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stock[sku] = stock
+	return nil
+}
+
+func (f *fakeLibrary) Deduct(_ context.Context, sku, user, requestID string) (Receipt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rc, ok := f.bought[sku+"/"+user+"/"+requestID]; ok {
+		return rc, nil
+	}
+	switch {
+	case f.buyers[sku+"/"+user]:
+		return Receipt{}, errFakeAlready
+	case f.stock[sku] == 0:
+		return Receipt{}, errFakeSoldOut
+	}
+	f.stock[sku]--
+	f.seq++
+	rc := Receipt{Seq: f.seq, EventID: "e" + user}
+	f.bought[sku+"/"+user+"/"+requestID], f.buyers[sku+"/"+user] = rc, true
+	return rc, nil
+}
+
+func (f *fakeLibrary) RedisStock(_ context.Context, sku string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stock[sku], nil
+}
+
+func (f *fakeLibrary) WaitLedger(context.Context, string, time.Duration) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+
+func fakeErrorCode(err error) string {
+	switch {
+	case errors.Is(err, errFakeSoldOut):
+		return "sold_out"
+	case errors.Is(err, errFakeAlready):
+		return "already_purchased"
+	}
+	return "error"
+}
+
+// TestRunLib runs the lib target end to end over a fake library: the
+// report counts every attempt once, sells exactly the stock, starts and
+// stops the projector, and takes the outcome of errors from ErrorCode.
+func TestRunLib(t *testing.T) {
+	var projecting, projected atomic.Bool
+	deps := Deps{
+		ErrorCode: fakeErrorCode,
+		Servers: func() (Servers, error) {
+			return Servers{RedisAddrs: []string{"127.0.0.1:6379"}, DatabaseURL: "postgres://bench@127.0.0.1/invledger",
+				Open: func(context.Context) (*Site, error) {
+					return &Site{Library: newFakeLibrary(), Close: func() {},
+						Project: func(ctx context.Context) error {
+							projecting.Store(true)
+							<-ctx.Done()
+							projected.Store(true)
+							return nil
+						}}, nil
+				}}, nil
+		},
+	}
+	cfg := Config{Target: "lib", Concurrency: 4, Requests: 300, Stock: 100, Users: 1000, RetryShare: 0.2, RepeatShare: 0.1,
+		Projector: true, JSON: true}
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out.String())
+	}
+	var sum int64
+	for _, n := range rep.Outcomes {
+		sum += n
+	}
+	if rep.Attempts != 300 || sum != 300 || rep.Sold != 100 || rep.SoldByTarget != 100 || rep.Oversold != 0 || rep.Errors != 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if rep.Outcomes["sold_out"] == 0 || rep.Outcomes["replayed"] == 0 {
+		t.Errorf("outcomes %v, want sold_out refusals and replayed retries", rep.Outcomes)
+	}
+	if rep.LedgerEqualsRedis == nil || !*rep.LedgerEqualsRedis {
+		t.Errorf("ledger: %v", rep.LedgerEqualsRedis)
+	}
+	if !projecting.Load() || !projected.Load() {
+		t.Errorf("projector started %v, stopped %v: want both", projecting.Load(), projected.Load())
+	}
+}
+
+// TestRunRefusesRemoteServers checks that lib refuses servers on other
+// machines before it opens anything.
+func TestRunRefusesRemoteServers(t *testing.T) {
+	deps := Deps{Servers: func() (Servers, error) {
+		return Servers{RedisAddrs: []string{"203.0.113.7:6379"}, DatabaseURL: "postgres://bench@203.0.113.8/invledger",
+			Open: func(context.Context) (*Site, error) {
+				t.Error("opened remote servers")
+				return nil, errors.New("opened")
+			}}, nil
+	}}
+	err := Run(context.Background(), Config{Target: "lib"}, deps, io.Discard, io.Discard)
+	for _, w := range []string{"--redis-url 203.0.113.7:6379", "--database-url host 203.0.113.8", "--allow-remote"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("err = %v, want it to name %s", err, w)
+		}
+	}
+}
