@@ -20,7 +20,7 @@ var files embed.FS
 // It is safe to run concurrently from several processes: goose takes a
 // PostgreSQL advisory lock for the duration.
 func Up(ctx context.Context, db *sql.DB, log *slog.Logger) error {
-	provider, err := newProvider(db)
+	provider, err := newProvider(db, true)
 	if err != nil {
 		return err
 	}
@@ -35,8 +35,10 @@ func Up(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 }
 
 // Version returns the newest applied migration and the newest one embedded.
+// It takes no lock: servers started together check the schema at once
+// instead of queueing on the migration lock, which goose polls every 5 s.
 func Version(ctx context.Context, db *sql.DB) (applied, embedded int64, err error) {
-	provider, err := newProvider(db)
+	provider, err := newProvider(db, false)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -50,12 +52,16 @@ func Version(ctx context.Context, db *sql.DB) (applied, embedded int64, err erro
 	return applied, embedded, nil
 }
 
-func newProvider(db *sql.DB) (*goose.Provider, error) {
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return nil, fmt.Errorf("migration lock: %w", err)
+func newProvider(db *sql.DB, locked bool) (*goose.Provider, error) {
+	var opts []goose.ProviderOption
+	if locked {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}

@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 )
@@ -42,7 +44,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 		}
 	}
 
-	p, err := newProvider(db)
+	p, err := newProvider(db, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,5 +57,46 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	}
 	if err := Up(ctx, db, quiet); err != nil {
 		t.Fatalf("Up after Down: %v", err)
+	}
+}
+
+// TestVersionDoesNotWaitForTheMigrationLock holds goose's advisory lock on
+// one connection, as a migrate in progress would, and reads the version on
+// another: servers that check the schema must not queue behind it.
+func TestVersionDoesNotWaitForTheMigrationLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sql.Open("pgx", localstacktest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := Up(ctx, db, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := locker.SessionLock(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = locker.SessionUnlock(ctx, holder) }()
+
+	// goose polls a held lock every 5 s; a version read that waited for it
+	// would hit this deadline.
+	readCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	applied, embedded, err := Version(readCtx, db)
+	if err != nil {
+		t.Fatalf("Version while the migration lock is held: %v", err)
+	}
+	if applied != embedded {
+		t.Fatalf("applied %d, embedded %d", applied, embedded)
 	}
 }

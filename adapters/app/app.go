@@ -1,0 +1,319 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/invledger/invledger/migrations"
+	"github.com/invledger/invledger/projections"
+)
+
+// journalWindow is how long acknowledged receipts are remembered in
+// everysec mode: the loss window is one second, and verification starts a
+// few seconds after a restart.
+const journalWindow = 30 * time.Second
+
+// connectTimeout bounds the first contact with each server.
+const connectTimeout = 5 * time.Second
+
+// Adapters are the storage adapters the services are built from: one type
+// per port role, over one Redis client and one PostgreSQL pool.
+type Adapters struct {
+	Inventory       *redisinventory.RedisInventory
+	Restorer        *redisinventory.RedisRestorer
+	Archiver        *redisinventory.RedisArchiver
+	ReconcileSource *redisinventory.RedisReconcileSource
+	Epoch           *redisinventory.RedisEpoch
+
+	SKUs            *pgstore.PostgresSKUStore
+	Ledger          *pgstore.PostgresLedgerStore
+	Projection      *pgstore.PostgresProjectionStore
+	Balances        *pgstore.PostgresBalanceStore
+	Audit           *pgstore.PostgresAuditStore
+	Snapshots       *pgstore.PostgresLedgerSnapshotStore
+	Reconciliations *pgstore.PostgresReconciliationStore
+	BuyerArchives   *pgstore.PostgresBuyerArchiveStore
+	Adjustments     *pgstore.PostgresAdjustmentStore
+}
+
+// Metrics are the instruments every component reports to, all registered
+// on Config.Registry.
+type Metrics struct {
+	Registry   *prometheus.Registry
+	Inventory  *ledger.InventoryMetrics
+	Projection *projections.Metrics
+	Reconcile  *reconcile.Metrics
+}
+
+// Application is invledger wired once: the application services over their
+// adapters, as serve, every CLI command, the test stack and library users
+// share them.
+type Application struct {
+	// Service is the purchase path: create, warm, deduct, release, state.
+	Service     *ledger.Service
+	Recovery    *ledger.Recovery
+	Archiver    *ledger.Archiver
+	Adjustments *ledger.Adjustments
+	Auditor     *ledger.Auditor
+	Reconciler  *reconcile.Reconciler
+	// Notifier raises alerts (log lines, and the webhook once Run).
+	Notifier *reconcile.Notifier
+	// Journal remembers acknowledged receipts; nil in strict mode, where
+	// Redis cannot lose one.
+	Journal *ledger.ReceiptJournal
+
+	Adapters Adapters
+	Metrics  Metrics
+	Redis    redis.UniversalClient
+	Pool     *pgxpool.Pool
+	Keys     redisinventory.Keyspace
+	RunIDs   *redisinventory.RunIDs
+	Log      *slog.Logger
+
+	cfg Config
+}
+
+// New connects to PostgreSQL, makes (but does not dial) the Redis client
+// and wires every service. Close releases both.
+func New(ctx context.Context, cfg Config) (*Application, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Application{cfg: cfg, Log: cfg.Logger, RunIDs: redisinventory.NewRunIDs()}
+	var err error
+	if a.Keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
+		return nil, err
+	}
+	if a.Redis, err = NewRedisClient(cfg, cfg.RedisPoolSize, a.RunIDs); err != nil {
+		return nil, err
+	}
+	if a.Pool, err = openPool(ctx, cfg.DatabaseURL); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.wire(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func openPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	poolCfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("--database-url (INVLEDGER_DATABASE_URL): %w", err)
+	}
+	// The projector's writers, the reconciler and the API share the pool.
+	if poolCfg.MaxConns < 16 {
+		poolCfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d: %w (check --database-url / INVLEDGER_DATABASE_URL)",
+			poolCfg.ConnConfig.Host, poolCfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// wire builds the adapters, the metrics and the services over the open
+// connections. Only everysec mode journals receipts; every mode measures.
+func (a *Application) wire() error {
+	cfg := a.cfg
+	ad := &a.Adapters
+	var err error
+	ad.Inventory = redisinventory.NewRedisInventory(a.Redis, a.Keys, a.RunIDs)
+	ad.Restorer = redisinventory.NewRedisRestorer(a.Redis, a.Keys)
+	ad.Archiver = redisinventory.NewRedisArchiver(a.Redis, a.Keys)
+	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, a.RunIDs, redisinventory.ReconcileSourceConfig{}); err != nil {
+		return err
+	}
+	ad.Epoch = redisinventory.NewRedisEpoch(a.Redis)
+	ad.SKUs = pgstore.NewPostgresSKUStore(a.Pool)
+	ad.Ledger = pgstore.NewPostgresLedgerStore(a.Pool)
+	ad.Projection = pgstore.NewPostgresProjectionStore(a.Pool)
+	ad.Balances = pgstore.NewPostgresBalanceStore(a.Pool)
+	ad.Audit = pgstore.NewPostgresAuditStore(a.Pool)
+	ad.Snapshots = pgstore.NewPostgresLedgerSnapshotStore(a.Pool)
+	ad.Reconciliations = pgstore.NewPostgresReconciliationStore(a.Pool)
+	ad.BuyerArchives = pgstore.NewPostgresBuyerArchiveStore(a.Pool)
+	ad.Adjustments = pgstore.NewPostgresAdjustmentStore(a.Pool)
+
+	reg := cfg.Registry
+	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
+		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg)}
+	a.registerPendingAdjustments(reg)
+
+	var inventory ledger.Inventory = ad.Inventory
+	if cfg.Durability == DurabilityEverysec {
+		a.Journal = ledger.NewReceiptJournal(journalWindow)
+		inventory = a.Journal.Wrap(inventory)
+	}
+	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger)
+	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs)
+	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
+		Redis: ad.Restorer, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
+		return err
+	}
+	if a.Archiver, err = ledger.NewArchiver(ledger.ArchiverConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Inventory: ad.Inventory,
+		Redis: ad.Archiver, Archives: ad.BuyerArchives, Logger: a.Log}); err != nil {
+		return err
+	}
+	// Findings, dead letters and fenced SKUs all alert through one notifier.
+	if a.Notifier, err = reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: cfg.AlertWebhook, Logger: a.Log,
+		Metrics: a.Metrics.Reconcile}); err != nil {
+		return err
+	}
+	var alerter reconcile.Alerter = a.Notifier
+	if cfg.Alerter != nil {
+		alerter = cfg.Alerter
+	}
+	rc := reconcile.Config{Inventory: ad.ReconcileSource, Ledger: ad.Snapshots, SKUs: ad.SKUs, Restorer: a.Recovery,
+		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log}
+	if a.Journal != nil {
+		rc.Journal = a.Journal
+	}
+	if a.Reconciler, err = reconcile.New(rc); err != nil {
+		return err
+	}
+	// Each approved adjustment is followed by a reconciliation of its SKU.
+	reconcileSKU := func(ctx context.Context, sku string) (int64, error) {
+		rep, err := a.Reconciler.Run(ctx, reconcile.Options{SKUs: []string{sku}, Repair: true, Trigger: "adjustment"})
+		return rep.RunID, err
+	}
+	a.Adjustments = ledger.NewAdjustments(ad.Adjustments, ad.Inventory, reconcileSKU, a.Log)
+	return nil
+}
+
+// registerPendingAdjustments exposes the number of adjustments waiting for
+// a decision, read from the database at scrape time.
+func (a *Application) registerPendingAdjustments(reg prometheus.Registerer) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "invledger_adjustments_pending",
+		Help: "Manual stock adjustments waiting for an approver.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := a.Adapters.Adjustments.CountPending(ctx)
+		if err != nil {
+			a.Log.Warn("count pending adjustments", "err", err)
+			return 0
+		}
+		return float64(n)
+	}))
+}
+
+// NewRegistry returns a metrics registry with the Go runtime, process and
+// build-info collectors, as /metrics serves them.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
+	return reg
+}
+
+// NewRedisClient makes a client for cfg's Redis or Redis Cluster. poolSize
+// 0 means the go-redis default. runIDs, if not nil, learns the run_id of
+// every node connected to.
+func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (redis.UniversalClient, error) {
+	if len(cfg.RedisCluster) > 0 {
+		opts := &redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize}
+		if runIDs != nil {
+			runIDs.AttachCluster(opts)
+		}
+		return redis.NewClusterClient(opts), nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("--redis-url (INVLEDGER_REDIS_URL): %w", err)
+	}
+	opts.PoolSize = poolSize
+	if runIDs != nil {
+		runIDs.Attach(opts)
+	}
+	return redis.NewClient(opts), nil
+}
+
+// PingRedis checks that Redis answers, with an error that says what to fix.
+func (a *Application) PingRedis(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := a.Redis.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, or run `invledger dev`)", a.redisAddr(), err)
+	}
+	return nil
+}
+
+func (a *Application) redisAddr() string {
+	if len(a.cfg.RedisCluster) > 0 {
+		return fmt.Sprint(a.cfg.RedisCluster)
+	}
+	return a.cfg.RedisURL
+}
+
+// CheckSchema refuses a database that is not migrated, naming the command
+// that fixes it. It reads the version without taking the migration lock.
+func (a *Application) CheckSchema(ctx context.Context) error {
+	db := stdlib.OpenDBFromPool(a.Pool)
+	defer func(db *sql.DB) { _ = db.Close() }(db)
+	applied, embedded, err := migrations.Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	if applied < embedded {
+		return fmt.Errorf("database schema is at version %d, this binary needs %d: run `invledger migrate`", applied, embedded)
+	}
+	return nil
+}
+
+// Close releases the PostgreSQL pool and the Redis client.
+func (a *Application) Close() {
+	if a.Pool != nil {
+		a.Pool.Close()
+	}
+	if a.Redis != nil {
+		_ = a.Redis.Close()
+	}
+}
+
+// Migrate applies the embedded migrations to the database at databaseURL.
+// It takes goose's lock, so concurrent callers apply each migration once.
+func Migrate(ctx context.Context, databaseURL string, log *slog.Logger) error {
+	poolCfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("--database-url (INVLEDGER_DATABASE_URL): %w", err)
+	}
+	db := stdlib.OpenDB(*poolCfg.ConnConfig)
+	defer func(db *sql.DB) { _ = db.Close() }(db)
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("cannot reach PostgreSQL at %s:%d: %w", poolCfg.ConnConfig.Host, poolCfg.ConnConfig.Port, err)
+	}
+	if err := migrations.Up(ctx, db, log); err != nil {
+		return err
+	}
+	applied, _, err := migrations.Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "database schema is up to date", "version", applied)
+	return nil
+}

@@ -1,0 +1,104 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/ledger/reconcile"
+)
+
+// Durability modes: what a Redis crash may lose, and so which Redis
+// persistence settings serve accepts.
+const (
+	// DurabilityStrict needs Redis appendfsync always: no acknowledged
+	// purchase is lost when Redis crashes.
+	DurabilityStrict = "strict"
+	// DurabilityEverysec accepts appendfsync everysec: a crash can lose up
+	// to a second, which the receipt journal lets reconciliation name.
+	DurabilityEverysec = "everysec"
+)
+
+// Config is what New needs to open the application. Only DatabaseURL is
+// required.
+type Config struct {
+	// RedisURL is the Redis for the scripts and streams. Default
+	// redis://127.0.0.1:6379/0. Ignored when RedisCluster is set.
+	RedisURL string
+	// RedisCluster are Redis Cluster seed addresses; set, cluster mode is used.
+	RedisCluster []string
+	// DatabaseURL is the PostgreSQL holding the ledger.
+	DatabaseURL string
+	// Partitions is the partition stream count, fixed for a deployment.
+	// Default 16.
+	Partitions int
+	// Durability is DurabilityStrict (default) or DurabilityEverysec. In
+	// everysec mode the purchase path keeps a journal of acknowledged
+	// receipts, so a Redis crash's loss can be named.
+	Durability string
+	// AlertWebhook, if set, receives a JSON POST per alert.
+	AlertWebhook string
+	// Alerter, if set, receives reconciliation findings instead of the
+	// notifier; the CLI, which prints findings itself, silences them.
+	Alerter reconcile.Alerter
+	// RedisPoolSize is the script client's pool. A purchase holds a
+	// connection for one round trip, and a caller waiting for a connection
+	// is latency the script never caused, so the default is generous:
+	// 64 per CPU plus 256.
+	RedisPoolSize int
+	// Registry receives every metric. Default: a new registry with the Go,
+	// process and build-info collectors.
+	Registry *prometheus.Registry
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.RedisURL == "" && len(c.RedisCluster) == 0 {
+		c.RedisURL = "redis://127.0.0.1:6379/0"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = redisinventory.DefaultPartitions
+	}
+	if c.Durability == "" {
+		c.Durability = DurabilityStrict
+	}
+	if c.RedisPoolSize == 0 {
+		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = NewRegistry()
+	}
+}
+
+// Validate reports every invalid setting at once, naming the flag and the
+// environment variable that set it.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
+	}
+	if c.Partitions < 1 || c.Partitions > 1024 {
+		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
+	}
+	if c.Durability != DurabilityStrict && c.Durability != DurabilityEverysec {
+		errs = append(errs, fmt.Errorf("--durability (INVLEDGER_DURABILITY) must be strict or everysec, got %q", c.Durability))
+	}
+	if c.AlertWebhook != "" {
+		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
+		}
+	}
+	if c.RedisPoolSize < 1 {
+		errs = append(errs, fmt.Errorf("redis pool size must be positive, got %d", c.RedisPoolSize))
+	}
+	return errors.Join(errs...)
+}
