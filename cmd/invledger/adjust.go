@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -103,7 +104,7 @@ runs right after. --as names who you are (default: your OS user name).`,
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), adj)
+				return printJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
 			})
 		},
 	}
@@ -125,11 +126,11 @@ runs right after. --as names who you are (default: your OS user name).`,
 					adj, err := f(flow)(cmd.Context(), id, me)
 					if err != nil {
 						if adj.ID != 0 {
-							_ = printJSON(os.Stderr, adj)
+							_ = printJSON(os.Stderr, httpapi.NewAdjustmentJSON(adj))
 						}
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), adj)
+					return printJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
 				})
 			},
 		}

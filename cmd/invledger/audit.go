@@ -31,7 +31,7 @@ const (
 var auditFormats = []string{formatTable, formatJSON, formatCSV}
 
 // checkFormat validates --format before anything connects, so a typo costs
-// no round trip and exits 2 like other bad input.
+// no round trip and exits with the status of other bad input.
 func checkFormat(f string) error {
 	if !slices.Contains(auditFormats, f) {
 		return domain.NewFieldError("--format", fmt.Errorf("must be one of %s, got %q", strings.Join(auditFormats, ", "), f))

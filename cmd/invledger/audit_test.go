@@ -108,8 +108,8 @@ func TestAuditCommands(t *testing.T) {
 	} {
 		_, _, err := runCLI(t, s, tc.args...)
 		var fe *domain.FieldError
-		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want+":") || exitCode(err) != 2 {
-			t.Fatalf("%v: err %v, want a field error naming %s with exit status 2", tc.args, err, tc.want)
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want+":") || exitCode(err) != exitBadInput {
+			t.Fatalf("%v: err %v, want a field error naming %s with exit status %d", tc.args, err, tc.want, exitBadInput)
 		}
 	}
 	if _, _, err := runCLI(t, s, "audit", "buyers", "ghost"); !errors.Is(err, domain.ErrNotFound) || exitCode(err) != 2 {

@@ -98,7 +98,11 @@ func prepareRawScenario(ctx context.Context, cfg Config, a *app, sku string, sto
 	capture.mu.Lock()
 	capture.armed = true
 	capture.mu.Unlock()
-	rc, err := svc.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: probeUser, Qty: 1, RequestID: probeRequest})
+	probe, err := ledger.NewDeductCommand(sku, probeUser, 1, probeRequest)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := svc.Deduct(ctx, probe)
 	if err != nil {
 		return nil, fmt.Errorf("probe purchase: %w", err)
 	}

@@ -121,7 +121,11 @@ func (t *libTarget) prepare(ctx context.Context, sku string, stock int64) error 
 }
 
 func (t *libTarget) deduct(ctx context.Context, _ *benchWorker, user, requestID string) (outcome, int64, error) {
-	rc, err := t.a.service.Deduct(ctx, ledger.DeductCommand{SKU: t.sku, User: user, Qty: 1, RequestID: requestID})
+	cmd, err := ledger.NewDeductCommand(t.sku, user, 1, requestID)
+	if err != nil {
+		return outInvalid, 0, err
+	}
+	rc, err := t.a.service.Deduct(ctx, cmd)
 	if err == nil {
 		return outOK, rc.Seq, nil
 	}
@@ -132,24 +136,28 @@ func (t *libTarget) deduct(ctx context.Context, _ *benchWorker, user, requestID 
 	return o, 0, nil
 }
 
-// domainOutcome maps the library's errors, in the order the HTTP API does.
-func domainOutcome(err error) outcome {
-	switch {
-	case errors.Is(err, domain.ErrInvalidInput):
-		return outInvalid
-	case errors.Is(err, domain.ErrSoldOut):
+// domainOutcome maps the library's errors by their domain code.
+func domainOutcome(err error) outcome { return codeOutcome(domain.CodeOf(err)) }
+
+// codeOutcome is the bench outcome of a domain code; codes the bench does
+// not count on their own are outError.
+func codeOutcome(c domain.Code) outcome {
+	switch c {
+	case domain.CodeSoldOut:
 		return outSoldOut
-	case errors.Is(err, domain.ErrAlreadyPurchased):
+	case domain.CodeAlreadyPurchased:
 		return outAlready
-	case errors.Is(err, domain.ErrNotWarmed):
+	case domain.CodeNotWarmed:
 		return outNotWarmed
-	case errors.Is(err, domain.ErrClosed):
+	case domain.CodeClosed:
 		return outClosed
-	case errors.Is(err, domain.ErrConflict):
+	case domain.CodeConflict:
 		return outConflict
-	case errors.Is(err, domain.ErrRecovering):
+	case domain.CodeRecovering:
 		return outRecovering
-	case errors.Is(err, context.DeadlineExceeded):
+	case domain.CodeInvalidInput:
+		return outInvalid
+	case domain.CodeUnavailable:
 		return outTimeout
 	}
 	return outError

@@ -133,7 +133,10 @@ func runDemo(ctx context.Context, dc DemoConfig, out, progress io.Writer) error 
 		return err
 	}
 
-	attempts := demoAttempts(sku, dc)
+	attempts, err := demoAttempts(sku, dc)
+	if err != nil {
+		return err
+	}
 	tally := &demoTally{events: map[string]bool{}, latencies: make([]time.Duration, 0, len(attempts))}
 	fmt.Fprintf(progress, "flash sale: %d units of %s, %d buyers, %d attempts, %d in flight\n", dc.Stock, sku, dc.Buyers, len(attempts), dc.Concurrency)
 	start := time.Now()
@@ -175,22 +178,29 @@ feed:
 // demoAttempts builds the sale's traffic in a random order: one request per
 // buyer, a duplicate of it for retrying buyers, and a second request for
 // buyers who try again.
-func demoAttempts(sku string, dc DemoConfig) []ledger.DeductCommand {
+func demoAttempts(sku string, dc DemoConfig) ([]ledger.DeductCommand, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var out []ledger.DeductCommand
 	for b := range dc.Buyers {
 		user := fmt.Sprintf("buyer-%06d", b)
-		first := ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: user + "-a"}
+		first, err := ledger.NewDeductCommand(sku, user, 1, user+"-a")
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, first)
 		if rng.Float64() < dc.RetryShare {
 			out = append(out, first)
 		}
 		if rng.Float64() < dc.RepeatShare {
-			out = append(out, ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: user + "-b"})
+			again, err := ledger.NewDeductCommand(sku, user, 1, user+"-b")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, again)
 		}
 	}
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
+	return out, nil
 }
 
 func (t *demoTally) record(rc domain.Receipt, err error, took time.Duration) {

@@ -73,6 +73,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newBenchCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
+	markUsageErrors(root)
 	return root
 }
 
@@ -155,15 +156,22 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 }
 
 func newDeductCmd(withApp appRunner) *cobra.Command {
-	var c ledger.DeductCommand
+	var (
+		sku, user, requestID string
+		qty                  int64
+	)
 	cmd := &cobra.Command{
 		Use:   "deduct --sku S --user U [--qty N] [--request-id R]",
 		Short: "Buy units for a user (exit status 2 when refused)",
 		Long:  "deduct runs one purchase attempt. Re-running it with the same --request-id returns the original receipt instead of buying again.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c.RequestID == "" {
-				c.RequestID = uuid.NewString()
+			if requestID == "" {
+				requestID = uuid.NewString()
+			}
+			c, err := ledger.NewDeductCommand(sku, user, qty, requestID)
+			if err != nil {
+				return err
 			}
 			return withApp(cmd.Context(), func(a *app) error {
 				rc, err := a.service.Deduct(cmd.Context(), c)
@@ -175,20 +183,24 @@ func newDeductCmd(withApp appRunner) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&c.SKU, "sku", "", "SKU id")
-	cmd.Flags().StringVar(&c.User, "user", "", "user id")
-	cmd.Flags().Int64Var(&c.Qty, "qty", 1, "units to buy")
-	cmd.Flags().StringVar(&c.RequestID, "request-id", "", "idempotency key (default: a new UUID)")
+	cmd.Flags().StringVar(&sku, "sku", "", "SKU id")
+	cmd.Flags().StringVar(&user, "user", "", "user id")
+	cmd.Flags().Int64Var(&qty, "qty", 1, "units to buy")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new UUID)")
 	return cmd
 }
 
 func newReleaseCmd(withApp appRunner) *cobra.Command {
-	var c ledger.ReleaseCommand
+	var sku, user, requestID, reason string
 	cmd := &cobra.Command{
 		Use:   "release --sku S --user U --request-id R [--reason TEXT]",
 		Short: "Return a deduction's units to stock, exactly once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := ledger.NewReleaseCommand(sku, user, requestID, reason)
+			if err != nil {
+				return err
+			}
 			return withApp(cmd.Context(), func(a *app) error {
 				rel, err := a.service.Release(cmd.Context(), c)
 				if err != nil {
@@ -199,10 +211,10 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&c.SKU, "sku", "", "SKU id")
-	cmd.Flags().StringVar(&c.User, "user", "", "user id of the deduction")
-	cmd.Flags().StringVar(&c.RequestID, "request-id", "", "request id of the deduction")
-	cmd.Flags().StringVar(&c.Reason, "reason", "", "why the units go back")
+	cmd.Flags().StringVar(&sku, "sku", "", "SKU id")
+	cmd.Flags().StringVar(&user, "user", "", "user id of the deduction")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "request id of the deduction")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the units go back")
 	return cmd
 }
 

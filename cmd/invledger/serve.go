@@ -254,10 +254,15 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 		a.log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", sc.AlertWebhook != "")
 	}
 	if sc.has("api") {
-		routes := append(httpapi.ReconcileRoutes(rec, a.ledger, 0, a.log), httpapi.CloseRoute(archiver, a.log))
-		routes = append(routes, httpapi.AdjustmentRoutes(a.adjustments(rec), 0, a.log)...)
-		routes = append(routes, httpapi.AuditRoutes(a.auditor(), a.log)...)
-		srv, ln, err := newAPIServer(a, sc, reg, routes)
+		srv, ln, err := newAPIServer(a, sc, httpapi.Config{
+			Ledger:      a.service,
+			Closer:      archiver,
+			Auditor:     a.auditor(),
+			Reconciler:  rec,
+			Runs:        a.ledger,
+			Adjustments: a.adjustments(rec),
+			Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		})
 		if err != nil {
 			cancel()
 			wg.Wait()
@@ -274,26 +279,25 @@ func serve(ctx context.Context, c Config, sc ServeConfig, ready chan<- string) e
 	return errors.Join(errs...)
 }
 
-func newAPIServer(a *app, sc ServeConfig, reg *prometheus.Registry, routes []httpapi.Route) (*http.Server, net.Listener, error) {
+// newAPIServer serves the API over the services of cfg, adding the
+// tokens, readiness probe and logger of a and sc.
+func newAPIServer(a *app, sc ServeConfig, cfg httpapi.Config) (*http.Server, net.Listener, error) {
 	tokens, err := loadTokens(sc)
 	if err != nil {
 		return nil, nil, err
 	}
-	handler, err := httpapi.NewHandler(a.service, httpapi.Config{
-		Tokens: tokens,
-		Ready: func(ctx context.Context) error {
-			if err := a.redis.Ping(ctx).Err(); err != nil {
-				return fmt.Errorf("redis: %w", err)
-			}
-			if err := a.pool.Ping(ctx); err != nil {
-				return fmt.Errorf("postgres: %w", err)
-			}
-			return nil
-		},
-		Logger: a.log,
-		Routes: append(routes, httpapi.Route{Method: http.MethodGet, Path: "/metrics", Public: true,
-			Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})}),
-	})
+	cfg.Tokens = tokens
+	cfg.Logger = a.log
+	cfg.Ready = func(ctx context.Context) error {
+		if err := a.redis.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		if err := a.pool.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		return nil
+	}
+	handler, err := httpapi.NewHandler(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
