@@ -19,7 +19,7 @@ func TestAuditCommands(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "cli-a", 10, 1)
 	for _, u := range []string{"ann", "=HYPERLINK(1)", "cy"} {
-		if _, err := s.Service.Deduct(ctx, deductCmd("cli-a", u, 1, "r-" + u)); err != nil {
+		if _, err := s.Service.Deduct(ctx, deductCmd("cli-a", u, 1, "r-"+u)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -32,7 +32,7 @@ func TestRecoveryCommands(t *testing.T) {
 	s.SKU(t, "cli-1", 20, 1)
 	s.SKU(t, "cli-2", 5, 1)
 	for _, u := range []string{"ann", "bob", "cy"} {
-		if _, err := s.Service.Deduct(ctx, deductCmd("cli-1", u, 1, "r-" + u)); err != nil {
+		if _, err := s.Service.Deduct(ctx, deductCmd("cli-1", u, 1, "r-"+u)); err != nil {
 			t.Fatal(err)
 		}
 	}
