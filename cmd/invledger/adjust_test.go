@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/jackc/pgx/v5"
@@ -190,8 +191,8 @@ func TestAdjustCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adjust request: %v %s", err, stderr)
 	}
-	var adj domain.Adjustment
-	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != domain.AdjustmentPending || adj.RequestedBy != "alice" {
+	var adj httpapi.AdjustmentJSON
+	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != string(domain.AdjustmentPending) || adj.RequestedBy != "alice" {
 		t.Fatalf("request printed %q (%v)", out, err)
 	}
 	id := strconv.FormatInt(adj.ID, 10)
@@ -202,7 +203,7 @@ func TestAdjustCommands(t *testing.T) {
 		t.Fatalf("bad id: %v, want an error naming id", err)
 	}
 	out, stderr, err = runCLI(t, s, "adjust", "approve", id, "--as", "bob")
-	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != domain.AdjustmentApplied {
+	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != string(domain.AdjustmentApplied) {
 		t.Fatalf("approve: %v %s\n%s", err, stderr, out)
 	}
 	if st, err := s.Service.State(context.Background(), "cli-adj"); err != nil || *st.RedisStock != 13 {
