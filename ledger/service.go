@@ -13,8 +13,10 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// Service creates, warms and sells SKUs. It validates every input before
-// anything is written: bad input is a *domain.FieldError naming the field.
+// Service creates, warms and sells SKUs. Nothing is written before the input
+// is valid: deductions and releases arrive as commands of validated domain
+// values, and the other methods validate their strings first. Bad input is a
+// *domain.FieldError naming the field.
 type Service struct {
 	inventory Inventory
 	skus      SKUStore
