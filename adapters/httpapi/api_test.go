@@ -526,3 +526,19 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxBodyBytesReachesEveryRoute sends a body over a small limit to
+// every route that reads one; each refuses it before calling a service.
+func TestMaxBodyBytesReachesEveryRoute(t *testing.T) {
+	h := newStubHandler(t, Config{MaxBodyBytes: 16})
+	body := `{"sku":"a","reason":"` + strings.Repeat("x", 32) + `"}`
+	for _, c := range []struct{ method, path, secret string }{
+		{http.MethodPut, "/v1/skus/a", secretOperator},
+		{http.MethodPost, "/v1/skus/a/deduct", secretGateway},
+		{http.MethodPost, "/v1/skus/a/release", secretGateway},
+		{http.MethodPost, "/v1/reconcile", secretOperator},
+		{http.MethodPost, "/v1/adjustments", secretOperator},
+	} {
+		expectError(t, serve(h, c.method, c.path, c.secret, body), http.StatusBadRequest, "invalid_request", "body")
+	}
+}

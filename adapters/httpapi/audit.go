@@ -14,7 +14,10 @@ import (
 	"github.com/invledger/invledger/ledger"
 )
 
-// Auditor answers the audit queries. *ledger.Auditor implements it.
+// Auditor answers the audit queries. *ledger.Auditor implements it. They
+// answer from the ledger, not from Redis, for the auditor, operator and
+// approver roles. A malformed or unknown query parameter is 400
+// invalid_request naming it; a SKU never defined is 404.
 type Auditor interface {
 	History(ctx context.Context, q ledger.HistoryQuery) (ledger.HistoryPage, error)
 	Buyers(ctx context.Context, sku string) (ledger.BuyersView, error)
@@ -23,10 +26,6 @@ type Auditor interface {
 }
 
 var _ Auditor = (*ledger.Auditor)(nil)
-
-// The audit queries answer from the ledger, not from Redis, for the
-// auditor, operator and approver roles. A malformed or unknown query
-// parameter is 400 invalid_request naming it; a SKU never defined is 404.
 
 // skuEvents is GET /v1/skus/{sku}/events?after=SEQ&limit=N: the SKU's
 // ledger rows with seq above after, in seq order, {"sku","events":[...],
