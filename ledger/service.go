@@ -133,6 +133,12 @@ func NewDeductCommand(sku, user string, qty int64, requestID string) (DeductComm
 	return DeductCommand{SKU: id, User: u, Qty: q, RequestID: req}, nil
 }
 
+// MustDeductCommand is NewDeductCommand for values known to be valid, such
+// as literals in tests; it panics on invalid input, like regexp.MustCompile.
+func MustDeductCommand(sku, user string, qty int64, requestID string) DeductCommand {
+	return must(NewDeductCommand(sku, user, qty, requestID))
+}
+
 // Deduct buys Qty units for User. Refusals are domain.ErrSoldOut,
 // domain.ErrAlreadyPurchased, domain.ErrNotWarmed, domain.ErrClosed or
 // domain.ErrConflict; they write nothing. A Qty above the SKU's per-user
@@ -172,6 +178,19 @@ func NewReleaseCommand(sku, user, requestID, reason string) (ReleaseCommand, err
 		return ReleaseCommand{}, err
 	}
 	return ReleaseCommand{SKU: id, User: u, RequestID: req, Reason: r}, nil
+}
+
+// MustReleaseCommand is NewReleaseCommand for values known to be valid; it
+// panics on invalid input.
+func MustReleaseCommand(sku, user, requestID, reason string) ReleaseCommand {
+	return must(NewReleaseCommand(sku, user, requestID, reason))
+}
+
+func must[C any](cmd C, err error) C {
+	if err != nil {
+		panic(err)
+	}
+	return cmd
 }
 
 // Release returns a deduction's units to stock exactly once; releasing again

@@ -49,15 +49,15 @@ func TestFlashSaleInvariants(t *testing.T) {
 
 	var cmds []ledger.DeductCommand
 	for u := range 2000 {
-		cmds = append(cmds, deductCmd(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("req-%d", u)))
+		cmds = append(cmds, ledger.MustDeductCommand(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("req-%d", u)))
 	}
 	for i := range 1500 { // retries: same request id again
 		u := i % 2000
-		cmds = append(cmds, deductCmd(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("req-%d", u)))
+		cmds = append(cmds, ledger.MustDeductCommand(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("req-%d", u)))
 	}
 	for i := range 1500 { // repeat buyers: same user, new request
 		u := (i * 7) % 2000
-		cmds = append(cmds, deductCmd(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("again-%d", i)))
+		cmds = append(cmds, ledger.MustDeductCommand(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("again-%d", i)))
 	}
 	results := fire(s.Service, cmds)
 
@@ -129,7 +129,7 @@ func TestRetriesAreNotSecondPurchases(t *testing.T) {
 	t.Run("same request id from 10 goroutines", func(t *testing.T) {
 		var cmds []ledger.DeductCommand
 		for range 10 {
-			cmds = append(cmds, deductCmd("retry-sku", "alice", 1, "alice-1"))
+			cmds = append(cmds, ledger.MustDeductCommand("retry-sku", "alice", 1, "alice-1"))
 		}
 		results := fire(s.Service, cmds)
 		for _, r := range results {
@@ -145,7 +145,7 @@ func TestRetriesAreNotSecondPurchases(t *testing.T) {
 	t.Run("one user, 20 different request ids", func(t *testing.T) {
 		var cmds []ledger.DeductCommand
 		for i := range 20 {
-			cmds = append(cmds, deductCmd("retry-sku", "bob", 1, fmt.Sprintf("bob-%d", i)))
+			cmds = append(cmds, ledger.MustDeductCommand("retry-sku", "bob", 1, fmt.Sprintf("bob-%d", i)))
 		}
 		ok := 0
 		for _, r := range fire(s.Service, cmds) {
@@ -174,13 +174,13 @@ func TestRelease(t *testing.T) {
 	s := ledgertest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "rel-sku", 1, 1)
-	if _, err := s.Service.Deduct(ctx, deductCmd("rel-sku", "u1", 1, "r1")); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rel-sku", "u1", 1, "r1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Service.Deduct(ctx, deductCmd("rel-sku", "u2", 1, "r2")); !errors.Is(err, domain.ErrSoldOut) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rel-sku", "u2", 1, "r2")); !errors.Is(err, domain.ErrSoldOut) {
 		t.Fatalf("second buyer: %v, want sold out", err)
 	}
-	rel := releaseCmd("rel-sku", "u1", "r1", "payment failed")
+	rel := ledger.MustReleaseCommand("rel-sku", "u1", "r1", "payment failed")
 	for range 2 {
 		if _, err := s.Service.Release(ctx, rel); err != nil {
 			t.Fatal(err)
@@ -190,14 +190,14 @@ func TestRelease(t *testing.T) {
 	if *st.RedisStock != 1 {
 		t.Fatalf("stock after double release %d, want 1", *st.RedisStock)
 	}
-	if _, err := s.Service.Deduct(ctx, deductCmd("rel-sku", "u2", 1, "r3")); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rel-sku", "u2", 1, "r3")); err != nil {
 		t.Fatalf("released unit not sold again: %v", err)
 	}
-	_, err := s.Service.Release(ctx, releaseCmd("rel-sku", "u1", "unknown", ""))
+	_, err := s.Service.Release(ctx, ledger.MustReleaseCommand("rel-sku", "u1", "unknown", ""))
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown request: %v, want ErrNotFound", err)
 	}
-	_, err = s.Service.Release(ctx, releaseCmd("no-such-sku", "u1", "r1", ""))
+	_, err = s.Service.Release(ctx, ledger.MustReleaseCommand("no-such-sku", "u1", "r1", ""))
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown sku: %v, want ErrNotFound", err)
 	}
@@ -278,7 +278,7 @@ func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
 	if _, err := s.Service.Warm(ctx, "missing-sku"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("warm undefined sku: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Service.Deduct(ctx, deductCmd("def-sku", "u", 1, "r")); !errors.Is(err, domain.ErrNotWarmed) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("def-sku", "u", 1, "r")); !errors.Is(err, domain.ErrNotWarmed) {
 		t.Fatalf("deduct before warm: %v, want ErrNotWarmed", err)
 	}
 }
@@ -291,7 +291,7 @@ func TestRewarmMidSaleNeverChangesStock(t *testing.T) {
 	s.SKU(t, "rewarm-sku", 300, 1)
 	var cmds []ledger.DeductCommand
 	for u := range 400 {
-		cmds = append(cmds, deductCmd("rewarm-sku", fmt.Sprint(u), 1, fmt.Sprint(u)))
+		cmds = append(cmds, ledger.MustDeductCommand("rewarm-sku", fmt.Sprint(u), 1, fmt.Sprint(u)))
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -353,7 +353,7 @@ func BenchmarkDeduct(b *testing.B) {
 		mu.Unlock()
 		for i := base; pb.Next(); i++ {
 			id := strconv.FormatUint(i, 36)
-			if _, err := s.Service.Deduct(ctx, deductCmd("bench-sku", id, 1, id)); err != nil {
+			if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("bench-sku", id, 1, id)); err != nil {
 				b.Error(err) // Fatal must not be called from RunParallel's goroutines
 				return
 			}

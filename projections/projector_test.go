@@ -18,6 +18,7 @@ import (
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/projections"
 )
@@ -118,11 +119,11 @@ func sale(t *testing.T, s *ledgertest.Stack, sku string, users, goroutines int) 
 		wg.Go(func() {
 			defer func() { <-sem }()
 			u := i % users
-			cmd := deductCmd(sku, fmt.Sprintf("u%d", u), 1, fmt.Sprintf("r%d-%d", u, i%3))
+			cmd := ledger.MustDeductCommand(sku, fmt.Sprintf("u%d", u), 1, fmt.Sprintf("r%d-%d", u, i%3))
 			rc, err := s.Service.Deduct(ctx, cmd)
 			switch {
 			case err == nil && rc.Seq%10 == 0:
-				if _, err := s.Service.Release(ctx, releaseCmd(sku, cmd.User.String(), cmd.RequestID.String(), "")); err != nil {
+				if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, cmd.User.String(), cmd.RequestID.String(), "")); err != nil {
 					t.Errorf("release: %v", err)
 				}
 			case err == nil, errors.Is(err, domain.ErrSoldOut), errors.Is(err, domain.ErrAlreadyPurchased):
@@ -205,7 +206,7 @@ func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, err := s.Service.Deduct(ctx, deductCmd(sku, fmt.Sprint(i), 1, fmt.Sprint(i))); err != nil {
+		if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, fmt.Sprint(i), 1, fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}

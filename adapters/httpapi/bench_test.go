@@ -79,7 +79,7 @@ func BenchmarkServiceDeduct(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := strconv.FormatInt(n.Add(1), 10)
-			if _, err := s.svc.Deduct(ctx, deductCmd("bench-svc", "u"+id, 1, "r"+id)); err != nil {
+			if _, err := s.svc.Deduct(ctx, ledger.MustDeductCommand("bench-svc", "u"+id, 1, "r"+id)); err != nil {
 				b.Error(err)
 				return
 			}

@@ -19,11 +19,11 @@ func TestAuditCommands(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "cli-a", 10, 1)
 	for _, u := range []string{"ann", "=HYPERLINK(1)", "cy"} {
-		if _, err := s.Service.Deduct(ctx, deductCmd("cli-a", u, 1, "r-"+u)); err != nil {
+		if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("cli-a", u, 1, "r-"+u)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Service.Release(ctx, releaseCmd("cli-a", "cy", "r-cy", "changed mind")); err != nil {
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand("cli-a", "cy", "r-cy", "changed mind")); err != nil {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)

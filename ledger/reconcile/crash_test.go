@@ -11,6 +11,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -39,7 +40,7 @@ func crashSale(s *ledgertest.Stack, sku string, goroutines int, stop <-chan stru
 				}
 				u := fmt.Sprintf("g%d-%d", g, i)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				rc, err := s.Service.Deduct(ctx, deductCmd(sku, u, 1, u))
+				rc, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u))
 				cancel()
 				switch {
 				case err == nil:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/ledgertest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -67,7 +68,7 @@ func buy(t testing.TB, s *ledgertest.Stack, sku string, n int) {
 	t.Helper()
 	for i := range n {
 		u := fmt.Sprintf("%s-u%d", sku, i)
-		if _, err := s.Service.Deduct(context.Background(), deductCmd(sku, u, 1, u)); err != nil {
+		if _, err := s.Service.Deduct(context.Background(), ledger.MustDeductCommand(sku, u, 1, u)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +146,7 @@ func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
 	if len(rep.Drifts) != 0 {
 		t.Fatalf("drift after repair: %+v", rep.Drifts)
 	}
-	_, err = s.Service.Deduct(ctx, deductCmd("tamper-buyers", "tamper-buyers-u0", 1, "again"))
+	_, err = s.Service.Deduct(ctx, ledger.MustDeductCommand("tamper-buyers", "tamper-buyers-u0", 1, "again"))
 	if !errors.Is(err, domain.ErrAlreadyPurchased) {
 		t.Fatalf("past buyer after buyers repair: %v, want ErrAlreadyPurchased", err)
 	}
@@ -173,12 +174,12 @@ func TestNoFalseAlarmsDuringAFullSpeedSale(t *testing.T) {
 			for i := 0; time.Now().Before(stop); i++ {
 				sku := []string{"busy", "busy-2"}[i%2]
 				u := fmt.Sprintf("w%d-%d", w, i)
-				if _, err := s.Service.Deduct(ctx, deductCmd(sku, u, 1, u)); err != nil {
+				if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u)); err != nil {
 					t.Errorf("deduct: %v", err)
 					return
 				}
 				if i%10 == 0 {
-					_, _ = s.Service.Release(ctx, releaseCmd(sku, u, u, ""))
+					_, _ = s.Service.Release(ctx, ledger.MustReleaseCommand(sku, u, u, ""))
 				}
 				sold.Add(1)
 			}
@@ -260,7 +261,7 @@ func TestAcknowledgedDeductionsLostWithRedisAreReported(t *testing.T) {
 	var receipts []domain.Receipt
 	for i := range 3 {
 		u := fmt.Sprint("lost-u", i)
-		rc, err := s.Service.Deduct(ctx, deductCmd("lost-sku", u, 1, u))
+		rc, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("lost-sku", u, 1, u))
 		if err != nil {
 			t.Fatal(err)
 		}
