@@ -83,21 +83,21 @@ func (r AdjustmentRequest) RequestedBy() string { return r.requestedBy }
 
 // Adjustment is a stored adjustment and where its approval stands.
 type Adjustment struct {
-	ID          int64            `json:"id"`
-	SKU         string           `json:"sku"`
-	Delta       int64            `json:"delta"`
-	Reason      string           `json:"reason"`
-	RequestedBy string           `json:"requested_by"`
-	RequestedAt time.Time        `json:"requested_at"`
-	Status      AdjustmentStatus `json:"status"`
-	DecidedBy   *string          `json:"decided_by"`
-	DecidedAt   *time.Time       `json:"decided_at"`
-	EventID     *string          `json:"event_id"`
-	Seq         *int64           `json:"seq"`
-	Result      *string          `json:"result"`
+	ID          int64
+	SKU         string
+	Delta       int64
+	Reason      string
+	RequestedBy string
+	RequestedAt time.Time
+	Status      AdjustmentStatus
+	DecidedBy   *string
+	DecidedAt   *time.Time
+	EventID     *string
+	Seq         *int64
+	Result      *string
 	// ReconciliationRunID links the reconciliation that ran right after the
 	// adjustment was applied.
-	ReconciliationRunID *int64 `json:"reconciliation_run_id"`
+	ReconciliationRunID *int64
 }
 
 // AdjustActor is the actor recorded on an adjusted event: both people.

@@ -6,7 +6,8 @@ import (
 )
 
 // Outcome errors of a purchase attempt. They live beside the rules that raise
-// them; adapters translate them to HTTP codes and CLI messages.
+// them; CodeOf classifies them, and adapters map its codes to HTTP statuses,
+// exit statuses and metric labels.
 var (
 	// ErrSoldOut means the SKU has less available stock than the requested quantity.
 	ErrSoldOut = errors.New("sold out")

@@ -73,7 +73,7 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 	if err != nil || !again.AlreadyClosed || !again.ClosedAt.Equal(closed.ClosedAt) {
 		t.Fatalf("close again: %+v %v, want already closed at %v", again, err, closed.ClosedAt)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: "late", Qty: 1, RequestID: "late"}); !errors.Is(err, domain.ErrClosed) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, "late", 1, "late")); !errors.Is(err, domain.ErrClosed) {
 		t.Fatalf("deduct after close: %v, want ErrClosed", err)
 	}
 	if v, err := s.Service.State(ctx, sku); err != nil || v.Status != domain.StatusClosed {
@@ -127,10 +127,10 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 		ORDER BY seq LIMIT 1`, sku).Scan(&user, &req, &qty); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: user, Qty: qty, RequestID: req}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, user, qty, req)); err != nil {
 		t.Fatalf("retry of %s after the archive: %v, want its original receipt", req, err)
 	}
-	if rel, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: sku, User: user, RequestID: req}); err != nil || rel.AlreadyReleased {
+	if rel, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, user, req, "")); err != nil || rel.AlreadyReleased {
 		t.Fatalf("release after the archive: %+v %v", rel, err)
 	}
 	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 {

@@ -45,9 +45,9 @@ func auditSale(t *testing.T, s *stacktest.Stack) {
 		time.Sleep(2 * time.Millisecond)
 		var err error
 		if st.release {
-			_, err = s.Service.Release(ctx, ledger.ReleaseCommand{SKU: st.sku, User: st.user, RequestID: st.req, Reason: st.reason})
+			_, err = s.Service.Release(ctx, ledger.MustReleaseCommand(st.sku, st.user, st.req, st.reason))
 		} else {
-			_, err = s.Service.Deduct(ctx, ledger.DeductCommand{SKU: st.sku, User: st.user, Qty: st.qty, RequestID: st.req})
+			_, err = s.Service.Deduct(ctx, ledger.MustDeductCommand(st.sku, st.user, st.qty, st.req))
 		}
 		if err != nil {
 			t.Fatalf("%+v: %v", st, err)

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,28 +82,15 @@ func (m *InventoryMetrics) record(op string, err error) string {
 	return outcome
 }
 
-// Outcome names the result of an inventory call for metrics and reports:
-// ok, one of the contract's refusal codes, or error.
+// Outcome is the metrics label of an inventory call's result: "ok", or the
+// domain.Code of the refusal. Failures that no rule gave (Redis unreachable
+// or slow, an unexpected reply, a corrupt ledger) are all "error", which
+// also counts them as script errors.
 func Outcome(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, domain.ErrInvalidInput):
-		return "invalid_request"
-	case errors.Is(err, domain.ErrSoldOut):
-		return "sold_out"
-	case errors.Is(err, domain.ErrAlreadyPurchased):
-		return "already_purchased"
-	case errors.Is(err, domain.ErrNotWarmed):
-		return "not_warmed"
-	case errors.Is(err, domain.ErrRecovering):
-		return "recovering"
-	case errors.Is(err, domain.ErrClosed):
-		return "closed"
-	case errors.Is(err, domain.ErrConflict):
-		return "conflict"
-	case errors.Is(err, domain.ErrNotFound):
-		return "not_found"
+	switch code := domain.CodeOf(err); code {
+	case domain.CodeInternal, domain.CodeUnavailable, domain.CodeCorruptLedger:
+		return "error"
+	default:
+		return string(code)
 	}
-	return "error"
 }

@@ -33,11 +33,11 @@ func sell(t *testing.T, s *stacktest.Stack, sku string, users, attempts int, qty
 		wg.Go(func() {
 			defer func() { <-sem }()
 			u := i % users
-			cmd := ledger.DeductCommand{SKU: sku, User: fmt.Sprintf("u%d", u), Qty: qty(i), RequestID: fmt.Sprintf("r%d-%d", u, i%3)}
+			cmd := ledger.MustDeductCommand(sku, fmt.Sprintf("u%d", u), qty(i), fmt.Sprintf("r%d-%d", u, i%3))
 			rc, err := s.Service.Deduct(ctx, cmd)
 			switch {
 			case err == nil && rc.Seq%7 == 0:
-				if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: sku, User: cmd.User, RequestID: cmd.RequestID, Reason: "payment timeout"}); err != nil {
+				if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, cmd.User.String(), cmd.RequestID.String(), "payment timeout")); err != nil {
 					t.Errorf("release: %v", err)
 				}
 			case err == nil, errors.Is(err, domain.ErrSoldOut), errors.Is(err, domain.ErrAlreadyPurchased),
@@ -151,7 +151,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 				return
 			default:
 			}
-			_, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rs-live", User: fmt.Sprintf("late-%d", i), Qty: 1, RequestID: fmt.Sprintf("late-%d", i)})
+			_, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rs-live", fmt.Sprintf("late-%d", i), 1, fmt.Sprintf("late-%d", i)))
 			switch {
 			case err == nil:
 				bought.Add(1)
@@ -218,7 +218,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	if holder == "" {
 		t.Fatal("no buyer holds the limit of 2; the sale is too small")
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rs-big", User: holder, Qty: 1, RequestID: "after-restore"}); !errors.Is(err, domain.ErrAlreadyPurchased) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rs-big", holder, 1, "after-restore")); !errors.Is(err, domain.ErrAlreadyPurchased) {
 		t.Fatalf("past buyer %s after restore: %v, want ErrAlreadyPurchased", holder, err)
 	}
 	var retried, rereleased bool
@@ -226,13 +226,13 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 		r := big.requests[id]
 		switch {
 		case r["released"] == true && !rereleased:
-			rel, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "rs-big", User: r["user"].(string), RequestID: id})
+			rel, err := s.Service.Release(ctx, ledger.MustReleaseCommand("rs-big", r["user"].(string), id, ""))
 			if err != nil || !rel.AlreadyReleased || rel.EventID != r["release_event_id"] || float64(rel.Seq) != r["release_seq"] {
 				t.Fatalf("release of %s again: %+v %v, want the original release %v", id, rel, err, r)
 			}
 			rereleased = true
 		case r["released"] == nil && !retried:
-			rc, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rs-big", User: r["user"].(string), Qty: int64(r["qty"].(float64)), RequestID: id})
+			rc, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rs-big", r["user"].(string), int64(r["qty"].(float64)), id))
 			if err != nil || rc.EventID != r["event_id"] || float64(rc.Seq) != r["seq"] || float64(rc.Remaining) != r["remaining"] {
 				t.Fatalf("retry of %s: %+v %v, want the original receipt %v", id, rc, err, r)
 			}
@@ -242,16 +242,16 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	if !retried || !rereleased {
 		t.Fatalf("found a held request: %v, a released one: %v", retried, rereleased)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rs-closed", User: "newcomer", Qty: 1, RequestID: "n1"}); !errors.Is(err, domain.ErrClosed) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rs-closed", "newcomer", 1, "n1")); !errors.Is(err, domain.ErrClosed) {
 		t.Fatalf("deduct on the closed sku after restore: %v, want ErrClosed", err)
 	}
 
 	// The sale goes on where it stopped, and the projector, whose stream and
 	// group the wipe took, projects it.
-	if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "rs-big", User: holder, RequestID: anyHeldRequest(t, big, holder)}); err != nil {
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand("rs-big", holder, anyHeldRequest(t, big, holder), "")); err != nil {
 		t.Fatalf("release after restore: %v", err)
 	}
-	rc, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rs-big", User: holder, Qty: 1, RequestID: "after-release"})
+	rc, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rs-big", holder, 1, "after-release"))
 	if err != nil {
 		t.Fatalf("deduct after restore: %v", err)
 	}
@@ -273,7 +273,7 @@ func TestWarmAfterAWipeRefusesAndWritesNothing(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "wipe-1", 10, 1)
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "wipe-1", User: "u", Qty: 1, RequestID: "r"}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("wipe-1", "u", 1, "r")); err != nil {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)
@@ -302,7 +302,7 @@ func TestRestoreRefusesWhenRedisIsAhead(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "ahead-1", 10, 1)
 	s.ProjectStreams(t)
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "ahead-1", User: "u", Qty: 1, RequestID: "r"}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("ahead-1", "u", 1, "r")); err != nil {
 		t.Fatal(err)
 	}
 	before := readRedisSKU(t, s, "ahead-1")
@@ -318,7 +318,7 @@ func TestRestoreRefusesWhenRedisIsAhead(t *testing.T) {
 	if after, _ := s.RedisClient.HGet(ctx, s.Keyspace.SKUKey("ahead-1"), "fence").Result(); after != fence {
 		t.Fatalf("refused restore changed the fence %q -> %q", fence, after)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "ahead-1", User: "u2", Qty: 1, RequestID: "r2"}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("ahead-1", "u2", 1, "r2")); err != nil {
 		t.Fatalf("deduct after a refused restore: %v", err)
 	}
 

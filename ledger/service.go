@@ -13,8 +13,10 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// Service creates, warms and sells SKUs. It validates every input before
-// anything is written: bad input is a *domain.FieldError naming the field.
+// Service creates, warms and sells SKUs. Nothing is written before the input
+// is valid: deductions and releases arrive as commands of validated domain
+// values, and the other methods validate their strings first. Bad input is a
+// *domain.FieldError naming the field.
 type Service struct {
 	inventory Inventory
 	skus      SKUStore
@@ -96,68 +98,107 @@ func (s *Service) Warm(ctx context.Context, skuID string) (WarmResult, error) {
 	return WarmResult{State: state, Stocked: stocked}, nil
 }
 
-// DeductCommand is one purchase attempt. RequestID is the caller's idempotency
-// key: a retry with the same RequestID returns the original receipt.
+// DeductCommand is one purchase attempt, already validated: its fields are
+// domain values, so the service does not check them again. Callers holding
+// strings build it with NewDeductCommand. RequestID is the caller's
+// idempotency key: a retry with the same RequestID returns the original
+// receipt.
 type DeductCommand struct {
-	SKU       string
-	User      string
-	Qty       int64
-	RequestID string
+	SKU       domain.SKUID
+	User      domain.UserID
+	Qty       domain.Quantity
+	RequestID domain.RequestID
+}
+
+// NewDeductCommand validates a purchase attempt given as strings, field by
+// field in the order sku, user_id, qty, request_id; bad input is a
+// *domain.FieldError naming the first field at fault.
+func NewDeductCommand(sku, user string, qty int64, requestID string) (DeductCommand, error) {
+	id, err := domain.NewSKUID(sku)
+	if err != nil {
+		return DeductCommand{}, err
+	}
+	u, err := domain.NewUserID(user)
+	if err != nil {
+		return DeductCommand{}, err
+	}
+	q, err := domain.NewQuantity(qty)
+	if err != nil {
+		return DeductCommand{}, err
+	}
+	req, err := domain.NewRequestID(requestID)
+	if err != nil {
+		return DeductCommand{}, err
+	}
+	return DeductCommand{SKU: id, User: u, Qty: q, RequestID: req}, nil
+}
+
+// MustDeductCommand is NewDeductCommand for values known to be valid, such
+// as literals in tests; it panics on invalid input, like regexp.MustCompile.
+func MustDeductCommand(sku, user string, qty int64, requestID string) DeductCommand {
+	return must(NewDeductCommand(sku, user, qty, requestID))
 }
 
 // Deduct buys Qty units for User. Refusals are domain.ErrSoldOut,
 // domain.ErrAlreadyPurchased, domain.ErrNotWarmed, domain.ErrClosed or
-// domain.ErrConflict; they write nothing.
+// domain.ErrConflict; they write nothing. A Qty above the SKU's per-user
+// limit is a *domain.FieldError naming qty.
 func (s *Service) Deduct(ctx context.Context, cmd DeductCommand) (domain.Receipt, error) {
-	sku, err := domain.NewSKUID(cmd.SKU)
-	if err != nil {
-		return domain.Receipt{}, err
-	}
-	user, err := domain.NewUserID(cmd.User)
-	if err != nil {
-		return domain.Receipt{}, err
-	}
-	qty, err := domain.NewQuantity(cmd.Qty)
-	if err != nil {
-		return domain.Receipt{}, err
-	}
-	req, err := domain.NewRequestID(cmd.RequestID)
-	if err != nil {
-		return domain.Receipt{}, err
-	}
-	return s.inventory.Deduct(ctx, sku, user, qty, req, newEventID())
+	return s.inventory.Deduct(ctx, cmd.SKU, cmd.User, cmd.Qty, cmd.RequestID, newEventID())
 }
 
-// ReleaseCommand returns the units of the deduction made by RequestID.
+// ReleaseCommand returns the units of the deduction made by RequestID. Like
+// DeductCommand it holds validated domain values; callers holding strings
+// build it with NewReleaseCommand. Reason may be empty.
 type ReleaseCommand struct {
-	SKU       string
-	User      string
-	RequestID string
-	Reason    string
+	SKU       domain.SKUID
+	User      domain.UserID
+	RequestID domain.RequestID
+	Reason    domain.Reason
+}
+
+// NewReleaseCommand validates a release given as strings, in the order sku,
+// user_id, request_id, reason; bad input is a *domain.FieldError naming the
+// first field at fault.
+func NewReleaseCommand(sku, user, requestID, reason string) (ReleaseCommand, error) {
+	id, err := domain.NewSKUID(sku)
+	if err != nil {
+		return ReleaseCommand{}, err
+	}
+	u, err := domain.NewUserID(user)
+	if err != nil {
+		return ReleaseCommand{}, err
+	}
+	req, err := domain.NewRequestID(requestID)
+	if err != nil {
+		return ReleaseCommand{}, err
+	}
+	r, err := domain.NewReason(reason)
+	if err != nil {
+		return ReleaseCommand{}, err
+	}
+	return ReleaseCommand{SKU: id, User: u, RequestID: req, Reason: r}, nil
+}
+
+// MustReleaseCommand is NewReleaseCommand for values known to be valid; it
+// panics on invalid input.
+func MustReleaseCommand(sku, user, requestID, reason string) ReleaseCommand {
+	return must(NewReleaseCommand(sku, user, requestID, reason))
+}
+
+func must[C any](cmd C, err error) C {
+	if err != nil {
+		panic(err)
+	}
+	return cmd
 }
 
 // Release returns a deduction's units to stock exactly once; releasing again
 // reports the original release. An unknown deduction is domain.ErrNotFound.
 func (s *Service) Release(ctx context.Context, cmd ReleaseCommand) (domain.ReleaseReceipt, error) {
-	sku, err := domain.NewSKUID(cmd.SKU)
-	if err != nil {
-		return domain.ReleaseReceipt{}, err
-	}
-	user, err := domain.NewUserID(cmd.User)
-	if err != nil {
-		return domain.ReleaseReceipt{}, err
-	}
-	req, err := domain.NewRequestID(cmd.RequestID)
-	if err != nil {
-		return domain.ReleaseReceipt{}, err
-	}
-	reason, err := domain.NewReason(cmd.Reason)
-	if err != nil {
-		return domain.ReleaseReceipt{}, err
-	}
-	rel, err := s.inventory.Release(ctx, sku, user, req, reason, newEventID())
+	rel, err := s.inventory.Release(ctx, cmd.SKU, cmd.User, cmd.RequestID, cmd.Reason, newEventID())
 	if errors.Is(err, domain.ErrNotWarmed) {
-		return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s is not warmed, so it has no deduction %q", domain.ErrNotFound, sku, req)
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s is not warmed, so it has no deduction %q", domain.ErrNotFound, cmd.SKU, cmd.RequestID)
 	}
 	return rel, err
 }

@@ -49,15 +49,15 @@ func TestFlashSaleInvariants(t *testing.T) {
 
 	var cmds []ledger.DeductCommand
 	for u := range 2000 {
-		cmds = append(cmds, ledger.DeductCommand{SKU: sku, User: fmt.Sprintf("user-%d", u), Qty: 1, RequestID: fmt.Sprintf("req-%d", u)})
+		cmds = append(cmds, ledger.MustDeductCommand(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("req-%d", u)))
 	}
 	for i := range 1500 { // retries: same request id again
 		u := i % 2000
-		cmds = append(cmds, ledger.DeductCommand{SKU: sku, User: fmt.Sprintf("user-%d", u), Qty: 1, RequestID: fmt.Sprintf("req-%d", u)})
+		cmds = append(cmds, ledger.MustDeductCommand(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("req-%d", u)))
 	}
 	for i := range 1500 { // repeat buyers: same user, new request
 		u := (i * 7) % 2000
-		cmds = append(cmds, ledger.DeductCommand{SKU: sku, User: fmt.Sprintf("user-%d", u), Qty: 1, RequestID: fmt.Sprintf("again-%d", i)})
+		cmds = append(cmds, ledger.MustDeductCommand(sku, fmt.Sprintf("user-%d", u), 1, fmt.Sprintf("again-%d", i)))
 	}
 	results := fire(s.Service, cmds)
 
@@ -67,15 +67,15 @@ func TestFlashSaleInvariants(t *testing.T) {
 	for _, r := range results {
 		switch {
 		case r.err == nil:
-			if prev, ok := byRequest[r.cmd.RequestID]; ok && prev != r.receipt {
-				t.Fatalf("request %s got two different receipts: %+v and %+v", r.cmd.RequestID, prev, r.receipt)
+			if prev, ok := byRequest[r.cmd.RequestID.String()]; ok && prev != r.receipt {
+				t.Fatalf("request %s got two different receipts: %+v and %+v", r.cmd.RequestID.String(), prev, r.receipt)
 			}
-			byRequest[r.cmd.RequestID] = r.receipt
+			byRequest[r.cmd.RequestID.String()] = r.receipt
 			soldEvents[r.receipt.EventID] = r.receipt
-			if perUser[r.cmd.User] == nil {
-				perUser[r.cmd.User] = map[string]bool{}
+			if perUser[r.cmd.User.String()] == nil {
+				perUser[r.cmd.User.String()] = map[string]bool{}
 			}
-			perUser[r.cmd.User][r.receipt.EventID] = true
+			perUser[r.cmd.User.String()][r.receipt.EventID] = true
 		case errors.Is(r.err, domain.ErrSoldOut), errors.Is(r.err, domain.ErrAlreadyPurchased):
 		default:
 			t.Fatalf("unexpected outcome for %+v: %v", r.cmd, r.err)
@@ -129,7 +129,7 @@ func TestRetriesAreNotSecondPurchases(t *testing.T) {
 	t.Run("same request id from 10 goroutines", func(t *testing.T) {
 		var cmds []ledger.DeductCommand
 		for range 10 {
-			cmds = append(cmds, ledger.DeductCommand{SKU: "retry-sku", User: "alice", Qty: 1, RequestID: "alice-1"})
+			cmds = append(cmds, ledger.MustDeductCommand("retry-sku", "alice", 1, "alice-1"))
 		}
 		results := fire(s.Service, cmds)
 		for _, r := range results {
@@ -145,7 +145,7 @@ func TestRetriesAreNotSecondPurchases(t *testing.T) {
 	t.Run("one user, 20 different request ids", func(t *testing.T) {
 		var cmds []ledger.DeductCommand
 		for i := range 20 {
-			cmds = append(cmds, ledger.DeductCommand{SKU: "retry-sku", User: "bob", Qty: 1, RequestID: fmt.Sprintf("bob-%d", i)})
+			cmds = append(cmds, ledger.MustDeductCommand("retry-sku", "bob", 1, fmt.Sprintf("bob-%d", i)))
 		}
 		ok := 0
 		for _, r := range fire(s.Service, cmds) {
@@ -174,13 +174,13 @@ func TestRelease(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "rel-sku", 1, 1)
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rel-sku", User: "u1", Qty: 1, RequestID: "r1"}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rel-sku", "u1", 1, "r1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rel-sku", User: "u2", Qty: 1, RequestID: "r2"}); !errors.Is(err, domain.ErrSoldOut) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rel-sku", "u2", 1, "r2")); !errors.Is(err, domain.ErrSoldOut) {
 		t.Fatalf("second buyer: %v, want sold out", err)
 	}
-	rel := ledger.ReleaseCommand{SKU: "rel-sku", User: "u1", RequestID: "r1", Reason: "payment failed"}
+	rel := ledger.MustReleaseCommand("rel-sku", "u1", "r1", "payment failed")
 	for range 2 {
 		if _, err := s.Service.Release(ctx, rel); err != nil {
 			t.Fatal(err)
@@ -190,14 +190,14 @@ func TestRelease(t *testing.T) {
 	if *st.RedisStock != 1 {
 		t.Fatalf("stock after double release %d, want 1", *st.RedisStock)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "rel-sku", User: "u2", Qty: 1, RequestID: "r3"}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("rel-sku", "u2", 1, "r3")); err != nil {
 		t.Fatalf("released unit not sold again: %v", err)
 	}
-	_, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "rel-sku", User: "u1", RequestID: "unknown"})
+	_, err := s.Service.Release(ctx, ledger.MustReleaseCommand("rel-sku", "u1", "unknown", ""))
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown request: %v, want ErrNotFound", err)
 	}
-	_, err = s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "no-such-sku", User: "u1", RequestID: "r1"})
+	_, err = s.Service.Release(ctx, ledger.MustReleaseCommand("no-such-sku", "u1", "r1", ""))
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown sku: %v, want ErrNotFound", err)
 	}
@@ -207,31 +207,45 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "input-sku", 10, 2)
-	valid := ledger.DeductCommand{SKU: "input-sku", User: "u", Qty: 1, RequestID: "r"}
-	with := func(f func(*ledger.DeductCommand)) ledger.DeductCommand { c := valid; f(&c); return c }
+	// A deduction as strings: NewDeductCommand validates the fields, the
+	// service the per-user limit.
+	type input struct {
+		SKU, User string
+		Qty       int64
+		RequestID string
+	}
+	valid := input{SKU: "input-sku", User: "u", Qty: 1, RequestID: "r"}
+	with := func(f func(*input)) input { c := valid; f(&c); return c }
+	deduct := func(in input) error {
+		cmd, err := ledger.NewDeductCommand(in.SKU, in.User, in.Qty, in.RequestID)
+		if err == nil {
+			_, err = s.Service.Deduct(ctx, cmd)
+		}
+		return err
+	}
 
 	cases := []struct {
 		name  string
-		cmd   ledger.DeductCommand
+		cmd   input
 		field string
 	}{
-		{"qty zero", with(func(c *ledger.DeductCommand) { c.Qty = 0 }), "qty"},
-		{"qty negative", with(func(c *ledger.DeductCommand) { c.Qty = -1 }), "qty"},
-		{"qty above limit", with(func(c *ledger.DeductCommand) { c.Qty = 3 }), "qty"},
-		{"qty absurd", with(func(c *ledger.DeductCommand) { c.Qty = domain.MaxQuantity + 1 }), "qty"},
-		{"empty user", with(func(c *ledger.DeductCommand) { c.User = "" }), "user_id"},
-		{"control char in user", with(func(c *ledger.DeductCommand) { c.User = "a\nb" }), "user_id"},
-		{"empty request id", with(func(c *ledger.DeductCommand) { c.RequestID = "" }), "request_id"},
-		{"request id 129 chars", with(func(c *ledger.DeductCommand) { c.RequestID = strings.Repeat("x", 129) }), "request_id"},
-		{"malformed sku", with(func(c *ledger.DeductCommand) { c.SKU = "input{sku}" }), "sku"},
-		{"empty sku", with(func(c *ledger.DeductCommand) { c.SKU = "" }), "sku"},
+		{"qty zero", with(func(c *input) { c.Qty = 0 }), "qty"},
+		{"qty negative", with(func(c *input) { c.Qty = -1 }), "qty"},
+		{"qty above limit", with(func(c *input) { c.Qty = 3 }), "qty"},
+		{"qty absurd", with(func(c *input) { c.Qty = domain.MaxQuantity + 1 }), "qty"},
+		{"empty user", with(func(c *input) { c.User = "" }), "user_id"},
+		{"control char in user", with(func(c *input) { c.User = "a\nb" }), "user_id"},
+		{"empty request id", with(func(c *input) { c.RequestID = "" }), "request_id"},
+		{"request id 129 chars", with(func(c *input) { c.RequestID = strings.Repeat("x", 129) }), "request_id"},
+		{"malformed sku", with(func(c *input) { c.SKU = "input{sku}" }), "sku"},
+		{"empty sku", with(func(c *input) { c.SKU = "" }), "sku"},
 	}
 	stream := s.Keyspace.SKUStreamKey("input-sku")
 	before, _ := s.Service.State(ctx, "input-sku")
 	lenBefore := s.RedisClient.XLen(ctx, stream).Val()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.Service.Deduct(ctx, tc.cmd)
+			err := deduct(tc.cmd)
 			var fe *domain.FieldError
 			if !errors.Is(err, domain.ErrInvalidInput) || !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("err = %v, want a FieldError naming %q", err, tc.field)
@@ -264,7 +278,7 @@ func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
 	if _, err := s.Service.Warm(ctx, "missing-sku"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("warm undefined sku: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "def-sku", User: "u", Qty: 1, RequestID: "r"}); !errors.Is(err, domain.ErrNotWarmed) {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("def-sku", "u", 1, "r")); !errors.Is(err, domain.ErrNotWarmed) {
 		t.Fatalf("deduct before warm: %v, want ErrNotWarmed", err)
 	}
 }
@@ -277,7 +291,7 @@ func TestRewarmMidSaleNeverChangesStock(t *testing.T) {
 	s.SKU(t, "rewarm-sku", 300, 1)
 	var cmds []ledger.DeductCommand
 	for u := range 400 {
-		cmds = append(cmds, ledger.DeductCommand{SKU: "rewarm-sku", User: fmt.Sprint(u), Qty: 1, RequestID: fmt.Sprint(u)})
+		cmds = append(cmds, ledger.MustDeductCommand("rewarm-sku", fmt.Sprint(u), 1, fmt.Sprint(u)))
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -339,7 +353,7 @@ func BenchmarkDeduct(b *testing.B) {
 		mu.Unlock()
 		for i := base; pb.Next(); i++ {
 			id := strconv.FormatUint(i, 36)
-			if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "bench-sku", User: id, Qty: 1, RequestID: id}); err != nil {
+			if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("bench-sku", id, 1, id)); err != nil {
 				b.Error(err) // Fatal must not be called from RunParallel's goroutines
 				return
 			}

@@ -17,11 +17,11 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 		s.SKU(t, sku, 10, 1)
 		for i := range 5 {
 			u := fmt.Sprint("u", i)
-			if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: u, Qty: 1, RequestID: u}); err != nil {
+			if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: sku, User: "u1", RequestID: "u1", Reason: "refund"}); err != nil {
+		if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, "u1", "u1", "refund")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,7 +70,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 	if err := s.Recovery(t).RestoreSKU(ctx, "chain-b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "chain-b", User: "late", Qty: 1, RequestID: "late"}); err != nil {
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("chain-b", "late", 1, "late")); err != nil {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)

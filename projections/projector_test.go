@@ -119,11 +119,11 @@ func sale(t *testing.T, s *stacktest.Stack, sku string, users, goroutines int) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			u := i % users
-			cmd := ledger.DeductCommand{SKU: sku, User: fmt.Sprintf("u%d", u), Qty: 1, RequestID: fmt.Sprintf("r%d-%d", u, i%3)}
+			cmd := ledger.MustDeductCommand(sku, fmt.Sprintf("u%d", u), 1, fmt.Sprintf("r%d-%d", u, i%3))
 			rc, err := s.Service.Deduct(ctx, cmd)
 			switch {
 			case err == nil && rc.Seq%10 == 0:
-				if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: sku, User: cmd.User, RequestID: cmd.RequestID}); err != nil {
+				if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, cmd.User.String(), cmd.RequestID.String(), "")); err != nil {
 					t.Errorf("release: %v", err)
 				}
 			case err == nil, errors.Is(err, domain.ErrSoldOut), errors.Is(err, domain.ErrAlreadyPurchased):
@@ -206,7 +206,7 @@ func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: fmt.Sprint(i), Qty: 1, RequestID: fmt.Sprint(i)}); err != nil {
+		if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, fmt.Sprint(i), 1, fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -253,6 +253,9 @@ func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (re
 	return redis.NewClient(opts), nil
 }
 
+// Config is the configuration a was opened with, defaults filled in.
+func (a *Application) Config() Config { return a.cfg }
+
 // PingRedis checks that Redis answers, with an error that says what to fix.
 func (a *Application) PingRedis(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)

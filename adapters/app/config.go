@@ -80,16 +80,17 @@ func (c *Config) setDefaults() {
 }
 
 // Validate reports every invalid setting at once, naming the flag and the
-// environment variable that set it.
+// environment variable that set it. Zero values are valid: they mean the
+// default.
 func (c Config) Validate() error {
 	var errs []error
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
 	}
-	if c.Partitions < 1 || c.Partitions > 1024 {
+	if c.Partitions < 0 || c.Partitions > 1024 {
 		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
 	}
-	if c.Durability != DurabilityStrict && c.Durability != DurabilityEverysec {
+	if c.Durability != "" && c.Durability != DurabilityStrict && c.Durability != DurabilityEverysec {
 		errs = append(errs, fmt.Errorf("--durability (INVLEDGER_DURABILITY) must be strict or everysec, got %q", c.Durability))
 	}
 	if c.AlertWebhook != "" {
@@ -97,8 +98,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
 		}
 	}
-	if c.RedisPoolSize < 1 {
-		errs = append(errs, fmt.Errorf("redis pool size must be positive, got %d", c.RedisPoolSize))
+	if c.RedisPoolSize < 0 {
+		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))
 	}
 	return errors.Join(errs...)
 }

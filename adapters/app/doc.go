@@ -2,7 +2,7 @@
 // Config into connections, adapters and application services.
 //
 // Everything that runs invledger opens it through New: every command of the
-// invledger CLI, `invledger serve` (through Serve), the test stack in
+// invledger CLI, `invledger serve` (through adapters/server), the test stack in
 // adapters/stacktest, and Go programs that use the ledger in-process:
 //
 //	if err := app.Migrate(ctx, databaseURL, logger); err != nil { ... }

@@ -1,11 +1,11 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
-	"log/slog"
+	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -27,76 +27,105 @@ type adjustmentRequest struct {
 	Reason string `json:"reason"`
 }
 
-// AdjustmentRoutes are the approval flow's endpoints, to mount with
-// Config.Routes. The principal's name is the requester or approver, so the
-// same person can never do both, even with tokens of both roles:
-//   - POST /v1/adjustments {"sku","delta","reason"} (operator): 201 {"id","status":"pending",...}
-//   - POST /v1/adjustments/{id}/approve (approver): 200 with the applied
-//     adjustment; 403 self_approval; 409 insufficient_stock (marked failed)
-//   - POST /v1/adjustments/{id}/reject (approver): 200; 403 self_approval
-//   - GET /v1/adjustments?status=&sku=&limit= (auditor, operator, approver)
-func AdjustmentRoutes(flow AdjustmentFlow, maxBody int64, logger *slog.Logger) []Route {
-	s := &server{log: cmp.Or(logger, slog.Default()), maxBody: cmp.Or(maxBody, DefaultMaxBodyBytes)}
-	principal := func(r *http.Request) string {
-		p, _ := PrincipalFrom(r.Context())
-		return p.Name
+// AdjustmentJSON is an adjustment as the API answers it and as the CLI
+// prints it: the one JSON shape of a domain.Adjustment.
+type AdjustmentJSON struct {
+	ID                  int64      `json:"id"`
+	SKU                 string     `json:"sku"`
+	Delta               int64      `json:"delta"`
+	Reason              string     `json:"reason"`
+	RequestedBy         string     `json:"requested_by"`
+	RequestedAt         time.Time  `json:"requested_at"`
+	Status              string     `json:"status"`
+	DecidedBy           *string    `json:"decided_by"`
+	DecidedAt           *time.Time `json:"decided_at"`
+	EventID             *string    `json:"event_id"`
+	Seq                 *int64     `json:"seq"`
+	Result              *string    `json:"result"`
+	ReconciliationRunID *int64     `json:"reconciliation_run_id"`
+}
+
+// NewAdjustmentJSON maps a into its JSON shape, field by field.
+func NewAdjustmentJSON(a domain.Adjustment) AdjustmentJSON {
+	return AdjustmentJSON{
+		ID: a.ID, SKU: a.SKU, Delta: a.Delta, Reason: a.Reason, RequestedBy: a.RequestedBy, RequestedAt: a.RequestedAt,
+		Status: string(a.Status), DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, EventID: a.EventID, Seq: a.Seq,
+		Result: a.Result, ReconciliationRunID: a.ReconciliationRunID,
 	}
-	request := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req adjustmentRequest
-		body, err := s.body(w, r)
-		if err == nil {
-			err = decodeJSON(body, &req)
-		}
-		if err == nil && req.Delta == nil {
-			err = domain.NewFieldError("delta", domain.ErrInvalidDelta)
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		adj, err := flow.Request(r.Context(), req.SKU, *req.Delta, req.Reason, principal(r))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.writeJSON(w, http.StatusCreated, adj)
-	})
-	decide := func(f func(ctx context.Context, id int64, approver string) (domain.Adjustment, error)) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-			if err != nil || id < 1 {
-				s.writeError(w, http.StatusBadRequest, codeInvalidRequest, "id: must be a positive integer")
-				return
-			}
-			adj, err := f(r.Context(), id, principal(r))
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			s.writeJSON(w, http.StatusOK, adj)
-		})
+}
+
+// principalName is the requester or approver of an adjustment: the
+// principal's name, so the same person can never do both, even with tokens
+// of both roles.
+func principalName(r *http.Request) string {
+	p, _ := PrincipalFrom(r.Context())
+	return p.Name
+}
+
+// requestAdjustment is POST /v1/adjustments {"sku","delta","reason"}:
+// 201 {"id","status":"pending",...}.
+func (s *server) requestAdjustment(w http.ResponseWriter, r *http.Request) {
+	var req adjustmentRequest
+	body, err := s.body(w, r)
+	if err == nil {
+		err = decodeJSON(body, &req)
 	}
-	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		limit, err := queryLimitOr(q, 100, 1000)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		out, err := flow.List(r.Context(), q.Get("status"), q.Get("sku"), limit)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if out == nil {
-			out = []domain.Adjustment{}
-		}
-		s.writeJSON(w, http.StatusOK, map[string]any{"adjustments": out})
-	})
-	return []Route{
-		{Method: http.MethodPost, Path: "/v1/adjustments", Roles: []Role{RoleOperator}, Handler: request},
-		{Method: http.MethodPost, Path: "/v1/adjustments/{id}/approve", Roles: []Role{RoleApprover}, Handler: decide(flow.Approve)},
-		{Method: http.MethodPost, Path: "/v1/adjustments/{id}/reject", Roles: []Role{RoleApprover}, Handler: decide(flow.Reject)},
-		{Method: http.MethodGet, Path: "/v1/adjustments", Roles: []Role{RoleAuditor, RoleOperator, RoleApprover}, Handler: list},
+	if err == nil && req.Delta == nil {
+		err = domain.NewFieldError("delta", domain.ErrInvalidDelta)
 	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	adj, err := s.adjustments.Request(r.Context(), req.SKU, *req.Delta, req.Reason, principalName(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusCreated, NewAdjustmentJSON(adj))
+}
+
+// approveAdjustment is POST /v1/adjustments/{id}/approve: 200 with the
+// applied adjustment; 403 self_approval; 409 insufficient_stock (marked failed).
+func (s *server) approveAdjustment(w http.ResponseWriter, r *http.Request) {
+	s.decideAdjustment(w, r, s.adjustments.Approve)
+}
+
+// rejectAdjustment is POST /v1/adjustments/{id}/reject: 200; 403 self_approval.
+func (s *server) rejectAdjustment(w http.ResponseWriter, r *http.Request) {
+	s.decideAdjustment(w, r, s.adjustments.Reject)
+}
+
+func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide func(ctx context.Context, id int64, approver string) (domain.Adjustment, error)) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		s.fail(w, r, domain.NewFieldError("id", errors.New("must be a positive integer")))
+		return
+	}
+	adj, err := decide(r.Context(), id, principalName(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, NewAdjustmentJSON(adj))
+}
+
+// listAdjustments is GET /v1/adjustments?status=&sku=&limit=.
+func (s *server) listAdjustments(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := queryLimitOr(q, 100, 1000)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := s.adjustments.List(r.Context(), q.Get("status"), q.Get("sku"), limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := mapSlice(list, NewAdjustmentJSON)
+	if out == nil {
+		out = []AdjustmentJSON{}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"adjustments": out})
 }

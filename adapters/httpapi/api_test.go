@@ -14,6 +14,8 @@ import (
 	"testing/iotest"
 
 	"github.com/google/uuid"
+
+	"github.com/invledger/invledger/domain"
 )
 
 // apiError is the error body of every refusal.
@@ -136,7 +138,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := s.doReader(t, http.MethodPost, c.path, secretGateway, c.body)
-			e := expectError(t, r, http.StatusBadRequest, codeInvalidRequest, c.field)
+			e := expectError(t, r, http.StatusBadRequest, "invalid_request", c.field)
 			t.Logf("%d %s: %s", r.status, e.Error, e.Detail)
 		})
 	}
@@ -148,7 +150,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"release with long reason":   `{"user_id":"u0","request_id":"r0","reason":"` + strings.Repeat("x", 300) + `"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			expectError(t, s.do(t, http.MethodPost, relPath, secretGateway, body), http.StatusBadRequest, codeInvalidRequest)
+			expectError(t, s.do(t, http.MethodPost, relPath, secretGateway, body), http.StatusBadRequest, "invalid_request")
 		})
 	}
 	if after := s.footprint(t, sku); after != before {
@@ -285,11 +287,11 @@ func TestHappyPath(t *testing.T) {
 	if r = s.do(t, http.MethodPut, skuPath, op, `{"stock":3}`); r.status != http.StatusOK {
 		t.Fatalf("create identical (default limit): %d %s", r.status, r.body)
 	}
-	expectError(t, s.do(t, http.MethodPut, skuPath, op, `{"stock":4,"per_user_limit":1}`), http.StatusConflict, codeConflict)
-	expectError(t, s.do(t, http.MethodPut, skuPath, op, `{"stock":3,"per_user_limit":2}`), http.StatusConflict, codeConflict)
+	expectError(t, s.do(t, http.MethodPut, skuPath, op, `{"stock":4,"per_user_limit":1}`), http.StatusConflict, "conflict")
+	expectError(t, s.do(t, http.MethodPut, skuPath, op, `{"stock":3,"per_user_limit":2}`), http.StatusConflict, "conflict")
 
 	// Not warmed yet.
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"early"}`), http.StatusConflict, codeNotWarmed)
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"early"}`), http.StatusConflict, "not_warmed")
 	var v skuView
 	r = s.do(t, http.MethodGet, skuPath, secretAuditor, "")
 	if err := json.Unmarshal(r.body, &v); err != nil || r.status != http.StatusOK {
@@ -345,15 +347,15 @@ func TestHappyPath(t *testing.T) {
 	}
 
 	// Refusals.
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"req-1b"}`), http.StatusConflict, codeAlreadyPurchased)
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u2","qty":1,"request_id":"req-1"}`), http.StatusConflict, codeConflict, "req-1")
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"req-1b"}`), http.StatusConflict, "already_purchased")
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u2","qty":1,"request_id":"req-1"}`), http.StatusConflict, "conflict", "req-1")
 	for i := 2; i <= 3; i++ {
 		body := fmt.Sprintf(`{"user_id":"u%d","qty":1,"request_id":"req-%d"}`, i, i)
 		if r := s.do(t, http.MethodPost, skuPath+"/deduct", gw, body); r.status != http.StatusOK {
 			t.Fatalf("deduct %d: %d %s", i, r.status, r.body)
 		}
 	}
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u4","qty":1,"request_id":"req-4"}`), http.StatusConflict, codeSoldOut)
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u4","qty":1,"request_id":"req-4"}`), http.StatusConflict, "sold_out")
 
 	// Release twice: the stock comes back once.
 	type release struct {
@@ -371,8 +373,8 @@ func TestHappyPath(t *testing.T) {
 	if err := json.Unmarshal(r.body, &rel2); err != nil || r.status != http.StatusOK || !rel2.AlreadyReleased || rel2.EventID != rel1.EventID || rel2.Seq != rel1.Seq {
 		t.Fatalf("release again: %d %s %v", r.status, r.body, err)
 	}
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/release", gw, `{"user_id":"u1","request_id":"never"}`), http.StatusNotFound, codeNotFound)
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/release", gw, `{"user_id":"u9","request_id":"req-2"}`), http.StatusConflict, codeConflict)
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/release", gw, `{"user_id":"u1","request_id":"never"}`), http.StatusNotFound, "not_found")
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/release", gw, `{"user_id":"u9","request_id":"req-2"}`), http.StatusConflict, "conflict")
 
 	r = s.do(t, http.MethodGet, skuPath, secretOperator, "")
 	v = skuView{}
@@ -386,18 +388,18 @@ func TestHappyPath(t *testing.T) {
 	if r := s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u4","qty":1,"request_id":"req-4"}`); r.status != http.StatusOK {
 		t.Fatalf("deduct after release: %d %s", r.status, r.body)
 	}
-	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u5","qty":1,"request_id":"req-5"}`), http.StatusConflict, codeSoldOut)
+	expectError(t, s.do(t, http.MethodPost, skuPath+"/deduct", gw, `{"user_id":"u5","qty":1,"request_id":"req-5"}`), http.StatusConflict, "sold_out")
 
 	// Unknown SKUs.
-	expectError(t, s.do(t, http.MethodGet, "/v1/skus/nope", secretAuditor, ""), http.StatusNotFound, codeNotFound)
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/warm", op, ""), http.StatusNotFound, codeNotFound)
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/release", gw, `{"user_id":"u1","request_id":"r1"}`), http.StatusNotFound, codeNotFound)
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r1"}`), http.StatusConflict, codeNotWarmed)
-	expectError(t, s.do(t, http.MethodGet, "/v1/skus/bad%7B", secretAuditor, ""), http.StatusBadRequest, codeInvalidRequest, "sku")
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/a%20b/warm", op, ""), http.StatusBadRequest, codeInvalidRequest, "sku")
-	expectError(t, s.do(t, http.MethodPut, "/v1/skus/a%20b", op, `{"stock":1}`), http.StatusBadRequest, codeInvalidRequest, "sku")
-	expectError(t, s.do(t, http.MethodPut, "/v1/skus/new", op, `{"stock":1,"per_user_limit":0}`), http.StatusBadRequest, codeInvalidRequest, "per_user_limit")
-	expectError(t, s.do(t, http.MethodPut, "/v1/skus/new", op, `{"per_user_limit":1}`), http.StatusBadRequest, codeInvalidRequest, "stock")
+	expectError(t, s.do(t, http.MethodGet, "/v1/skus/nope", secretAuditor, ""), http.StatusNotFound, "not_found")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/warm", op, ""), http.StatusNotFound, "not_found")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/release", gw, `{"user_id":"u1","request_id":"r1"}`), http.StatusNotFound, "not_found")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r1"}`), http.StatusConflict, "not_warmed")
+	expectError(t, s.do(t, http.MethodGet, "/v1/skus/bad%7B", secretAuditor, ""), http.StatusBadRequest, "invalid_request", "sku")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/a%20b/warm", op, ""), http.StatusBadRequest, "invalid_request", "sku")
+	expectError(t, s.do(t, http.MethodPut, "/v1/skus/a%20b", op, `{"stock":1}`), http.StatusBadRequest, "invalid_request", "sku")
+	expectError(t, s.do(t, http.MethodPut, "/v1/skus/new", op, `{"stock":1,"per_user_limit":0}`), http.StatusBadRequest, "invalid_request", "per_user_limit")
+	expectError(t, s.do(t, http.MethodPut, "/v1/skus/new", op, `{"per_user_limit":1}`), http.StatusBadRequest, "invalid_request", "stock")
 }
 
 // TestWarmAfterRedisLoss: the ledger has the SKU's events but Redis lost
@@ -418,25 +420,15 @@ func TestWarmAfterRedisLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectError(t, s.do(t, http.MethodPost, "/v1/skus/"+sku+"/warm", secretOperator, ""),
-		http.StatusConflict, codeNeedsRestore, "invledger restore-redis --sku "+sku)
+		http.StatusConflict, "needs_restore", "invledger restore-redis --sku "+sku)
 	if n, _ := s.rdb.Exists(ctx, s.keys.SKUKey(sku)).Result(); n != 0 {
 		t.Fatal("a refused warm stocked the sku again")
 	}
 }
 
-// stubLedger fails every call: for tests that must not reach the ledger.
-type stubLedger struct{ Ledger }
-
 func newStubHandler(t *testing.T, cfg Config) http.Handler {
 	t.Helper()
-	if cfg.Tokens == nil {
-		cfg.Tokens = testTokens
-	}
-	if cfg.Ready == nil {
-		cfg.Ready = func(context.Context) error { return nil }
-	}
-	cfg.Logger = testLogger(t)
-	h, err := NewHandler(stubLedger{}, cfg)
+	h, err := NewHandler(stubbed(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +450,7 @@ func TestRoutingAndReadiness(t *testing.T) {
 	h := newStubHandler(t, Config{Ready: func(context.Context) error { return notReady }})
 
 	r := serve(h, http.MethodGet, "/nowhere", "", "")
-	expectError(t, r, http.StatusNotFound, codeNotFound)
+	expectError(t, r, http.StatusNotFound, "not_found")
 	r = serve(h, http.MethodDelete, "/v1/skus/x", secretOperator, "")
 	expectError(t, r, http.StatusMethodNotAllowed, codeMethodNotAllowed)
 	if allow := r.header.Get("Allow"); !strings.Contains(allow, "PUT") || !strings.Contains(allow, "GET") {
@@ -476,20 +468,19 @@ func TestRoutingAndReadiness(t *testing.T) {
 	expectError(t, serve(h, http.MethodGet, "/readyz", "", ""), http.StatusServiceUnavailable, codeNotReady, "connection refused")
 
 	// A handler that panics answers 500 internal instead of dropping the connection.
-	expectError(t, serve(h, http.MethodGet, "/v1/skus/x", secretAuditor, ""), http.StatusInternalServerError, codeInternal)
+	expectError(t, serve(h, http.MethodGet, "/v1/skus/x", secretAuditor, ""), http.StatusInternalServerError, "internal")
 }
 
-func TestExtraRoutes(t *testing.T) {
+func TestMetricsIsPublicAndAdjustmentsSeeThePrincipal(t *testing.T) {
 	var who Principal
-	h := newStubHandler(t, Config{Routes: []Route{
-		{Method: http.MethodGet, Path: "/metrics", Public: true, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newStubHandler(t, Config{
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, "metrics")
-		})},
-		{Method: http.MethodPost, Path: "/v1/adjustments/{id}/approve", Roles: []Role{RoleApprover}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			who, _ = PrincipalFrom(r.Context())
-			w.WriteHeader(http.StatusOK)
-		})},
-	}})
+		}),
+		Adjustments: approveFunc(func(ctx context.Context) {
+			who, _ = PrincipalFrom(ctx)
+		}),
+	})
 	if r := serve(h, http.MethodGet, "/metrics", "", ""); r.status != http.StatusOK || string(r.body) != "metrics" {
 		t.Fatalf("metrics: %d %s", r.status, r.body)
 	}
@@ -500,25 +491,54 @@ func TestExtraRoutes(t *testing.T) {
 	}
 }
 
+// approveFunc is an approval flow whose Approve calls f and succeeds.
+type approveFunc func(ctx context.Context)
+
+func (approveFunc) Request(context.Context, string, int64, string, string) (domain.Adjustment, error) {
+	panic("not used")
+}
+
+func (f approveFunc) Approve(ctx context.Context, id int64, _ string) (domain.Adjustment, error) {
+	f(ctx)
+	return domain.Adjustment{ID: id, Status: domain.AdjustmentApplied}, nil
+}
+
+func (approveFunc) Reject(context.Context, int64, string) (domain.Adjustment, error) {
+	panic("not used")
+}
+
+func (approveFunc) List(context.Context, string, string, int) ([]domain.Adjustment, error) {
+	panic("not used")
+}
+
 func TestConfigValidate(t *testing.T) {
-	_, err := NewHandler(nil, Config{
+	_, err := NewHandler(Config{
 		Tokens:       []Token{{"x", "root", "short"}},
 		MaxBodyBytes: -1,
-		Routes:       []Route{{Method: "GET", Path: "metrics"}},
 	})
 	if err == nil {
 		t.Fatal("NewHandler accepted a bad config")
 	}
-	for _, want := range []string{"needs a Ledger", "Config.Tokens", "Config.Ready", "MaxBodyBytes", "Path must start with /", "Handler is required", "exactly one of Public and Roles"} {
+	for _, want := range []string{"Config.Ledger is required", "Config.Tokens", "Config.Ready", "MaxBodyBytes",
+		"Config.Closer", "Config.Auditor", "Config.Reconciler", "Config.Runs", "Config.Adjustments", "Config.Metrics"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	_, err = NewHandler(stubLedger{}, Config{
-		Tokens: testTokens, Ready: func(context.Context) error { return nil },
-		Routes: []Route{{Method: "GET", Path: "/healthz", Public: true, Handler: http.NotFoundHandler()}},
-	})
-	if err == nil || !strings.Contains(err.Error(), "mount routes") {
-		t.Fatalf("a route clashing with a built-in one: %v", err)
+}
+
+// TestMaxBodyBytesReachesEveryRoute sends a body over a small limit to
+// every route that reads one; each refuses it before calling a service.
+func TestMaxBodyBytesReachesEveryRoute(t *testing.T) {
+	h := newStubHandler(t, Config{MaxBodyBytes: 16})
+	body := `{"sku":"a","reason":"` + strings.Repeat("x", 32) + `"}`
+	for _, c := range []struct{ method, path, secret string }{
+		{http.MethodPut, "/v1/skus/a", secretOperator},
+		{http.MethodPost, "/v1/skus/a/deduct", secretGateway},
+		{http.MethodPost, "/v1/skus/a/release", secretGateway},
+		{http.MethodPost, "/v1/reconcile", secretOperator},
+		{http.MethodPost, "/v1/adjustments", secretOperator},
+	} {
+		expectError(t, serve(h, c.method, c.path, c.secret, body), http.StatusBadRequest, "invalid_request", "body")
 	}
 }

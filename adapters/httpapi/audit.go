@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,7 +14,10 @@ import (
 	"github.com/invledger/invledger/ledger"
 )
 
-// Auditor answers the audit queries. *ledger.Auditor implements it.
+// Auditor answers the audit queries. *ledger.Auditor implements it. They
+// answer from the ledger, not from Redis, for the auditor, operator and
+// approver roles. A malformed or unknown query parameter is 400
+// invalid_request naming it; a SKU never defined is 404.
 type Auditor interface {
 	History(ctx context.Context, q ledger.HistoryQuery) (ledger.HistoryPage, error)
 	Buyers(ctx context.Context, sku string) (ledger.BuyersView, error)
@@ -26,108 +27,93 @@ type Auditor interface {
 
 var _ Auditor = (*ledger.Auditor)(nil)
 
-// AuditRoutes are the read-only audit queries for the auditor, operator
-// and approver roles, to mount with Config.Routes. Every answer comes from
-// the ledger, not from Redis:
-//
-//   - GET /v1/skus/{sku}/events?after=SEQ&limit=N: the SKU's ledger rows
-//     with seq above after, in seq order, {"sku","events":[...],
-//     "next_after":SEQ|null}; limit 1-1000, default 100.
-//   - GET /v1/skus/{sku}/balance?at=RFC3339: the stock at that instant,
-//     {"sku","at","stock"}; 0 before the SKU was stocked.
-//   - GET /v1/skus/{sku}/buyers: who holds units now, after releases,
-//     {"sku","buyers":[{"user_id","qty"}]}.
-//   - GET /v1/users/{user}/purchases?after=CURSOR&limit=N: the user's
-//     purchases and releases across SKUs by time, {"user_id","events":[...],
-//     "next_after":CURSOR|null}.
-//
-// A malformed or unknown query parameter is 400 invalid_request naming it;
-// a SKU never defined is 404. logger receives server errors; nil means
-// slog.Default().
-func AuditRoutes(a Auditor, logger *slog.Logger) []Route {
-	s := &server{log: cmp.Or(logger, slog.Default())}
-	events := func(w http.ResponseWriter, r *http.Request) {
-		q, err := queryParams(r, "after", "limit")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		after, err := queryInt(q, "after")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		limit, err := queryLimit(q)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		page, err := a.History(r.Context(), ledger.HistoryQuery{SKU: r.PathValue("sku"), After: after, Limit: limit})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.writeJSON(w, http.StatusOK, page)
+// skuEvents is GET /v1/skus/{sku}/events?after=SEQ&limit=N: the SKU's
+// ledger rows with seq above after, in seq order, {"sku","events":[...],
+// "next_after":SEQ|null}; limit 1-1000, default 100.
+func (s *server) skuEvents(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "after", "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	balance := func(w http.ResponseWriter, r *http.Request) {
-		q, err := queryParams(r, "at")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if !q.Has("at") {
-			s.fail(w, r, domain.NewFieldError("at", errors.New("is required: ?at=2026-05-01T12:00:00Z")))
-			return
-		}
-		at, err := ledger.ParseInstant(q.Get("at"))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		res, err := a.BalanceAt(r.Context(), r.PathValue("sku"), at)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.writeJSON(w, http.StatusOK, res)
+	after, err := queryInt(q, "after")
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	buyers := func(w http.ResponseWriter, r *http.Request) {
-		if _, err := queryParams(r); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		res, err := a.Buyers(r.Context(), r.PathValue("sku"))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.writeJSON(w, http.StatusOK, res)
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	purchases := func(w http.ResponseWriter, r *http.Request) {
-		q, err := queryParams(r, "after", "limit")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		limit, err := queryLimit(q)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		page, err := a.UserEvents(r.Context(), ledger.UserQuery{User: r.PathValue("user"), After: q.Get("after"), Limit: limit})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		s.writeJSON(w, http.StatusOK, page)
+	page, err := s.auditor.History(r.Context(), ledger.HistoryQuery{SKU: r.PathValue("sku"), After: after, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	roles := []Role{RoleAuditor, RoleOperator, RoleApprover}
-	return []Route{
-		{Method: http.MethodGet, Path: "/v1/skus/{sku}/events", Roles: roles, Handler: http.HandlerFunc(events)},
-		{Method: http.MethodGet, Path: "/v1/skus/{sku}/balance", Roles: roles, Handler: http.HandlerFunc(balance)},
-		{Method: http.MethodGet, Path: "/v1/skus/{sku}/buyers", Roles: roles, Handler: http.HandlerFunc(buyers)},
-		{Method: http.MethodGet, Path: "/v1/users/{user}/purchases", Roles: roles, Handler: http.HandlerFunc(purchases)},
+	s.writeJSON(w, http.StatusOK, page)
+}
+
+// balanceAt is GET /v1/skus/{sku}/balance?at=RFC3339: the stock at that
+// instant, {"sku","at","stock"}; 0 before the SKU was stocked.
+func (s *server) balanceAt(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "at")
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
+	if !q.Has("at") {
+		s.fail(w, r, domain.NewFieldError("at", errors.New("is required: ?at=2026-05-01T12:00:00Z")))
+		return
+	}
+	at, err := ledger.ParseInstant(q.Get("at"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.auditor.BalanceAt(r.Context(), r.PathValue("sku"), at)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, res)
+}
+
+// buyers is GET /v1/skus/{sku}/buyers: who holds units now, after
+// releases, {"sku","buyers":[{"user_id","qty"}]}.
+func (s *server) buyers(w http.ResponseWriter, r *http.Request) {
+	if _, err := queryParams(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.auditor.Buyers(r.Context(), r.PathValue("sku"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, res)
+}
+
+// userPurchases is GET /v1/users/{user}/purchases?after=CURSOR&limit=N:
+// the user's purchases and releases across SKUs by time,
+// {"user_id","events":[...],"next_after":CURSOR|null}.
+func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "after", "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.auditor.UserEvents(r.Context(), ledger.UserQuery{User: r.PathValue("user"), After: q.Get("after"), Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, page)
 }
 
 // queryParams parses the query string and refuses parameters other than

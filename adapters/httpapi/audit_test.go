@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -20,18 +18,7 @@ import (
 func newAuditStack(t *testing.T) (*stack, *stacktest.Stack) {
 	t.Helper()
 	ls := stacktest.New(t)
-	h, err := NewHandler(ls.Service, Config{
-		Tokens: testTokens,
-		Ready:  func(context.Context) error { return nil },
-		Logger: testLogger(t),
-		Routes: AuditRoutes(ledger.NewAuditor(ls.Audit, ls.SKUs), testLogger(t)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &stack{srv: srv, client: srv.Client(), rdb: ls.RedisClient, pool: ls.Pool, keys: ls.Keyspace, svc: ls.Service}, ls
+	return serveStack(t, ls), ls
 }
 
 // decodeJSONBody decodes a 200 answer into v and also returns its keys, so
@@ -183,13 +170,13 @@ func TestAuditEndpoints(t *testing.T) {
 		{"/v1/users/bob/purchases?limit=-3", "limit"},
 		{"/v1/users/" + strings.Repeat("u", 129) + "/purchases", "user_id"},
 	} {
-		e := expectError(t, s.do(t, http.MethodGet, tc.path, secretAuditor, ""), http.StatusBadRequest, codeInvalidRequest)
+		e := expectError(t, s.do(t, http.MethodGet, tc.path, secretAuditor, ""), http.StatusBadRequest, "invalid_request")
 		if !strings.Contains(e.Detail, tc.field) {
 			t.Fatalf("GET %s: detail %q does not name %s", tc.path, e.Detail, tc.field)
 		}
 	}
 	for _, path := range []string{"/v1/skus/ghost/events", "/v1/skus/ghost/balance?at=2026-05-01T12:00:00Z", "/v1/skus/ghost/buyers"} {
-		expectError(t, s.do(t, http.MethodGet, path, secretAuditor, ""), http.StatusNotFound, codeNotFound, "ghost")
+		expectError(t, s.do(t, http.MethodGet, path, secretAuditor, ""), http.StatusNotFound, "not_found", "ghost")
 	}
 }
 

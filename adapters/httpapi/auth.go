@@ -39,9 +39,6 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("role %q is not one of gateway, operator, approver, auditor", s)
 }
 
-// Valid reports whether r is one of Roles.
-func (r Role) Valid() bool { _, err := ParseRole(string(r)); return err == nil }
-
 // roleSet is a bit set of roles; routes declare which roles they admit.
 type roleSet uint8
 

@@ -79,7 +79,7 @@ func BenchmarkServiceDeduct(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := strconv.FormatInt(n.Add(1), 10)
-			if _, err := s.svc.Deduct(ctx, ledger.DeductCommand{SKU: "bench-svc", User: "u" + id, Qty: 1, RequestID: "r" + id}); err != nil {
+			if _, err := s.svc.Deduct(ctx, ledger.MustDeductCommand("bench-svc", "u"+id, 1, "r"+id)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -91,7 +91,7 @@ func BenchmarkServiceDeduct(b *testing.B) {
 // path (auth, decode, validation, encoding) without the network or Redis,
 // by answering with a fixed receipt.
 func BenchmarkHandlerDeductPath(b *testing.B) {
-	h, err := NewHandler(fixedLedger{}, Config{Tokens: testTokens, Ready: func(context.Context) error { return nil }})
+	h, err := NewHandler(stubbed(b, Config{Ledger: fixedLedger{}}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func BenchmarkHandlerDeductPath(b *testing.B) {
 type fixedLedger struct{ Ledger }
 
 func (fixedLedger) Deduct(_ context.Context, cmd ledger.DeductCommand) (domain.Receipt, error) {
-	return domain.Receipt{SKU: cmd.SKU, EventID: "0190b5a4-7a52-7c3e-9d1b-3f5e6a7b8c9d", Seq: 12345, Remaining: 999, Qty: cmd.Qty, User: cmd.User, RequestID: cmd.RequestID}, nil
+	return domain.Receipt{SKU: cmd.SKU.String(), EventID: "0190b5a4-7a52-7c3e-9d1b-3f5e6a7b8c9d", Seq: 12345, Remaining: 999, Qty: cmd.Qty.Int64(), User: cmd.User.String(), RequestID: cmd.RequestID.String()}, nil
 }
 
 type discardWriter struct {

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -26,26 +24,16 @@ type closeJSON struct {
 	AlreadyClosed bool      `json:"already_closed"`
 }
 
-// CloseRoute is POST /v1/skus/{sku}/close for the operator role, to mount
-// with Config.Routes. It ends the SKU's sale through c: later deductions
-// get 409 closed, while retries of earlier requests still get their
-// receipts. It answers 200 {"sku","status":"closed","closed_at",
+// closeSKU is POST /v1/skus/{sku}/close: it ends the SKU's sale. Later
+// deductions get 409 closed, while retries of earlier requests still get
+// their receipts. It answers 200 {"sku","status":"closed","closed_at",
 // "already_closed"}, also when the SKU was closed before; 404 not_found for
-// an undefined SKU and 409 not_warmed for one that is not in Redis. logger
-// receives server errors; nil means slog.Default().
-func CloseRoute(c SKUCloser, logger *slog.Logger) Route {
-	s := &server{log: cmp.Or(logger, slog.Default())}
-	return Route{
-		Method: http.MethodPost,
-		Path:   "/v1/skus/{sku}/close",
-		Roles:  []Role{RoleOperator},
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			res, err := c.CloseSKU(r.Context(), r.PathValue("sku"))
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			s.writeJSON(w, http.StatusOK, closeJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
-		}),
+// an undefined SKU and 409 not_warmed for one that is not in Redis.
+func (s *server) closeSKU(w http.ResponseWriter, r *http.Request) {
+	res, err := s.closer.CloseSKU(r.Context(), r.PathValue("sku"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
+	s.writeJSON(w, http.StatusOK, closeJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
 }

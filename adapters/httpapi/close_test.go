@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,19 +13,7 @@ import (
 )
 
 func TestCloseEndpoint(t *testing.T) {
-	ls := stacktest.New(t)
-	h, err := NewHandler(ls.Service, Config{
-		Tokens: testTokens,
-		Ready:  func(context.Context) error { return nil },
-		Logger: testLogger(t),
-		Routes: []Route{CloseRoute(ls.Archiver(t), testLogger(t))},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	s := &stack{srv: srv, client: srv.Client(), rdb: ls.RedisClient, pool: ls.Pool, keys: ls.Keyspace, svc: ls.Service}
+	s := serveStack(t, stacktest.New(t))
 	s.mustCreateWarm(t, "close-1", `{"stock":5,"per_user_limit":1}`)
 	if r := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != http.StatusOK {
 		t.Fatalf("deduct: %d %s", r.status, r.body)
@@ -55,7 +42,7 @@ func TestCloseEndpoint(t *testing.T) {
 	}
 
 	expectError(t, s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u2","qty":1,"request_id":"r2"}`),
-		http.StatusConflict, codeClosed)
+		http.StatusConflict, "closed")
 	if r := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != http.StatusOK || string(r.body) != string(receipt) {
 		t.Fatalf("retry after close: %d %s, want the original receipt %s", r.status, r.body, receipt)
 	}
@@ -64,22 +51,18 @@ func TestCloseEndpoint(t *testing.T) {
 		t.Fatalf("sku after close: %s", r.body)
 	}
 
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/close", secretOperator, ""), http.StatusNotFound, codeNotFound)
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/close", secretOperator, ""), http.StatusNotFound, "not_found")
 	if r := s.do(t, http.MethodPut, "/v1/skus/cold-1", secretOperator, `{"stock":5,"per_user_limit":1}`); r.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/cold-1/close", secretOperator, ""), http.StatusConflict, codeNotWarmed, "restore-redis")
-	expectError(t, s.do(t, http.MethodPost, "/v1/skus/bad%7B/close", secretOperator, ""), http.StatusBadRequest, codeInvalidRequest, "sku")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/cold-1/close", secretOperator, ""), http.StatusConflict, "not_warmed", "restore-redis")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/bad%7B/close", secretOperator, ""), http.StatusBadRequest, "invalid_request", "sku")
 	expectError(t, s.do(t, http.MethodGet, "/v1/skus/close-1/close", secretOperator, ""), http.StatusMethodNotAllowed, codeMethodNotAllowed)
 }
 
 func TestCloseRouteMapsErrorsWithoutLeakingThem(t *testing.T) {
-	rt := CloseRoute(closerFunc(func(context.Context, string) error { return errors.New("dial tcp 10.0.0.7:6379: refused") }), testLogger(t))
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, "/v1/skus/x/close", nil)
-	req.SetPathValue("sku", "x")
-	rt.Handler.ServeHTTP(rec, req)
-	expectError(t, response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, http.StatusInternalServerError, codeInternal, detailInternal)
+	h := newStubHandler(t, Config{Closer: closerFunc(func(context.Context, string) error { return errors.New("dial tcp 10.0.0.7:6379: refused") })})
+	expectError(t, serve(h, http.MethodPost, "/v1/skus/x/close", secretOperator, ""), http.StatusInternalServerError, "internal", detailInternal)
 }
 
 type closerFunc func(ctx context.Context, sku string) error

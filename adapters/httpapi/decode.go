@@ -117,32 +117,26 @@ func kindName(t reflect.Type) string {
 	return "a " + t.Kind().String()
 }
 
-// decodeDeduct reads a deduct body for sku and validates every field with the
-// domain's own validators, in the order sku, user_id, qty, request_id. A nil
-// error means the command passes them all.
+// decodeDeduct reads a deduct body for sku and validates every field with
+// the domain's own validators, in the order sku, user_id, qty, request_id.
+// The command it returns holds the validated domain values.
 func decodeDeduct(sku string, body io.Reader) (ledger.DeductCommand, error) {
 	var b deductBody
 	if err := decodeJSON(body, &b); err != nil {
 		return ledger.DeductCommand{}, err
 	}
-	cmd := ledger.DeductCommand{SKU: sku, User: b.UserID, RequestID: b.RequestID}
-	if _, err := domain.NewSKUID(sku); err != nil {
-		return cmd, err
-	}
-	if _, err := domain.NewUserID(b.UserID); err != nil {
-		return cmd, err
-	}
 	if b.Qty == nil {
-		return cmd, domain.NewFieldError("qty", errors.New("is required"))
+		// A missing qty ranks after sku and user_id, like any bad qty. Only
+		// this error path checks those two apart from NewDeductCommand.
+		if _, err := domain.NewSKUID(sku); err != nil {
+			return ledger.DeductCommand{}, err
+		}
+		if _, err := domain.NewUserID(b.UserID); err != nil {
+			return ledger.DeductCommand{}, err
+		}
+		return ledger.DeductCommand{}, domain.NewFieldError("qty", errors.New("is required"))
 	}
-	cmd.Qty = *b.Qty
-	if _, err := domain.NewQuantity(cmd.Qty); err != nil {
-		return cmd, err
-	}
-	if _, err := domain.NewRequestID(b.RequestID); err != nil {
-		return cmd, err
-	}
-	return cmd, nil
+	return ledger.NewDeductCommand(sku, b.UserID, *b.Qty, b.RequestID)
 }
 
 // decodeRelease reads a release body for sku and validates every field.
@@ -151,20 +145,7 @@ func decodeRelease(sku string, body io.Reader) (ledger.ReleaseCommand, error) {
 	if err := decodeJSON(body, &b); err != nil {
 		return ledger.ReleaseCommand{}, err
 	}
-	cmd := ledger.ReleaseCommand{SKU: sku, User: b.UserID, RequestID: b.RequestID, Reason: b.Reason}
-	if _, err := domain.NewSKUID(sku); err != nil {
-		return cmd, err
-	}
-	if _, err := domain.NewUserID(b.UserID); err != nil {
-		return cmd, err
-	}
-	if _, err := domain.NewRequestID(b.RequestID); err != nil {
-		return cmd, err
-	}
-	if _, err := domain.NewReason(b.Reason); err != nil {
-		return cmd, err
-	}
-	return cmd, nil
+	return ledger.NewReleaseCommand(sku, b.UserID, b.RequestID, b.Reason)
 }
 
 // decodeCreateSKU reads a create body for sku. stock is required;

@@ -68,19 +68,19 @@ func FuzzDecodeDeduct(f *testing.F) {
 		if bytes.TrimSpace(data)[0] != '{' {
 			t.Fatalf("accepted a body that is not an object: %q", data)
 		}
-		if cmd.SKU != sku {
+		if cmd.SKU.String() != sku {
 			t.Fatalf("command SKU %q, path SKU %q", cmd.SKU, sku)
 		}
-		if _, err := domain.NewSKUID(cmd.SKU); err != nil {
+		if _, err := domain.NewSKUID(cmd.SKU.String()); err != nil {
 			t.Fatalf("accepted %q: sku: %v", data, err)
 		}
-		if _, err := domain.NewUserID(cmd.User); err != nil {
+		if _, err := domain.NewUserID(cmd.User.String()); err != nil {
 			t.Fatalf("accepted %q: user_id: %v", data, err)
 		}
-		if _, err := domain.NewQuantity(cmd.Qty); err != nil {
+		if _, err := domain.NewQuantity(cmd.Qty.Int64()); err != nil {
 			t.Fatalf("accepted %q: qty: %v", data, err)
 		}
-		if _, err := domain.NewRequestID(cmd.RequestID); err != nil {
+		if _, err := domain.NewRequestID(cmd.RequestID.String()); err != nil {
 			t.Fatalf("accepted %q: request_id: %v", data, err)
 		}
 		// An accepted object holds no field but the three known ones

@@ -49,11 +49,11 @@ func TestDecodeDeduct(t *testing.T) {
 		detail    string // substring of the error
 	}{
 		{name: "ok", sku: "s1", body: `{"user_id":"u1","qty":2,"request_id":"r1"}`,
-			want: ledger.DeductCommand{SKU: "s1", User: "u1", Qty: 2, RequestID: "r1"}},
+			want: ledger.MustDeductCommand("s1", "u1", 2, "r1")},
 		{name: "ok any order with whitespace", sku: "s1", body: "\n { \"request_id\" : \"r1\", \"qty\": 1 ,\"user_id\":\"ユーザー\" } \n\t",
-			want: ledger.DeductCommand{SKU: "s1", User: "ユーザー", Qty: 1, RequestID: "r1"}},
+			want: ledger.MustDeductCommand("s1", "ユーザー", 1, "r1")},
 		{name: "request_id of 128", sku: "s1", body: `{"user_id":"u","qty":1,"request_id":"` + long[:128] + `"}`,
-			want: ledger.DeductCommand{SKU: "s1", User: "u", Qty: 1, RequestID: long[:128]}},
+			want: ledger.MustDeductCommand("s1", "u", 1, long[:128])},
 
 		{name: "qty 0", sku: "s1", body: `{"user_id":"u","qty":0,"request_id":"r"}`, field: "qty", detail: "positive integer"},
 		{name: "qty -1", sku: "s1", body: `{"user_id":"u","qty":-1,"request_id":"r"}`, field: "qty"},
@@ -107,7 +107,7 @@ func TestDecodeDeduct(t *testing.T) {
 
 func TestDecodeRelease(t *testing.T) {
 	got, err := decodeRelease("s1", limited(`{"user_id":"u","request_id":"r","reason":"refund"}`))
-	if err != nil || got != (ledger.ReleaseCommand{SKU: "s1", User: "u", RequestID: "r", Reason: "refund"}) {
+	if err != nil || got != (ledger.MustReleaseCommand("s1", "u", "r", "refund")) {
 		t.Fatalf("decodeRelease = %+v, %v", got, err)
 	}
 	if _, err := decodeRelease("s1", limited(`{"user_id":"u","request_id":"r"}`)); err != nil {

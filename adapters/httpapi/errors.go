@@ -10,99 +10,77 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// Error codes of the {"error":code,"detail":...} body.
+// Transport codes of the {"error":code,"detail":...} body: answers that
+// come from HTTP itself rather than from the ledger. The ledger's own codes
+// are domain.Code values.
 const (
-	codeInvalidRequest   = "invalid_request"
 	codeUnauthorized     = "unauthorized"
 	codeForbidden        = "forbidden"
-	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
-	codeConflict         = "conflict"
-	codeSoldOut          = "sold_out"
-	codeAlreadyPurchased = "already_purchased"
-	codeNotWarmed        = "not_warmed"
-	codeClosed           = "closed"
-	codeNeedsRestore     = "needs_restore"
-	codeRecovering       = "recovering"
-	codeUnavailable      = "unavailable"
 	codeNotReady         = "not_ready"
-	codeCorruptLedger    = "corrupt_ledger"
-	codeInternal         = "internal"
-	codeSelfApproval     = "self_approval"
-	codeInsufficient     = "insufficient_stock"
 
 	detailInternal = "internal error; it has been logged"
 )
 
-// errorMapping is how one domain sentinel appears over HTTP.
-type errorMapping struct {
-	sentinel error
-	status   int
-	code     string
+// statusOf is the HTTP status of a domain code.
+func statusOf(code domain.Code) int {
+	switch code {
+	case domain.CodeInvalidInput:
+		return http.StatusBadRequest
+	case domain.CodeNotFound:
+		return http.StatusNotFound
+	case domain.CodeSelfApproval:
+		return http.StatusForbidden
+	case domain.CodeInsufficientStock, domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed,
+		domain.CodeClosed, domain.CodeNeedsRestore, domain.CodeConflict:
+		return http.StatusConflict
+	case domain.CodeRecovering, domain.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
-// errorMappings is checked in order with errors.Is. Input errors come first:
-// a *domain.FieldError is always the caller's fault, whatever else it wraps.
-var errorMappings = []errorMapping{
-	{domain.ErrInvalidInput, http.StatusBadRequest, codeInvalidRequest},
-	{domain.ErrNotFound, http.StatusNotFound, codeNotFound},
-	{domain.ErrSelfApproval, http.StatusForbidden, codeSelfApproval},
-	{domain.ErrInsufficientStock, http.StatusConflict, codeInsufficient},
-	{domain.ErrSoldOut, http.StatusConflict, codeSoldOut},
-	{domain.ErrAlreadyPurchased, http.StatusConflict, codeAlreadyPurchased},
-	{domain.ErrNotWarmed, http.StatusConflict, codeNotWarmed},
-	{domain.ErrClosed, http.StatusConflict, codeClosed},
-	{domain.ErrNeedsRestore, http.StatusConflict, codeNeedsRestore},
-	{domain.ErrConflict, http.StatusConflict, codeConflict},
-	{domain.ErrRecovering, http.StatusServiceUnavailable, codeRecovering},
-}
-
-// fail answers err: a domain sentinel maps to its status and code; anything
-// else is logged and answered with 500 and a generic detail, so internals
+// fail answers err with the status and code of domain.CodeOf. Server-side
+// failures are logged and answered with a generic detail, so internals
 // (addresses, SQL) never reach the caller.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	for _, m := range errorMappings {
-		if !errors.Is(err, m.sentinel) {
-			continue
+	code := domain.CodeOf(err)
+	detail := firstLine(err.Error())
+	switch code {
+	case domain.CodeInvalidInput:
+		var fe *domain.FieldError
+		if errors.As(err, &fe) {
+			detail = fe.Error() // "field: reason"
+		} else {
+			// e.g. a database CHECK violation: its text is not for callers.
+			s.log.WarnContext(r.Context(), "httpapi: invalid input without a field", "method", r.Method, "path", r.URL.Path, "err", err)
+			detail = "invalid input"
 		}
-		detail := firstLine(err.Error())
-		switch m.sentinel {
-		case domain.ErrInvalidInput:
-			var fe *domain.FieldError
-			if errors.As(err, &fe) {
-				detail = fe.Error() // "field: reason"
-			} else {
-				// e.g. a database CHECK violation: its text is not for callers.
-				s.log.WarnContext(r.Context(), "httpapi: invalid input without a field", "method", r.Method, "path", r.URL.Path, "err", err)
-				detail = "invalid input"
-			}
-		case domain.ErrNeedsRestore:
-			sku := r.PathValue("sku")
-			detail = fmt.Sprintf("redis lost the state of sku %s but the ledger already holds its events, "+
-				"so warming it again would double its stock: run `invledger restore-redis --sku %s`", sku, sku)
-		case domain.ErrRecovering:
-			w.Header().Set("Retry-After", "1")
-			detail = "redis restarted and this sku is being checked against the ledger; retry shortly with the same request_id"
-		}
-		s.writeError(w, m.status, m.code, detail)
-		return
-	}
-	switch {
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client went away; nobody reads this answer.
-		s.log.DebugContext(r.Context(), "httpapi: request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
-		s.writeError(w, http.StatusServiceUnavailable, codeUnavailable, "request canceled")
-	case errors.Is(err, context.DeadlineExceeded):
+	case domain.CodeNeedsRestore:
+		sku := r.PathValue("sku")
+		detail = fmt.Sprintf("redis lost the state of sku %s but the ledger already holds its events, "+
+			"so warming it again would double its stock: run `invledger restore-redis --sku %s`", sku, sku)
+	case domain.CodeRecovering:
+		w.Header().Set("Retry-After", "1")
+		detail = "redis restarted and this sku is being checked against the ledger; retry shortly with the same request_id"
+	case domain.CodeUnavailable:
 		s.log.WarnContext(r.Context(), "httpapi: request timed out", "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "1")
-		s.writeError(w, http.StatusServiceUnavailable, codeUnavailable, "timed out; retry with the same request_id")
-	case errors.Is(err, domain.ErrCorruptLedger):
+		detail = "timed out; retry with the same request_id"
+	case domain.CodeCorruptLedger:
 		s.log.ErrorContext(r.Context(), "httpapi: corrupt ledger", "method", r.Method, "path", r.URL.Path, "err", err)
-		s.writeError(w, http.StatusInternalServerError, codeCorruptLedger, "the ledger of this sku does not fold into a consistent state; see the server log")
-	default:
+		detail = "the ledger of this sku does not fold into a consistent state; see the server log"
+	case domain.CodeInternal:
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client went away; nobody reads this answer.
+			s.log.DebugContext(r.Context(), "httpapi: request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
+			s.writeError(w, http.StatusServiceUnavailable, string(domain.CodeUnavailable), "request canceled")
+			return
+		}
 		s.log.ErrorContext(r.Context(), "httpapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		s.writeError(w, http.StatusInternalServerError, codeInternal, detailInternal)
+		detail = detailInternal
 	}
+	s.writeError(w, statusOf(code), string(code), detail)
 }
 
 func firstLine(s string) string {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/invledger/invledger/domain"
 )
 
 // contentTypeJSON is shared by every response: net/http never modifies a
@@ -40,7 +42,7 @@ func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil { // only our own response types get here: a bug
 		s.log.Error("httpapi: encode response", "err", err)
-		s.writeError(w, http.StatusInternalServerError, codeInternal, detailInternal)
+		s.writeError(w, http.StatusInternalServerError, string(domain.CodeInternal), detailInternal)
 		return
 	}
 	writeRaw(w, status, b)

@@ -20,7 +20,7 @@ import (
 	"github.com/invledger/invledger/ledger"
 )
 
-// Ledger is the application port the API drives. *ledger.Service satisfies it.
+// Ledger is the purchase path the API drives. *ledger.Service satisfies it.
 type Ledger interface {
 	CreateSKU(ctx context.Context, cmd ledger.CreateSKUCommand) (domain.SKUDefinition, bool, error)
 	Warm(ctx context.Context, sku string) (ledger.WarmResult, error)
@@ -31,33 +31,35 @@ type Ledger interface {
 
 var _ Ledger = (*ledger.Service)(nil)
 
-// Route is an extra endpoint mounted beside the built-in ones, e.g.
-// GET /metrics. Exactly one of Public and Roles must be set, so an endpoint
-// never becomes public by omission.
-type Route struct {
-	Method  string // e.g. http.MethodGet
-	Path    string // a net/http pattern path, e.g. "/metrics" or "/v1/adjustments/{id}/approve"
-	Roles   []Role // roles allowed; the principal is in the request context (PrincipalFrom)
-	Public  bool   // no token needed
-	Handler http.Handler
-}
-
-// Config configures the handler. Zero values get defaults (setDefaults).
+// Config configures the handler: the application services behind every
+// route, the credentials and the limits. Zero limits get defaults
+// (setDefaults); every service is required.
 type Config struct {
 	// Tokens are the bearer credentials; see ParseTokens. At least one.
 	Tokens []Token
+	// Ledger serves the SKU and purchase routes.
+	Ledger Ledger
+	// Closer serves POST /v1/skus/{sku}/close.
+	Closer SKUCloser
+	// Auditor serves the read-only audit queries.
+	Auditor Auditor
+	// Reconciler serves POST /v1/reconcile, Runs GET /v1/reconciliations.
+	Reconciler Reconciler
+	Runs       RunLister
+	// Adjustments serves the approval flow under /v1/adjustments.
+	Adjustments AdjustmentFlow
+	// Metrics serves GET /metrics, without a token.
+	Metrics http.Handler
 	// Ready is the readiness probe behind GET /readyz: it should ping Redis
-	// and PostgreSQL and return an error saying which one failed. Required.
+	// and PostgreSQL and return an error saying which one failed.
 	Ready func(ctx context.Context) error
 	// ReadyTimeout bounds one Ready call. Default 2s.
 	ReadyTimeout time.Duration
 	// Logger receives server errors (500s, with the real error). Default slog.Default().
 	Logger *slog.Logger
-	// MaxBodyBytes caps a request body; a larger one is 400 invalid_request
-	// naming "body". Default 64 KiB.
+	// MaxBodyBytes caps a request body on every route; a larger one is 400
+	// invalid_request naming "body". Default 64 KiB.
 	MaxBodyBytes int64
-	// Routes are extra endpoints to mount.
-	Routes []Route
 }
 
 func (c *Config) setDefaults() {
@@ -79,6 +81,22 @@ func (c Config) Validate() error {
 	if err := ValidateTokens(c.Tokens); err != nil {
 		errs = append(errs, fmt.Errorf("httpapi: Config.Tokens: %w", err))
 	}
+	for _, svc := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Ledger", c.Ledger == nil},
+		{"Closer", c.Closer == nil},
+		{"Auditor", c.Auditor == nil},
+		{"Reconciler", c.Reconciler == nil},
+		{"Runs", c.Runs == nil},
+		{"Adjustments", c.Adjustments == nil},
+		{"Metrics", c.Metrics == nil},
+	} {
+		if svc.missing {
+			errs = append(errs, fmt.Errorf("httpapi: Config.%s is required", svc.name))
+		}
+	}
 	if c.Ready == nil {
 		errs = append(errs, errors.New("httpapi: Config.Ready is required: give a func that pings Redis and PostgreSQL"))
 	}
@@ -88,31 +106,17 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("httpapi: Config.MaxBodyBytes must be positive"))
 	}
-	for i, rt := range c.Routes {
-		where := fmt.Sprintf("httpapi: Config.Routes[%d] (%s %s)", i, rt.Method, rt.Path)
-		if rt.Method == "" || strings.ContainsAny(rt.Method, " /") {
-			errs = append(errs, fmt.Errorf("%s: Method must be an HTTP method such as GET", where))
-		}
-		if !strings.HasPrefix(rt.Path, "/") {
-			errs = append(errs, fmt.Errorf("%s: Path must start with /", where))
-		}
-		if rt.Handler == nil {
-			errs = append(errs, fmt.Errorf("%s: Handler is required", where))
-		}
-		if rt.Public == (len(rt.Roles) > 0) {
-			errs = append(errs, fmt.Errorf("%s: set exactly one of Public and Roles", where))
-		}
-		for _, r := range rt.Roles {
-			if !r.Valid() {
-				errs = append(errs, fmt.Errorf("%s: unknown role %q", where, r))
-			}
-		}
-	}
 	return errors.Join(errs...)
 }
 
 type server struct {
 	ledger       Ledger
+	closer       SKUCloser
+	auditor      Auditor
+	reconciler   Reconciler
+	runs         RunLister
+	adjustments  AdjustmentFlow
+	metrics      http.Handler
 	tokens       *Tokens
 	log          *slog.Logger
 	maxBody      int64
@@ -122,14 +126,11 @@ type server struct {
 	methods      map[string][]string // path → methods registered, for 405 answers
 }
 
-// NewHandler returns the API over l. It validates cfg first.
-func NewHandler(l Ledger, cfg Config) (http.Handler, error) {
+// NewHandler returns the whole API: every route of routes, over the
+// services of cfg. It validates cfg first.
+func NewHandler(cfg Config) (http.Handler, error) {
 	cfg.setDefaults()
-	err := cfg.Validate()
-	if l == nil {
-		err = errors.Join(errors.New("httpapi: NewHandler needs a Ledger"), err)
-	}
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	tokens, err := NewTokens(cfg.Tokens)
@@ -137,7 +138,13 @@ func NewHandler(l Ledger, cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		ledger:       l,
+		ledger:       cfg.Ledger,
+		closer:       cfg.Closer,
+		auditor:      cfg.Auditor,
+		reconciler:   cfg.Reconciler,
+		runs:         cfg.Runs,
+		adjustments:  cfg.Adjustments,
+		metrics:      cfg.Metrics,
 		tokens:       tokens,
 		log:          cfg.Logger,
 		maxBody:      cfg.MaxBodyBytes,
@@ -146,34 +153,57 @@ func NewHandler(l Ledger, cfg Config) (http.Handler, error) {
 		mux:          http.NewServeMux(),
 		methods:      map[string][]string{},
 	}
-	if err := s.routes(cfg.Routes); err != nil {
-		return nil, err
-	}
+	s.mount()
 	return s, nil
 }
 
-// routes mounts every endpoint. Add built-in endpoints here: one s.handle
-// call each, naming the roles the DESIGN's table gives them.
-func (s *server) routes(extra []Route) (err error) {
-	defer func() { // ServeMux panics on a malformed or conflicting pattern
-		if v := recover(); v != nil {
-			err = fmt.Errorf("httpapi: mount routes: %v", v)
-		}
-	}()
-	s.handle(http.MethodGet, "/healthz", 0, http.HandlerFunc(s.healthz))
-	s.handle(http.MethodGet, "/readyz", 0, http.HandlerFunc(s.readyz))
+// route is one endpoint: who may call it and what answers it.
+type route struct {
+	method  string
+	path    string  // a net/http pattern path
+	roles   roleSet // public: no token needed
+	handler http.HandlerFunc
+}
 
-	s.handle(http.MethodPut, "/v1/skus/{sku}", operatorOnly, http.HandlerFunc(s.createSKU))
-	s.handle(http.MethodGet, "/v1/skus/{sku}", readers, http.HandlerFunc(s.getSKU))
-	s.handle(http.MethodPost, "/v1/skus/{sku}/warm", operatorOnly, http.HandlerFunc(s.warm))
-	s.handle(http.MethodPost, "/v1/skus/{sku}/deduct", gatewayOnly, http.HandlerFunc(s.deduct))
-	s.handle(http.MethodPost, "/v1/skus/{sku}/release", gatewayOnly, http.HandlerFunc(s.release))
+// public is the role set of an endpoint that needs no token.
+const public roleSet = 0
 
-	for _, rt := range extra {
-		s.handle(rt.Method, rt.Path, rolesOf(rt.Roles...), rt.Handler)
+// routes is the API, every endpoint in one table. Add an endpoint here,
+// naming the roles the role matrix gives it.
+func (s *server) routes() []route {
+	return []route{
+		{http.MethodGet, "/healthz", public, s.healthz},
+		{http.MethodGet, "/readyz", public, s.readyz},
+		{http.MethodGet, "/metrics", public, s.metrics.ServeHTTP},
+
+		{http.MethodPut, "/v1/skus/{sku}", operatorOnly, s.createSKU},
+		{http.MethodGet, "/v1/skus/{sku}", readers, s.getSKU},
+		{http.MethodPost, "/v1/skus/{sku}/warm", operatorOnly, s.warm},
+		{http.MethodPost, "/v1/skus/{sku}/deduct", gatewayOnly, s.deduct},
+		{http.MethodPost, "/v1/skus/{sku}/release", gatewayOnly, s.release},
+		{http.MethodPost, "/v1/skus/{sku}/close", operatorOnly, s.closeSKU},
+
+		{http.MethodGet, "/v1/skus/{sku}/events", readers, s.skuEvents},
+		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},
+		{http.MethodGet, "/v1/skus/{sku}/buyers", readers, s.buyers},
+		{http.MethodGet, "/v1/users/{user}/purchases", readers, s.userPurchases},
+
+		{http.MethodPost, "/v1/reconcile", operatorOnly, s.reconcile},
+		{http.MethodGet, "/v1/reconciliations", readers, s.reconciliations},
+
+		{http.MethodPost, "/v1/adjustments", operatorOnly, s.requestAdjustment},
+		{http.MethodGet, "/v1/adjustments", readers, s.listAdjustments},
+		{http.MethodPost, "/v1/adjustments/{id}/approve", approverOnly, s.approveAdjustment},
+		{http.MethodPost, "/v1/adjustments/{id}/reject", approverOnly, s.rejectAdjustment},
 	}
+}
 
-	// A known path with another method: 405 with Allow, in JSON.
+// mount registers every route, then the JSON answers for a known path
+// with another method (405 with Allow) and for an unknown path (404).
+func (s *server) mount() {
+	for _, rt := range s.routes() {
+		s.handle(rt.method, rt.path, rt.roles, rt.handler)
+	}
 	for path, methods := range s.methods {
 		allow := strings.Join(methods, ", ")
 		if slices.Contains(methods, http.MethodGet) && !slices.Contains(methods, http.MethodHead) {
@@ -185,15 +215,14 @@ func (s *server) routes(extra []Route) (err error) {
 		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, http.StatusNotFound, codeNotFound, "no such endpoint")
+		s.writeError(w, http.StatusNotFound, string(domain.CodeNotFound), "no such endpoint")
 	})
-	return nil
 }
 
-// handle mounts h at "method path". roles == 0 makes the endpoint public;
+// handle mounts h at "method path". roles == public needs no token;
 // otherwise the request needs a bearer token whose role is in roles.
 func (s *server) handle(method, path string, roles roleSet, h http.Handler) {
-	if roles != 0 {
+	if roles != public {
 		h = s.authorize(method+" "+path, roles, h)
 	}
 	s.mux.Handle(method+" "+path, h)
@@ -227,7 +256,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			s.log.ErrorContext(r.Context(), "httpapi: panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-			s.writeError(w, http.StatusInternalServerError, codeInternal, detailInternal)
+			s.writeError(w, http.StatusInternalServerError, string(domain.CodeInternal), detailInternal)
 		}
 	}()
 	s.mux.ServeHTTP(w, r)

@@ -59,13 +59,21 @@ func newStack(t testing.TB) *stack {
 	if err := ls.Inventory.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(ls.Service, Config{
-		Tokens: testTokens,
+	return serveStack(t, ls)
+}
+
+// serveStack serves the API over ls with the real ledger, closer and
+// auditor; the reconciler and the adjustment flow are stubs.
+func serveStack(t testing.TB, ls *stacktest.Stack) *stack {
+	t.Helper()
+	h, err := NewHandler(stubbed(t, Config{
+		Ledger:  ls.Service,
+		Closer:  ls.Archiver(t),
+		Auditor: ls.App.Auditor,
 		Ready: func(ctx context.Context) error {
 			return errors.Join(ls.RedisClient.Ping(ctx).Err(), ls.Pool.Ping(ctx))
 		},
-		Logger: testLogger(t),
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +84,52 @@ func newStack(t testing.TB) *stack {
 	t.Cleanup(tr.CloseIdleConnections)
 	return &stack{srv: srv, client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		rdb: ls.RedisClient, pool: ls.Pool, keys: ls.Keyspace, svc: ls.Service}
+}
+
+// unused stands in for every service a test does not reach: a call panics,
+// which the handler answers with 500.
+type unused struct {
+	Ledger
+	SKUCloser
+	Auditor
+	Reconciler
+	RunLister
+	AdjustmentFlow
+}
+
+// stubbed completes cfg for a test: the test tokens and logger, a probe
+// that is always ready, and unused for every service left nil.
+func stubbed(t testing.TB, cfg Config) Config {
+	var u unused
+	if cfg.Tokens == nil {
+		cfg.Tokens = testTokens
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func(context.Context) error { return nil }
+	}
+	cfg.Logger = testLogger(t)
+	if cfg.Ledger == nil {
+		cfg.Ledger = u
+	}
+	if cfg.Closer == nil {
+		cfg.Closer = u
+	}
+	if cfg.Auditor == nil {
+		cfg.Auditor = u
+	}
+	if cfg.Reconciler == nil {
+		cfg.Reconciler = u
+	}
+	if cfg.Runs == nil {
+		cfg.Runs = u
+	}
+	if cfg.Adjustments == nil {
+		cfg.Adjustments = u
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = http.NotFoundHandler()
+	}
+	return cfg
 }
 
 // response is one answer of the API.

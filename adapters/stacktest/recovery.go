@@ -19,31 +19,11 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// Recovery returns a ledger.Recovery over the stack, as cmd/ wires it.
-func (s *Stack) Recovery(t testing.TB) *ledger.Recovery {
-	t.Helper()
-	r, err := ledger.NewRecovery(ledger.RecoveryConfig{
-		Ledger: s.Ledger, SKUs: s.SKUs, Balances: s.Balances, Redis: s.InventoryRestorer,
-		ConsumerGroup: projections.ConsumerGroup, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+// Recovery is the application's ledger.Recovery.
+func (s *Stack) Recovery(testing.TB) *ledger.Recovery { return s.App.Recovery }
 
-// Archiver returns a ledger.Archiver over the stack, as cmd/ wires it.
-func (s *Stack) Archiver(t testing.TB) *ledger.Archiver {
-	t.Helper()
-	a, err := ledger.NewArchiver(ledger.ArchiverConfig{
-		Ledger: s.Ledger, SKUs: s.SKUs, Inventory: s.Inventory, Redis: s.InventoryArchiver,
-		Archives: s.Archives, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
+// Archiver is the application's ledger.Archiver.
+func (s *Stack) Archiver(testing.TB) *ledger.Archiver { return s.App.Archiver }
 
 // ProjectStreams appends every event now in the partition streams to the
 // ledger, as the projector would, without running one: for tests that need

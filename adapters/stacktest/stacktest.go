@@ -4,29 +4,27 @@ package stacktest
 
 import (
 	"context"
-	"database/sql"
-	"io"
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/migrations"
 )
 
-// Stack is a migrated database, a private Redis and a ledger.Service over them.
+// Stack is a migrated database, a private Redis and the application over
+// them, wired by app.New exactly as serve wires it. The adapter fields are
+// the application's own, named for the tests' convenience.
 type Stack struct {
 	Redis *localstack.RedisServer
 	// Postgres is set only WithPrivatePostgres; the shared server must not be stopped.
 	Postgres    *localstack.PostgresServer
+	App         *app.Application
 	RedisClient *redis.Client
 	DatabaseURL string
 	Pool        *pgxpool.Pool
@@ -47,8 +45,10 @@ type Stack struct {
 	Snapshots         *pgstore.PostgresLedgerSnapshotStore
 	Reconciliations   *pgstore.PostgresReconciliationStore
 	Archives          *pgstore.PostgresBuyerArchiveStore
-	Service           *ledger.Service
-	// Journal records the deductions Service acknowledged, as serve's does.
+	// Service is measured, as serve's is, and journals receipts only when
+	// Redis runs appendfsync everysec, the one mode that can lose them.
+	Service *ledger.Service
+	// Journal is nil unless Redis runs appendfsync everysec.
 	Journal *ledger.ReceiptJournal
 }
 
@@ -86,53 +86,36 @@ func New(t testing.TB, opts ...Option) *Stack {
 		s.DatabaseURL = localstacktest.Postgres(t)
 	}
 
-	s.RunIDs = redisinventory.NewRunIDs()
-	redisOpts := &redis.Options{Addr: s.Redis.Addr(), PoolSize: 256}
-	s.RunIDs.Attach(redisOpts)
-	s.RedisClient = redis.NewClient(redisOpts)
-	t.Cleanup(func() { _ = s.RedisClient.Close() })
-
+	redisCfg := localstack.RedisConfig{}
+	for _, f := range o.redis {
+		f(&redisCfg)
+	}
+	durability := app.DurabilityStrict
+	if redisCfg.AppendFsync == "everysec" {
+		durability = app.DurabilityEverysec
+	}
 	Migrate(t, s.DatabaseURL)
-	pool, err := pgxpool.New(ctx, s.DatabaseURL)
+	a, err := app.New(ctx, app.Config{RedisURL: s.Redis.URL(), DatabaseURL: s.DatabaseURL, Durability: durability,
+		RedisPoolSize: 256, Logger: quiet})
 	if err != nil {
-		t.Fatalf("connect to postgres: %v", err)
+		t.Fatalf("open the application: %v", err)
 	}
-	t.Cleanup(pool.Close)
-	s.Pool = pool
-
-	if s.Keyspace, err = redisinventory.NewKeyspace(redisinventory.DefaultPartitions); err != nil {
-		t.Fatal(err)
-	}
-	s.Inventory = redisinventory.NewRedisInventory(s.RedisClient, s.Keyspace, s.RunIDs)
-	s.InventoryRestorer = redisinventory.NewRedisRestorer(s.RedisClient, s.Keyspace)
-	s.InventoryArchiver = redisinventory.NewRedisArchiver(s.RedisClient, s.Keyspace)
-	if s.ReconcileSource, err = redisinventory.NewRedisReconcileSource(s.RedisClient, s.Keyspace, s.RunIDs, redisinventory.ReconcileSourceConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	s.Epoch = redisinventory.NewRedisEpoch(s.RedisClient)
-	s.SKUs = pgstore.NewPostgresSKUStore(pool)
-	s.Ledger = pgstore.NewPostgresLedgerStore(pool)
-	s.Projection = pgstore.NewPostgresProjectionStore(pool)
-	s.Balances = pgstore.NewPostgresBalanceStore(pool)
-	s.Audit = pgstore.NewPostgresAuditStore(pool)
-	s.Snapshots = pgstore.NewPostgresLedgerSnapshotStore(pool)
-	s.Reconciliations = pgstore.NewPostgresReconciliationStore(pool)
-	s.Archives = pgstore.NewPostgresBuyerArchiveStore(pool)
-	s.Journal = ledger.NewReceiptJournal(30 * time.Second)
-	s.Service = ledger.NewService(s.Journal.Wrap(s.Inventory), s.SKUs, s.Ledger)
+	t.Cleanup(a.Close)
+	s.App, s.Pool, s.Keyspace, s.RunIDs = a, a.Pool, a.Keys, a.RunIDs
+	s.RedisClient = a.Redis.(*redis.Client)
+	ad := a.Adapters
+	s.Inventory, s.InventoryRestorer, s.InventoryArchiver = ad.Inventory, ad.Restorer, ad.Archiver
+	s.ReconcileSource, s.Epoch = ad.ReconcileSource, ad.Epoch
+	s.SKUs, s.Ledger, s.Projection, s.Balances = ad.SKUs, ad.Ledger, ad.Projection, ad.Balances
+	s.Audit, s.Snapshots, s.Reconciliations, s.Archives = ad.Audit, ad.Snapshots, ad.Reconciliations, ad.BuyerArchives
+	s.Service, s.Journal = a.Service, a.Journal
 	return s
 }
 
 // Migrate applies every migration to the database at url.
 func Migrate(t testing.TB, url string) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cfg.ConnConfig)
-	defer func(db *sql.DB) { _ = db.Close() }(db)
-	if err := migrations.Up(context.Background(), db, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := app.Migrate(context.Background(), url, quiet); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 }

@@ -7,45 +7,14 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/ledger/reconcile"
 )
-
-// adjustments wires the approval flow; rec reconciles each SKU after its
-// adjustment is applied.
-func (a *app) adjustments(rec *reconcile.Reconciler) *ledger.Adjustments {
-	reconcileSKU := func(ctx context.Context, sku string) (int64, error) {
-		rep, err := rec.Run(ctx, reconcile.Options{SKUs: []string{sku}, Repair: true, Trigger: "adjustment"})
-		return rep.RunID, err
-	}
-	return ledger.NewAdjustments(pgstore.NewPostgresAdjustmentStore(a.pool), a.inventory, reconcileSKU, a.log)
-}
-
-// registerPendingAdjustments exposes the number of adjustments waiting for
-// a decision, read from the database at scrape time.
-func (a *app) registerPendingAdjustments(reg prometheus.Registerer) {
-	store := pgstore.NewPostgresAdjustmentStore(a.pool)
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "invledger_adjustments_pending",
-		Help: "Manual stock adjustments waiting for an approver.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		n, err := store.CountPending(ctx)
-		if err != nil {
-			a.log.Warn("count pending adjustments", "err", err)
-			return 0
-		}
-		return float64(n)
-	}))
-}
 
 func newAdjustCmd(withApp appRunner) *cobra.Command {
 	cmd := &cobra.Command{
@@ -67,18 +36,14 @@ runs right after. --as names who you are (default: your OS user name).`,
 		}
 		return "", errors.New("--as is required: name who requests or approves")
 	}
-	withFlow := func(cmd *cobra.Command, f func(a *app, flow *ledger.Adjustments, me string) error) error {
+	// Requests and lists need only PostgreSQL; a decision applies through
+	// Redis and reconciles the SKU, printing rather than alerting.
+	withFlow := func(cmd *cobra.Command, mode openMode, f func(flow *ledger.Adjustments, me string) error) error {
 		me, err := who()
 		if err != nil {
 			return err
 		}
-		return withApp(cmd.Context(), func(a *app) error {
-			rec, err := a.reconciler(reconcile.NewMetrics(prometheus.NewRegistry()), quietAlerts{})
-			if err != nil {
-				return err
-			}
-			return f(a, a.adjustments(rec), me)
-		})
+		return withApp(cmd.Context(), mode, func(a *app.Application) error { return f(a.Adjustments, me) })
 	}
 	parseID := func(s string) (int64, error) {
 		id, err := strconv.ParseInt(s, 10, 64)
@@ -98,12 +63,12 @@ runs right after. --as names who you are (default: your OS user name).`,
 		Short: "Request an adjustment; it changes nothing until approved",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withFlow(cmd, func(_ *app, flow *ledger.Adjustments, me string) error {
+			return withFlow(cmd, sqlOnly, func(flow *ledger.Adjustments, me string) error {
 				adj, err := flow.Request(cmd.Context(), sku, delta, reason, me)
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), adj)
+				return printJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
 			})
 		},
 	}
@@ -121,15 +86,15 @@ runs right after. --as names who you are (default: your OS user name).`,
 				if err != nil {
 					return err
 				}
-				return withFlow(cmd, func(_ *app, flow *ledger.Adjustments, me string) error {
+				return withFlow(cmd, withRedis|quietFindings, func(flow *ledger.Adjustments, me string) error {
 					adj, err := f(flow)(cmd.Context(), id, me)
 					if err != nil {
 						if adj.ID != 0 {
-							_ = printJSON(os.Stderr, adj)
+							_ = printJSON(os.Stderr, httpapi.NewAdjustmentJSON(adj))
 						}
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), adj)
+					return printJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
 				})
 			},
 		}
@@ -150,8 +115,8 @@ runs right after. --as names who you are (default: your OS user name).`,
 		Short: "List adjustments, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withApp(cmd.Context(), func(a *app) error {
-				out, err := a.adjustments(nil).List(cmd.Context(), status, sku, limit)
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				out, err := a.Adjustments.List(cmd.Context(), status, sku, limit)
 				if err != nil {
 					return err
 				}

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/server"
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/jackc/pgx/v5"
@@ -30,18 +33,15 @@ func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func
 	t.Cleanup(stack.stop)
 	cfg := Config{RedisURL: stack.redis.URL(), DatabaseURL: stack.databaseURL, LogLevel: "error"}
 	cfg.setDefaults()
-	if err := migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
+	if err := app.Migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
 		t.Fatal(err)
 	}
-	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: tokens, Durability: "strict", Components: knownComponents,
-		Subscribers: 2, BatchSize: 100, StreamRetention: time.Hour, ReconcileInterval: time.Minute}
-	if err := sc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, cancel := context.WithCancel(ctx)
 	ready := make(chan string, 1)
+	ss := serveSettings{Durability: app.DurabilityStrict, Config: server.Config{Listen: "127.0.0.1:0", Tokens: tokens,
+		Subscribers: 2, BatchSize: 100, OnListening: func(addr string) { ready <- addr }}}
+	serveCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
+	go func() { done <- serve(serveCtx, cfg, ss) }()
 	var once sync.Once
 	var result error
 	stop = func() error {
@@ -190,8 +190,8 @@ func TestAdjustCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adjust request: %v %s", err, stderr)
 	}
-	var adj domain.Adjustment
-	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != domain.AdjustmentPending || adj.RequestedBy != "alice" {
+	var adj httpapi.AdjustmentJSON
+	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != string(domain.AdjustmentPending) || adj.RequestedBy != "alice" {
 		t.Fatalf("request printed %q (%v)", out, err)
 	}
 	id := strconv.FormatInt(adj.ID, 10)
@@ -202,7 +202,7 @@ func TestAdjustCommands(t *testing.T) {
 		t.Fatalf("bad id: %v, want an error naming id", err)
 	}
 	out, stderr, err = runCLI(t, s, "adjust", "approve", id, "--as", "bob")
-	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != domain.AdjustmentApplied {
+	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != string(domain.AdjustmentApplied) {
 		t.Fatalf("approve: %v %s\n%s", err, stderr, out)
 	}
 	if st, err := s.Service.State(context.Background(), "cli-adj"); err != nil || *st.RedisStock != 13 {

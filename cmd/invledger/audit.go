@@ -14,15 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/pgstore"
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
-
-// auditor wires the audit queries over the app's connections.
-func (a *app) auditor() *ledger.Auditor {
-	return ledger.NewAuditor(pgstore.NewPostgresAuditStore(a.pool), a.skus)
-}
 
 // Output formats of the audit commands.
 const (
@@ -34,7 +29,7 @@ const (
 var auditFormats = []string{formatTable, formatJSON, formatCSV}
 
 // checkFormat validates --format before anything connects, so a typo costs
-// no round trip and exits 2 like other bad input.
+// no round trip and exits with the status of other bad input.
 func checkFormat(f string) error {
 	if !slices.Contains(auditFormats, f) {
 		return domain.NewFieldError("--format", fmt.Errorf("must be one of %s, got %q", strings.Join(auditFormats, ", "), f))
@@ -82,8 +77,8 @@ When more rows follow, stderr names the --after of the next page.`, ledger.MaxAu
 				return err
 			}
 			q.SKU = args[0]
-			return withApp(cmd.Context(), func(a *app) error {
-				page, err := a.auditor().History(cmd.Context(), q)
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				page, err := a.Auditor.History(cmd.Context(), q)
 				if err != nil {
 					return err
 				}
@@ -114,8 +109,8 @@ answers after archive-buyers removed the buyers from Redis.`,
 			if err := checkFormat(*format); err != nil {
 				return err
 			}
-			return withApp(cmd.Context(), func(a *app) error {
-				view, err := a.auditor().Buyers(cmd.Context(), args[0])
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				view, err := a.Auditor.Buyers(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -150,8 +145,8 @@ by their signed delta. Before the SKU was stocked it is 0.`,
 			if err != nil {
 				return err
 			}
-			return withApp(cmd.Context(), func(a *app) error {
-				res, err := a.auditor().BalanceAt(cmd.Context(), args[0], t)
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				res, err := a.Auditor.BalanceAt(cmd.Context(), args[0], t)
 				if err != nil {
 					return err
 				}
@@ -181,8 +176,8 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 				return err
 			}
 			q.User = args[0]
-			return withApp(cmd.Context(), func(a *app) error {
-				page, err := a.auditor().UserEvents(cmd.Context(), q)
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				page, err := a.Auditor.UserEvents(cmd.Context(), q)
 				if err != nil {
 					return err
 				}

@@ -19,11 +19,11 @@ func TestAuditCommands(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "cli-a", 10, 1)
 	for _, u := range []string{"ann", "=HYPERLINK(1)", "cy"} {
-		if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "cli-a", User: u, Qty: 1, RequestID: "r-" + u}); err != nil {
+		if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("cli-a", u, 1, "r-"+u)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "cli-a", User: "cy", RequestID: "r-cy", Reason: "changed mind"}); err != nil {
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand("cli-a", "cy", "r-cy", "changed mind")); err != nil {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)
@@ -108,8 +108,8 @@ func TestAuditCommands(t *testing.T) {
 	} {
 		_, _, err := runCLI(t, s, tc.args...)
 		var fe *domain.FieldError
-		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want+":") || exitCode(err) != 2 {
-			t.Fatalf("%v: err %v, want a field error naming %s with exit status 2", tc.args, err, tc.want)
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want+":") || exitCode(err) != exitBadInput {
+			t.Fatalf("%v: err %v, want a field error naming %s with exit status %d", tc.args, err, tc.want, exitBadInput)
 		}
 	}
 	if _, _, err := runCLI(t, s, "audit", "buyers", "ghost"); !errors.Is(err, domain.ErrNotFound) || exitCode(err) != 2 {

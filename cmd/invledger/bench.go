@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 	"github.com/invledger/invledger/ledger"
@@ -125,18 +127,17 @@ func benchDeps(config func() (Config, error)) bench.Deps {
 		},
 		StartStack: func(ctx context.Context, o bench.StackOptions) (bench.Servers, func(), error) {
 			cfg := Config{LogLevel: "warn"}
-			cfg.setDefaults()
 			log := newLogger(cfg.LogLevel)
 			stack, err := startPrivateStack(ctx, o.Dir, o.Durability, log, o.PGSettings)
 			if err != nil {
 				return bench.Servers{}, nil, err
 			}
 			cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
-			if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+			if err := app.Migrate(ctx, cfg.DatabaseURL, log); err != nil {
 				stack.stop()
 				return bench.Servers{}, nil, err
 			}
-			return benchSite{cfg: cfg, private: true, durability: o.Durability}.servers(), stack.stop, nil
+			return benchSite{cfg: cfg, durability: o.Durability}.servers(), stack.stop, nil
 		},
 	}
 }
@@ -146,7 +147,6 @@ func benchDeps(config func() (Config, error)) bench.Deps {
 // private stack (migrated when it started).
 type benchSite struct {
 	cfg        Config
-	private    bool
 	durability string // the private stack's
 }
 
@@ -162,17 +162,15 @@ func (b benchSite) servers() bench.Servers {
 
 func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 	cfg := b.cfg
-	a, err := openApp(ctx, cfg)
+	a, err := app.New(ctx, cfg.appConfig())
 	if err != nil {
 		return nil, err
 	}
-	if !b.private {
-		if err := a.checkSchema(ctx); err != nil {
-			a.Close()
-			return nil, err
-		}
+	if err := a.CheckSchema(ctx); err != nil {
+		a.Close()
+		return nil, err
 	}
-	if err := a.inventory.Load(ctx); err != nil {
+	if err := a.Adapters.Inventory.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -181,30 +179,28 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		projCfg.LogLevel = "warn"
 	}
 	return &bench.Site{
-		Library: &benchLibrary{service: a.service, a: a},
-		Keys:    a.keys,
+		Library: &benchLibrary{service: a.Service, a: a},
+		Keys:    a.Keys,
 		HookedLibrary: func(hook redis.Hook) (bench.Library, func(), error) {
 			runIDs := redisinventory.NewRunIDs()
-			client, err := newRedisClient(cfg, 4, runIDs)
+			client, err := app.NewRedisClient(cfg.appConfig(), 4, runIDs)
 			if err != nil {
 				return nil, nil, err
 			}
 			client.AddHook(hook)
-			svc := ledger.NewService(redisinventory.NewRedisInventory(client, a.keys, runIDs), a.skus, a.ledger)
+			svc := ledger.NewService(redisinventory.NewRedisInventory(client, a.Keys, runIDs), a.Adapters.SKUs, a.Adapters.Ledger)
 			return &benchLibrary{service: svc, a: a}, func() { _ = client.Close() }, nil
 		},
+		// The projector accepts whatever persistence the measured Redis has:
+		// the bench measures purchases, not durability.
 		Project: func(ctx context.Context) error {
-			return serve(ctx, projCfg, ServeConfig{Components: []string{"projector"}, Subscribers: 4, BatchSize: 500,
-				BatchWait: defaultBatchWait, StreamRetention: defaultRetention, ReconcileInterval: defaultReconcileInterval,
-				ConsumerName: "invledger-bench", Durability: "everysec", AllowVolatileRedis: true}, nil)
+			return serve(ctx, projCfg, serveSettings{Durability: app.DurabilityEverysec, Config: server.Config{
+				Components: []string{server.ComponentProjector}, ConsumerName: "invledger-bench", AllowVolatileRedis: true}})
 		},
 		Serve: func(ctx context.Context, tokens string, ready chan<- string) error {
-			sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: tokens, Durability: b.durability, Components: []string{"api", "projector"},
-				Subscribers: 4, BatchSize: 500, BatchWait: defaultBatchWait, StreamRetention: defaultRetention, ReconcileInterval: defaultReconcileInterval}
-			if err := sc.Validate(); err != nil {
-				return err
-			}
-			return serve(ctx, cfg, sc, ready)
+			return serve(ctx, cfg, serveSettings{Durability: b.durability, Config: server.Config{
+				Listen: "127.0.0.1:0", Tokens: tokens, Components: []string{server.ComponentAPI, server.ComponentProjector},
+				OnListening: func(addr string) { ready <- addr }}})
 		},
 		Close: a.Close,
 	}, nil
@@ -213,7 +209,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 // benchLibrary is the service as the bench's lib and raw targets use it.
 type benchLibrary struct {
 	service *ledger.Service
-	a       *app // the ledger the service writes to
+	a       *app.Application // the ledger the service writes to
 }
 
 var _ bench.Library = (*benchLibrary)(nil)
@@ -227,7 +223,11 @@ func (l *benchLibrary) PutOnSale(ctx context.Context, sku string, stock int64) e
 }
 
 func (l *benchLibrary) Deduct(ctx context.Context, sku, user, requestID string) (bench.Receipt, error) {
-	rc, err := l.service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: requestID})
+	cmd, err := ledger.NewDeductCommand(sku, user, 1, requestID)
+	if err != nil {
+		return bench.Receipt{}, err
+	}
+	rc, err := l.service.Deduct(ctx, cmd)
 	return bench.Receipt{Seq: rc.Seq, EventID: rc.EventID}, err
 }
 

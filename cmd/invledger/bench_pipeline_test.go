@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
@@ -30,17 +31,17 @@ func BenchmarkDeductScriptPipelining(b *testing.B) {
 	ctx := context.Background()
 	srv := localstacktest.Redis(b, func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" })
 	dbURL := localstacktest.Postgres(b)
-	if err := migrate(ctx, dbURL, quietLogger()); err != nil {
+	if err := app.Migrate(ctx, dbURL, quietLogger()); err != nil {
 		b.Fatal(err)
 	}
 	cfg := Config{RedisURL: srv.URL(), DatabaseURL: dbURL, LogLevel: "error"}
 	cfg.setDefaults()
-	a, err := openApp(ctx, cfg)
+	a, err := app.New(ctx, cfg.appConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	site, err := benchSite{cfg: cfg, private: true}.open(ctx)
+	site, err := benchSite{cfg: cfg}.open(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,9 +53,9 @@ func BenchmarkDeductScriptPipelining(b *testing.B) {
 	sha := call[1]
 	nk, _ := strconv.Atoi(call[2])
 	keys, argv := call[3:3+nk], call[3+nk:]
-	plain, ok := a.redis.(*redis.Client)
+	plain, ok := a.Redis.(*redis.Client)
 	if !ok {
-		b.Fatalf("redis client is %T", a.redis)
+		b.Fatalf("redis client is %T", a.Redis)
 	}
 	auto, err := plain.AutoPipeline()
 	if err != nil {

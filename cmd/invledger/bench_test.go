@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 )
@@ -80,7 +81,7 @@ func TestBenchCompareNeverOversells(t *testing.T) {
 func TestBenchCommandSingleTargets(t *testing.T) {
 	redisURL := localstacktest.Redis(t).URL()
 	dbURL := localstacktest.Postgres(t)
-	if err := migrate(context.Background(), dbURL, quietLogger()); err != nil {
+	if err := app.Migrate(context.Background(), dbURL, quietLogger()); err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []string{"lib", "pg-direct"} {

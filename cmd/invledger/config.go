@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/app"
 )
 
 // Config holds the settings shared by every command. Each one is a flag
@@ -22,15 +22,13 @@ type Config struct {
 	DatabaseURL  string
 	Partitions   int
 	LogLevel     string
+	// Durability is serve's --durability; other commands run strict.
+	Durability string
 }
 
+// setDefaults fills what the flags would for a Config built in code; the
+// application defaults the rest.
 func (c *Config) setDefaults() {
-	if c.RedisURL == "" {
-		c.RedisURL = "redis://127.0.0.1:6379/0"
-	}
-	if c.Partitions == 0 {
-		c.Partitions = redisinventory.DefaultPartitions
-	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
@@ -38,17 +36,19 @@ func (c *Config) setDefaults() {
 
 // Validate reports every invalid setting at once, naming flag and variable.
 func (c Config) Validate() error {
-	var errs []error
-	if c.DatabaseURL == "" {
-		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
-	}
-	if c.Partitions < 1 || c.Partitions > 1024 {
-		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
-	}
-	if _, err := parseLogLevel(c.LogLevel); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	_, err := parseLogLevel(c.LogLevel)
+	return errors.Join(err, c.appConfig().Validate())
+}
+
+// appConfig is the application's configuration for these settings.
+func (c Config) appConfig() app.Config {
+	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, DatabaseURL: c.DatabaseURL,
+		Partitions: c.Partitions, Durability: c.Durability, Logger: newLogger(c.LogLevel)}
+}
+
+func newLogger(level string) *slog.Logger {
+	l, _ := parseLogLevel(level) // validated with the config
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
 func parseLogLevel(s string) (slog.Level, error) {

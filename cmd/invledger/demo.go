@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -105,36 +107,38 @@ func runDemo(ctx context.Context, dc DemoConfig, out, progress io.Writer) error 
 	}
 	defer stack.stop()
 	cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
-	if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+	if err := app.Migrate(ctx, cfg.DatabaseURL, log); err != nil {
 		return err
 	}
+	a, err := app.New(ctx, cfg.appConfig())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
 
 	// The projector runs beside the sale, as serve would run it.
 	projCtx, stopProjector := context.WithCancel(ctx)
 	projDone := make(chan error, 1)
 	go func() {
-		projDone <- serve(projCtx, cfg, ServeConfig{Components: []string{"projector"}, Subscribers: 4, BatchSize: 500,
-			BatchWait: defaultBatchWait, StreamRetention: defaultRetention, Durability: "strict"}, nil)
+		projDone <- server.Serve(projCtx, a, server.Config{Components: []string{server.ComponentProjector}})
 	}()
 	defer func() {
 		stopProjector()
 		<-projDone
 	}()
 
-	a, err := openApp(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
 	sku := fmt.Sprintf("demo-%d", time.Now().Unix())
-	if _, _, err := a.service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: dc.Stock, PerUserLimit: 1}); err != nil {
+	if _, _, err := a.Service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: dc.Stock, PerUserLimit: 1}); err != nil {
 		return err
 	}
-	if _, err := a.service.Warm(ctx, sku); err != nil {
+	if _, err := a.Service.Warm(ctx, sku); err != nil {
 		return err
 	}
 
-	attempts := demoAttempts(sku, dc)
+	attempts, err := demoAttempts(sku, dc)
+	if err != nil {
+		return err
+	}
 	tally := &demoTally{events: map[string]bool{}, latencies: make([]time.Duration, 0, len(attempts))}
 	fmt.Fprintf(progress, "flash sale: %d units of %s, %d buyers, %d attempts, %d in flight\n", dc.Stock, sku, dc.Buyers, len(attempts), dc.Concurrency)
 	start := time.Now()
@@ -145,7 +149,7 @@ func runDemo(ctx context.Context, dc DemoConfig, out, progress io.Writer) error 
 		wg.Go(func() {
 			for c := range work {
 				t0 := time.Now()
-				rc, err := a.service.Deduct(ctx, c)
+				rc, err := a.Service.Deduct(ctx, c)
 				tally.record(rc, err, time.Since(t0))
 			}
 		})
@@ -176,22 +180,29 @@ feed:
 // demoAttempts builds the sale's traffic in a random order: one request per
 // buyer, a duplicate of it for retrying buyers, and a second request for
 // buyers who try again.
-func demoAttempts(sku string, dc DemoConfig) []ledger.DeductCommand {
+func demoAttempts(sku string, dc DemoConfig) ([]ledger.DeductCommand, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var out []ledger.DeductCommand
 	for b := range dc.Buyers {
 		user := fmt.Sprintf("buyer-%06d", b)
-		first := ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: user + "-a"}
+		first, err := ledger.NewDeductCommand(sku, user, 1, user+"-a")
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, first)
 		if rng.Float64() < dc.RetryShare {
 			out = append(out, first)
 		}
 		if rng.Float64() < dc.RepeatShare {
-			out = append(out, ledger.DeductCommand{SKU: sku, User: user, Qty: 1, RequestID: user + "-b"})
+			again, err := ledger.NewDeductCommand(sku, user, 1, user+"-b")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, again)
 		}
 	}
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
+	return out, nil
 }
 
 func (t *demoTally) record(rc domain.Receipt, err error, took time.Duration) {
@@ -230,16 +241,16 @@ func showProgress(w io.Writer, t *demoTally, total int, stock int64, start time.
 
 // waitLedgerEqualsRedis polls until the ledger's balance and seq for sku
 // equal Redis's, and returns how long that took.
-func waitLedgerEqualsRedis(ctx context.Context, a *app, sku string, timeout time.Duration) (bool, time.Duration, error) {
+func waitLedgerEqualsRedis(ctx context.Context, a *app.Application, sku string, timeout time.Duration) (bool, time.Duration, error) {
 	start := time.Now()
 	for {
-		v, err := a.service.State(ctx, sku)
+		v, err := a.Service.State(ctx, sku)
 		if err != nil {
 			return false, 0, err
 		}
 		if v.LedgerStock != nil && *v.LedgerStock == *v.RedisStock && *v.LedgerSeq == *v.RedisSeq {
 			var sum, rows int64
-			err := a.pool.QueryRow(ctx, `SELECT COALESCE(SUM(delta), 0), count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&sum, &rows)
+			err := a.Pool.QueryRow(ctx, `SELECT COALESCE(SUM(delta), 0), count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&sum, &rows)
 			if err != nil {
 				return false, 0, err
 			}

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/invledger/invledger/adapters/app"
 )
 
 func newDevCmd(cfg *Config) *cobra.Command {
 	var (
 		dir string
-		sc  ServeConfig
+		ss  serveSettings
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -31,7 +33,7 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 			c := *cfg
 			c.setDefaults()
 			log := newLogger(c.LogLevel)
-			stack, err := startPrivateStack(ctx, abs, sc.Durability, log, nil)
+			stack, err := startPrivateStack(ctx, abs, ss.Durability, log, nil)
 			if err != nil {
 				return err
 			}
@@ -40,39 +42,26 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 			if err := c.Validate(); err != nil {
 				return err
 			}
-			if err := migrate(ctx, c.DatabaseURL, log); err != nil {
+			if err := app.Migrate(ctx, c.DatabaseURL, log); err != nil {
 				return err
 			}
-			if sc.Tokens, err = devTokens(abs); err != nil {
+			if ss.Tokens, err = devTokens(abs); err != nil {
 				return err
 			}
-			sc.Components = knownComponents
-			if err := sc.Validate(); err != nil {
-				return err
-			}
-			ready := make(chan string, 1)
-			go func() {
-				addr, ok := <-ready
-				if !ok {
-					return
-				}
-				printDevBanner(cmd, c, sc, addr)
-			}()
-			defer close(ready)
-			return serve(ctx, c, sc, ready)
+			ss.OnListening = func(addr string) { printDevBanner(cmd, c, ss, addr) }
+			return serve(ctx, c, ss)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".invledger", "where the servers keep their data")
 	env := &envFlags{fs: cmd.Flags()}
-	env.String(&sc.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address")
-	env.String(&sc.Durability, "durability", "INVLEDGER_DURABILITY", "strict", "strict (Redis appendfsync always) or everysec")
-	sc.Subscribers, sc.BatchSize, sc.BatchWait, sc.StreamRetention = 4, 500, defaultBatchWait, defaultRetention
-	sc.ReconcileInterval, sc.ArchiveAfter = defaultReconcileInterval, 24*time.Hour
+	env.String(&ss.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address")
+	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")
+	ss.ArchiveAfter = 24 * time.Hour
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd
 }
 
-func printDevBanner(cmd *cobra.Command, c Config, sc ServeConfig, addr string) {
+func printDevBanner(cmd *cobra.Command, c Config, ss serveSettings, addr string) {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "\ninvledger dev is running. Ctrl-C stops it and both servers.\n\n")
 	fmt.Fprintf(w, "  API          http://%s\n", addr)
@@ -80,7 +69,7 @@ func printDevBanner(cmd *cobra.Command, c Config, sc ServeConfig, addr string) {
 	fmt.Fprintf(w, "  Redis        %s\n", c.RedisURL)
 	fmt.Fprintf(w, "  PostgreSQL   %s\n\n", c.DatabaseURL)
 	fmt.Fprintf(w, "Tokens (name:role:secret):\n")
-	for _, t := range strings.Split(sc.Tokens, "\n") {
+	for _, t := range strings.Split(ss.Tokens, "\n") {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
 	fmt.Fprintf(w, "\nTo use the CLI against this stack:\n  export INVLEDGER_REDIS_URL=%s INVLEDGER_DATABASE_URL='%s'\n\n", c.RedisURL, c.DatabaseURL)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/stacktest"
 )
 
@@ -42,15 +44,12 @@ func TestMetricsPassPromtoolAndCoverTheIssue(t *testing.T) {
 	cfg := Config{RedisURL: "redis://" + s.Redis.Addr(), DatabaseURL: s.DatabaseURL, LogLevel: "error"}
 	cfg.setDefaults()
 	const op, gw = "operator-secret-0001", "gateway-secret-00001"
-	sc := ServeConfig{Listen: "127.0.0.1:0", Tokens: "ops:operator:" + op + ",shop:gateway:" + gw,
-		Durability: "strict", Components: knownComponents, Subscribers: 1, BatchSize: 100, StreamRetention: time.Hour,
-		ReconcileInterval: time.Hour}
-	if err := sc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stop := context.WithCancel(ctx)
 	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- serve(serveCtx, cfg, sc, ready) }()
+	ss := serveSettings{Durability: app.DurabilityStrict, Config: server.Config{Listen: "127.0.0.1:0",
+		Tokens: "ops:operator:" + op + ",shop:gateway:" + gw, Subscribers: 1, BatchSize: 100, ReconcileInterval: time.Hour,
+		OnListening: func(addr string) { ready <- addr }}}
+	serveCtx, stop := context.WithCancel(ctx)
+	go func() { done <- serve(serveCtx, cfg, ss) }()
 	t.Cleanup(func() {
 		stop()
 		select {

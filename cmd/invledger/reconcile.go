@@ -6,33 +6,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/pgstore"
-	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
-
-// reconciler wires a reconciler over the app.
-func (a *app) reconciler(metrics *reconcile.Metrics, alerts reconcile.Alerter) (*reconcile.Reconciler, error) {
-	recovery, err := a.recovery()
-	if err != nil {
-		return nil, err
-	}
-	source, err := redisinventory.NewRedisReconcileSource(a.redis, a.keys, a.runIDs, redisinventory.ReconcileSourceConfig{})
-	if err != nil {
-		return nil, err
-	}
-	cfg := reconcile.Config{
-		Inventory: source, Ledger: pgstore.NewPostgresLedgerSnapshotStore(a.pool), SKUs: a.skus, Restorer: recovery, Rebuilder: recovery,
-		Runs: pgstore.NewPostgresReconciliationStore(a.pool), Alerts: alerts, Metrics: metrics, Logger: a.log,
-	}
-	if a.journal != nil {
-		cfg.Journal = a.journal
-	}
-	return reconcile.New(cfg)
-}
 
 func newReconcileCmd(withApp appRunner) *cobra.Command {
 	var (
@@ -56,11 +34,8 @@ re-projecting from the stream where it still holds the events.
 Exit status 3 when drift remains unrepaired, so scripts and cron can alert.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withApp(cmd.Context(), func(a *app) error {
-				rec, err := a.reconciler(reconcile.NewMetrics(prometheus.NewRegistry()), quietAlerts{})
-				if err != nil {
-					return err
-				}
+			return withApp(cmd.Context(), withRedis|quietFindings, func(a *app.Application) error {
+				rec := a.Reconciler
 				opts := reconcile.Options{Repair: repair, Trigger: "cli"}
 				if sku != "" {
 					opts.SKUs = []string{sku}

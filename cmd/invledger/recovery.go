@@ -8,27 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/pgstore"
-	"github.com/invledger/invledger/adapters/redisinventory"
-	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/projections"
+	"github.com/invledger/invledger/adapters/app"
 )
-
-// recovery wires a ledger.Recovery over the app's connections.
-func (a *app) recovery() (*ledger.Recovery, error) {
-	return ledger.NewRecovery(ledger.RecoveryConfig{
-		Ledger: a.ledger, SKUs: a.skus, Balances: pgstore.NewPostgresBalanceStore(a.pool), Redis: redisinventory.NewRedisRestorer(a.redis, a.keys),
-		ConsumerGroup: projections.ConsumerGroup, Logger: a.log,
-	})
-}
-
-// archiver wires a ledger.Archiver over the app's connections.
-func (a *app) archiver() (*ledger.Archiver, error) {
-	return ledger.NewArchiver(ledger.ArchiverConfig{
-		Ledger: a.ledger, SKUs: a.skus, Inventory: a.inventory, Redis: redisinventory.NewRedisArchiver(a.redis, a.keys),
-		Archives: pgstore.NewPostgresBuyerArchiveStore(a.pool), Logger: a.log,
-	})
-}
 
 // progressPrinter writes a progress line at most once a second, and always
 // the last one, so long runs show they are alive without flooding stderr.
@@ -80,16 +61,13 @@ Redis lost. With --all, progress goes to stderr about once a second.`,
 			if (sku == "") == !all {
 				return errors.New("give exactly one of --sku S and --all")
 			}
-			return withApp(cmd.Context(), func(a *app) error {
-				rec, err := a.recovery()
-				if err != nil {
-					return err
-				}
+			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
+				rec := a.Recovery
 				if sku != "" {
 					if err := rec.RestoreSKU(cmd.Context(), sku); err != nil {
 						return err
 					}
-					v, err := a.service.State(cmd.Context(), sku)
+					v, err := a.Service.State(cmd.Context(), sku)
 					if err != nil {
 						return err
 					}
@@ -129,11 +107,8 @@ projected event is lost or counted twice. Progress goes to stderr about once
 a second.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withApp(cmd.Context(), func(a *app) error {
-				rec, err := a.recovery()
-				if err != nil {
-					return err
-				}
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				rec := a.Recovery
 				p := newProgressPrinter(cmd.ErrOrStderr())
 				report, err := rec.RebuildBalances(cmd.Context(), func(done, total int) {
 					p.print(done == total, "rebuild-projections: %d/%d skus", done, total)
@@ -176,11 +151,8 @@ With --closed-for, it archives every SKU closed at least that long ago, e.g.
 			if closedFor < 0 {
 				return fmt.Errorf("--closed-for must not be negative, got %s", closedFor)
 			}
-			return withApp(cmd.Context(), func(a *app) error {
-				arch, err := a.archiver()
-				if err != nil {
-					return err
-				}
+			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
+				arch := a.Archiver
 				if sku != "" {
 					res, err := arch.ArchiveBuyers(cmd.Context(), sku)
 					if err != nil {
@@ -212,11 +184,8 @@ brings the SKU back closed. Closing again is a no-op that reports the original
 closing time. Afterwards, archive-buyers can move its buyers out of Redis.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withApp(cmd.Context(), func(a *app) error {
-				arch, err := a.archiver()
-				if err != nil {
-					return err
-				}
+			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
+				arch := a.Archiver
 				res, err := arch.CloseSKU(cmd.Context(), args[0])
 				if err != nil {
 					return err

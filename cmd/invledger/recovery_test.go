@@ -32,11 +32,11 @@ func TestRecoveryCommands(t *testing.T) {
 	s.SKU(t, "cli-1", 20, 1)
 	s.SKU(t, "cli-2", 5, 1)
 	for _, u := range []string{"ann", "bob", "cy"} {
-		if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: "cli-1", User: u, Qty: 1, RequestID: "r-" + u}); err != nil {
+		if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("cli-1", u, 1, "r-"+u)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Service.Release(ctx, ledger.ReleaseCommand{SKU: "cli-1", User: "bob", RequestID: "r-bob"}); err != nil {
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand("cli-1", "bob", "r-bob", "")); err != nil {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)

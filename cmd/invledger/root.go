@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -37,22 +38,29 @@ Every flag can also be set with the environment variable named in its help.`,
 
 	// config returns the validated settings for a command that needs them.
 	config := func() (Config, error) {
-		c := cfg
-		c.setDefaults()
-		return c, c.Validate()
+		return cfg, cfg.Validate()
 	}
-	withApp := func(ctx context.Context, f func(*app) error) error {
+	withApp := func(ctx context.Context, mode openMode, f func(*app.Application) error) error {
 		c, err := config()
 		if err != nil {
 			return err
 		}
-		a, err := openApp(ctx, c)
+		ac := c.appConfig()
+		if mode&quietFindings != 0 {
+			ac.Alerter = quietAlerts{}
+		}
+		a, err := app.New(ctx, ac)
 		if err != nil {
 			return err
 		}
 		defer a.Close()
-		if err := a.checkSchema(ctx); err != nil {
+		if err := a.CheckSchema(ctx); err != nil {
 			return err
+		}
+		if mode&withRedis != 0 {
+			if err := a.PingRedis(ctx); err != nil {
+				return err
+			}
 		}
 		return f(a)
 	}
@@ -73,6 +81,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newBenchCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
+	markUsageErrors(root)
 	return root
 }
 
@@ -87,12 +96,27 @@ func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return migrate(cmd.Context(), c.DatabaseURL, newLogger(c.LogLevel))
+			return app.Migrate(cmd.Context(), c.DatabaseURL, newLogger(c.LogLevel))
 		},
 	}
 }
 
-type appRunner func(ctx context.Context, f func(*app) error) error
+// openMode says what a command needs beyond PostgreSQL.
+type openMode int
+
+const (
+	// sqlOnly commands read and write PostgreSQL alone, so they keep working
+	// after Redis was lost, when an operator needs them most.
+	sqlOnly openMode = 0
+	// withRedis commands also talk to Redis: it is pinged first, so a Redis
+	// that is down fails with what to fix rather than mid-command.
+	withRedis openMode = 1 << iota
+	// quietFindings drops reconciliation alerts: the command prints them.
+	quietFindings
+)
+
+// appRunner opens the application for one command, runs f and closes it.
+type appRunner func(ctx context.Context, mode openMode, f func(*app.Application) error) error
 
 func newSKUCmd(withApp appRunner) *cobra.Command {
 	cmd := &cobra.Command{Use: "sku", Short: "Create, warm, show and close SKUs"}
@@ -106,8 +130,8 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 			if !c.Flags().Changed("stock") {
 				return fmt.Errorf("--stock is required")
 			}
-			return withApp(c.Context(), func(a *app) error {
-				def, created, err := a.service.CreateSKU(c.Context(), ledger.CreateSKUCommand{SKU: args[0], Stock: stock, PerUserLimit: limit})
+			return withApp(c.Context(), withRedis, func(a *app.Application) error {
+				def, created, err := a.Service.CreateSKU(c.Context(), ledger.CreateSKUCommand{SKU: args[0], Stock: stock, PerUserLimit: limit})
 				if err != nil {
 					return err
 				}
@@ -124,8 +148,8 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 		Short: "Load a SKU into Redis and append its stocked event; a no-op on a live SKU",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withApp(c.Context(), func(a *app) error {
-				res, err := a.service.Warm(c.Context(), args[0])
+			return withApp(c.Context(), withRedis, func(a *app.Application) error {
+				res, err := a.Service.Warm(c.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -139,8 +163,8 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 		Short: "Show a SKU as Redis and the ledger each see it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withApp(c.Context(), func(a *app) error {
-				v, err := a.service.State(c.Context(), args[0])
+			return withApp(c.Context(), withRedis, func(a *app.Application) error {
+				v, err := a.Service.State(c.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -155,18 +179,25 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 }
 
 func newDeductCmd(withApp appRunner) *cobra.Command {
-	var c ledger.DeductCommand
+	var (
+		sku, user, requestID string
+		qty                  int64
+	)
 	cmd := &cobra.Command{
 		Use:   "deduct --sku S --user U [--qty N] [--request-id R]",
 		Short: "Buy units for a user (exit status 2 when refused)",
 		Long:  "deduct runs one purchase attempt. Re-running it with the same --request-id returns the original receipt instead of buying again.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c.RequestID == "" {
-				c.RequestID = uuid.NewString()
+			if requestID == "" {
+				requestID = uuid.NewString()
 			}
-			return withApp(cmd.Context(), func(a *app) error {
-				rc, err := a.service.Deduct(cmd.Context(), c)
+			c, err := ledger.NewDeductCommand(sku, user, qty, requestID)
+			if err != nil {
+				return err
+			}
+			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
+				rc, err := a.Service.Deduct(cmd.Context(), c)
 				if err != nil {
 					return err
 				}
@@ -175,22 +206,26 @@ func newDeductCmd(withApp appRunner) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&c.SKU, "sku", "", "SKU id")
-	cmd.Flags().StringVar(&c.User, "user", "", "user id")
-	cmd.Flags().Int64Var(&c.Qty, "qty", 1, "units to buy")
-	cmd.Flags().StringVar(&c.RequestID, "request-id", "", "idempotency key (default: a new UUID)")
+	cmd.Flags().StringVar(&sku, "sku", "", "SKU id")
+	cmd.Flags().StringVar(&user, "user", "", "user id")
+	cmd.Flags().Int64Var(&qty, "qty", 1, "units to buy")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new UUID)")
 	return cmd
 }
 
 func newReleaseCmd(withApp appRunner) *cobra.Command {
-	var c ledger.ReleaseCommand
+	var sku, user, requestID, reason string
 	cmd := &cobra.Command{
 		Use:   "release --sku S --user U --request-id R [--reason TEXT]",
 		Short: "Return a deduction's units to stock, exactly once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withApp(cmd.Context(), func(a *app) error {
-				rel, err := a.service.Release(cmd.Context(), c)
+			c, err := ledger.NewReleaseCommand(sku, user, requestID, reason)
+			if err != nil {
+				return err
+			}
+			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
+				rel, err := a.Service.Release(cmd.Context(), c)
 				if err != nil {
 					return err
 				}
@@ -199,10 +234,10 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&c.SKU, "sku", "", "SKU id")
-	cmd.Flags().StringVar(&c.User, "user", "", "user id of the deduction")
-	cmd.Flags().StringVar(&c.RequestID, "request-id", "", "request id of the deduction")
-	cmd.Flags().StringVar(&c.Reason, "reason", "", "why the units go back")
+	cmd.Flags().StringVar(&sku, "sku", "", "SKU id")
+	cmd.Flags().StringVar(&user, "user", "", "user id of the deduction")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "request id of the deduction")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the units go back")
 	return cmd
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/app"
+
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -31,9 +33,9 @@ broken. Progress goes to stderr on long runs.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			return withApp(cmd.Context(), func(a *app) error {
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				progress := newProgressPrinter(cmd.ErrOrStderr())
-				rep, err := ledger.VerifyChains(cmd.Context(), a.ledger, sku, func(events int64) {
+				rep, err := ledger.VerifyChains(cmd.Context(), a.Adapters.Ledger, sku, func(events int64) {
 					progress.print(false, "verified %d events (%.0f/s)", events, progress.rate(events))
 				})
 				if err != nil {

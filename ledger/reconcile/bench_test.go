@@ -31,7 +31,7 @@ func manySKUs(b *testing.B, s *stacktest.Stack, n int) {
 					b.Error(err)
 					return
 				}
-				if _, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: "u", Qty: 1, RequestID: "r"}); err != nil {
+				if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, "u", 1, "r")); err != nil {
 					b.Error(err)
 					return
 				}

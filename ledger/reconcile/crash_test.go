@@ -40,7 +40,7 @@ func crashSale(s *stacktest.Stack, sku string, goroutines int, stop <-chan struc
 				}
 				u := fmt.Sprintf("g%d-%d", g, i)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				rc, err := s.Service.Deduct(ctx, ledger.DeductCommand{SKU: sku, User: u, Qty: 1, RequestID: u})
+				rc, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u))
 				cancel()
 				switch {
 				case err == nil:

@@ -1,0 +1,397 @@
+// Package server runs an application's long-running components in one
+// process: the HTTP API, the projector and its stream janitor, the
+// reconciler loop and the buyer archiver. It builds every component, and
+// checks every setting, before starting any, and stops them all gracefully
+// when its context ends.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/invledger/invledger/projections"
+)
+
+// Components a process can run.
+const (
+	ComponentAPI        = "api"
+	ComponentProjector  = "projector"
+	ComponentReconciler = "reconciler"
+)
+
+// Components lists every component, the default of Config.Components.
+func Components() []string { return []string{ComponentAPI, ComponentProjector, ComponentReconciler} }
+
+// Config is what Serve runs and how.
+type Config struct {
+	// Components to run; default all of Components().
+	Components []string
+	// Listen is the API's address. Default 127.0.0.1:8080.
+	Listen string
+	// Tokens and TokensFile hold name:role:secret entries; the API needs one.
+	Tokens     string
+	TokensFile string
+	// AllowVolatileRedis runs although Redis persistence is off.
+	AllowVolatileRedis bool
+	// Subscribers is the projector's consumers per partition stream. Default 4.
+	Subscribers int
+	// BatchSize bounds the events of one ledger transaction. Default 500.
+	BatchSize int
+	// BatchWait is the extra wait to fill a transaction; 0 commits at once.
+	BatchWait time.Duration
+	// StreamRetention keeps acked stream entries this long. Default 1h.
+	StreamRetention time.Duration
+	// ConsumerName prefixes the projector's consumer names. Default: host name.
+	ConsumerName string
+	// ReconcileInterval is the time between reconciliations with repair. Default 60s.
+	ReconcileInterval time.Duration
+	// ArchiveAfter archives the buyers of SKUs closed this long ago; 0
+	// disables it. Serve does not default it: 24h is the CLI's default.
+	ArchiveAfter time.Duration
+	// OnListening, if set, is told the API's address once it accepts connections.
+	OnListening func(addr string)
+}
+
+func (c *Config) setDefaults() {
+	if len(c.Components) == 0 {
+		c.Components = Components()
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.Subscribers == 0 {
+		c.Subscribers = 4
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 500
+	}
+	if c.StreamRetention == 0 {
+		c.StreamRetention = time.Hour
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = time.Minute
+	}
+}
+
+// Validate reports every invalid setting at once, naming flag and variable.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen (INVLEDGER_LISTEN) %q: %w", c.Listen, err))
+	}
+	for _, comp := range c.Components {
+		if !slices.Contains(Components(), comp) {
+			errs = append(errs, fmt.Errorf("--components: unknown component %q (known: %s)", comp, strings.Join(Components(), ",")))
+		}
+	}
+	if c.Subscribers < 1 {
+		errs = append(errs, errors.New("--projector-subscribers must be at least 1"))
+	}
+	if c.BatchSize < 1 {
+		errs = append(errs, errors.New("--batch-size must be at least 1"))
+	}
+	if c.BatchWait < 0 {
+		errs = append(errs, errors.New("--batch-wait must not be negative"))
+	}
+	if c.StreamRetention < 0 {
+		errs = append(errs, errors.New("--stream-retention (INVLEDGER_STREAM_RETENTION) must not be negative"))
+	}
+	if c.ReconcileInterval < 0 {
+		errs = append(errs, errors.New("--reconcile-interval (INVLEDGER_RECONCILE_INTERVAL) must be positive"))
+	}
+	if c.ArchiveAfter < 0 {
+		errs = append(errs, errors.New("--archive-after (INVLEDGER_ARCHIVE_AFTER) must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) has(component string) bool { return slices.Contains(c.Components, component) }
+
+// Serve runs sc's components over a until ctx ends, then stops them
+// gracefully: in-flight requests finish, and the projector commits or
+// leaves its batch pending for redelivery. Every component is built, and
+// every setting checked, before any starts, so an early error leaves
+// nothing running. One component failing stops the others.
+func Serve(ctx context.Context, a *app.Application, sc Config) error {
+	sc.setDefaults()
+	if err := sc.Validate(); err != nil {
+		return err
+	}
+	var tokens []httpapi.Token
+	if sc.has(ComponentAPI) {
+		var err error
+		if tokens, err = LoadTokens(sc.Tokens, sc.TokensFile); err != nil {
+			return err
+		}
+	}
+	if err := a.CheckSchema(ctx); err != nil {
+		return err
+	}
+	if err := a.PingRedis(ctx); err != nil {
+		return err
+	}
+	if err := checkDurability(ctx, a.Redis, a.Config().Durability, sc.AllowVolatileRedis, a.Log); err != nil {
+		return err
+	}
+	if err := a.Adapters.Inventory.Load(ctx); err != nil {
+		return err
+	}
+
+	var components []component
+	if sc.has(ComponentProjector) {
+		c, err := projectorComponents(a, sc)
+		if err != nil {
+			return err
+		}
+		components = append(components, c...)
+	}
+	components = append(components, component{"alerts", func(ctx context.Context) error { a.Notifier.Run(ctx); return nil }})
+	if sc.has(ComponentReconciler) {
+		components = append(components, component{"reconciler", func(ctx context.Context) error {
+			return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
+				Changed: a.RunIDs.Changed()})
+		}})
+		if sc.ArchiveAfter > 0 {
+			components = append(components, component{"archiver", func(ctx context.Context) error {
+				archiveClosedLoop(ctx, a.Archiver, sc.ArchiveAfter, sc.ReconcileInterval, a.Log)
+				return nil
+			}})
+		}
+		a.Log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", a.Config().AlertWebhook != "")
+	}
+	if sc.has(ComponentAPI) {
+		c, err := apiComponent(a, sc, tokens)
+		if err != nil {
+			return err
+		}
+		components = append(components, c)
+	}
+	err := runAll(ctx, components)
+	a.Log.Info("stopped")
+	return err
+}
+
+// component is one long-running part of a process.
+type component struct {
+	name string
+	run  func(context.Context) error
+}
+
+// runAll runs every component until ctx ends or one fails, which stops the
+// others, and returns every failure.
+func runAll(ctx context.Context, components []component) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, c := range components {
+		wg.Go(func() {
+			if err := c.run(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// projectorComponents builds the projector and the stream janitor. Each
+// projector subscriber gets a client of its own: Watermill's subscriber
+// closes its client on Close, so it must never share the script client.
+func projectorComponents(a *app.Application, sc Config) ([]component, error) {
+	streams := a.Keys.StreamKeys()
+	cfg := a.Config()
+	p, err := projections.NewProjector(projections.ProjectorConfig{
+		NewRedisClient: func(poolSize int) redis.UniversalClient {
+			client, _ := app.NewRedisClient(cfg, poolSize, nil) // New validated the URL
+			return client
+		},
+		Streams:                 streams,
+		ConsumerName:            sc.ConsumerName,
+		SubscribersPerPartition: sc.Subscribers,
+		Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
+		Epoch:                   a.Adapters.Epoch.Epoch,
+		EntryExists:             a.Adapters.Epoch.EntryExists,
+		OnDeadLetter:            a.Notifier.DeadLetter,
+		Logger:                  a.Log,
+		Metrics:                 a.Metrics.Projection,
+	}, a.Adapters.Projection, a.Adapters.Projection)
+	if err != nil {
+		return nil, err
+	}
+	j, err := projections.NewJanitor(projections.JanitorConfig{Client: a.Redis, Streams: streams,
+		Retention: sc.StreamRetention, Logger: a.Log, Metrics: a.Metrics.Projection})
+	if err != nil {
+		return nil, err
+	}
+	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers)
+	return []component{
+		{"projector", p.Run},
+		{"janitor", func(ctx context.Context) error { j.Run(ctx); return nil }},
+	}, nil
+}
+
+// Handler is the HTTP API over a's services: every route, one table.
+func Handler(a *app.Application, tokens []httpapi.Token) (http.Handler, error) {
+	return httpapi.NewHandler(httpapi.Config{
+		Tokens:      tokens,
+		Ledger:      a.Service,
+		Closer:      a.Archiver,
+		Auditor:     a.Auditor,
+		Reconciler:  a.Reconciler,
+		Runs:        a.Adapters.Reconciliations,
+		Adjustments: a.Adjustments,
+		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
+		Ready:       ready(a),
+		Logger:      a.Log,
+	})
+}
+
+func ready(a *app.Application) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if err := a.Redis.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		if err := a.Pool.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		return nil
+	}
+}
+
+// apiComponent listens at once, so a taken address fails Serve before any
+// component starts, and serves until ctx ends.
+func apiComponent(a *app.Application, sc Config, tokens []httpapi.Token) (component, error) {
+	handler, err := Handler(a, tokens)
+	if err != nil {
+		return component{}, err
+	}
+	ln, err := net.Listen("tcp", sc.Listen)
+	if err != nil {
+		return component{}, fmt.Errorf("listen on %s: %w (is another server using it? change --listen)", sc.Listen, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	addr := ln.Addr().String()
+	a.Log.Info("api listening", "url", "http://"+addr)
+	if sc.OnListening != nil {
+		sc.OnListening(addr)
+	}
+	return component{"api", func(ctx context.Context) error { return serveHTTP(ctx, srv, ln) }}, nil
+}
+
+// serveHTTP serves until ctx ends, then lets in-flight requests finish.
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	return nil
+}
+
+// archiveClosedLoop archives the buyers of SKUs closed longer than
+// olderThan, checking every interval, so the buyers hashes of finished
+// sales do not grow Redis without bound.
+func archiveClosedLoop(ctx context.Context, archiver *ledger.Archiver, olderThan, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done, err := archiver.ArchiveClosed(ctx, olderThan)
+		for _, r := range done {
+			log.Info("archived buyers of closed sku", "sku", r.SKU)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("archiving closed skus", "err", err)
+		}
+	}
+}
+
+// LoadTokens parses the API tokens given inline and in a file.
+func LoadTokens(inline, file string) ([]httpapi.Token, error) {
+	raw := inline
+	source := "--tokens (INVLEDGER_TOKENS)"
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--tokens-file (INVLEDGER_TOKENS_FILE): %w", err)
+		}
+		if raw != "" {
+			raw += ","
+		}
+		raw += string(b)
+		source = "--tokens / --tokens-file"
+	}
+	if strings.TrimSpace(raw) == "" {
+		return nil, errors.New("the API needs tokens: set INVLEDGER_TOKENS=name:role:secret,... or INVLEDGER_TOKENS_FILE (roles: gateway, operator, approver, auditor)")
+	}
+	tokens, err := httpapi.ParseTokens(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return tokens, nil
+}
+
+// checkDurability refuses a Redis whose persistence cannot keep the promises
+// of the chosen mode: strict needs every write fsynced before it is answered.
+func checkDurability(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool, log *slog.Logger) error {
+	cfg, err := client.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		return fmt.Errorf("read Redis persistence settings (CONFIG GET): %w", err)
+	}
+	appendOnly, fsync := cfg["appendonly"], cfg["appendfsync"]
+	switch {
+	case appendOnly != "yes":
+		if !allowVolatile {
+			return errors.New("redis persistence is off (appendonly no): a restart would lose acknowledged sales. " +
+				"Set `appendonly yes` and `appendfsync always` in redis.conf, or pass --allow-volatile-redis to accept the risk")
+		}
+		log.Warn("running with Redis persistence off: a Redis restart loses acknowledged sales until restore-redis")
+	case mode == app.DurabilityStrict && fsync != "always":
+		return fmt.Errorf("durability strict needs Redis `appendfsync always`, but it is %q: run CONFIG SET appendfsync always, or use --durability everysec", fsync)
+	case mode == app.DurabilityEverysec && fsync != "always" && fsync != "everysec":
+		return fmt.Errorf("durability everysec needs Redis appendfsync everysec or always, but it is %q", fsync)
+	}
+	return nil
+}
