@@ -171,6 +171,9 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 		rep.Checked++
 		class, findings := classify(c)
+		if class == ClassRedisBehind {
+			class, findings = r.confirmBehind(ctx, c, findings)
+		}
 		if class == ClassLagging {
 			rep.Lagging++
 		}
@@ -277,6 +280,37 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 	return checks, nil
 }
 
+// confirmBehind looks again at a SKU whose Redis seemed behind its ledger,
+// before anything is reported or restored. check reads Redis first, so
+// events sold and projected between its two reads make the ledger look
+// ahead of a healthy Redis. This read is ordered the other way, ledger
+// first: a Redis seq only grows while Redis keeps its data, so a Redis still
+// behind a ledger read before it has lost events, and one that is not was
+// only read too early. It returns the class and findings to go on with.
+func (r *Reconciler) confirmBehind(ctx context.Context, c check, findings []Finding) (Class, []Finding) {
+	summaries, _, err := r.cfg.Ledger.LedgerSnapshot(ctx, []string{c.sku}, nil)
+	if err != nil {
+		return ClassRedisBehind, unconfirmed(findings, err)
+	}
+	snap, err := r.cfg.Inventory.Snapshot(ctx, []domain.SKUID{c.id})
+	if err != nil {
+		return ClassRedisBehind, unconfirmed(findings, err)
+	}
+	if live := snap.SKUs[c.id]; live.Present && live.Seq >= summaries[c.sku].Seq {
+		return ClassLagging, nil
+	}
+	return ClassRedisBehind, findings
+}
+
+// unconfirmed marks findings that a second look could not confirm, so that
+// repair leaves them alone: no destructive repair rests on one observation.
+func unconfirmed(findings []Finding, err error) []Finding {
+	for i := range findings {
+		findings[i].RepairError = fmt.Sprintf("not confirmed by a second read, so not repaired: %v", err)
+	}
+	return findings
+}
+
 // lostAcknowledged reports the deductions this process acknowledged beyond
 // everything Redis, the stream and the ledger still hold for the SKU.
 func (r *Reconciler) lostAcknowledged(ctx context.Context, c check) (Finding, bool) {
@@ -349,6 +383,9 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 		return
 	}
 	fail := func(err error) { f.RepairError = err.Error() }
+	if f.RepairError != "" { // already refused, e.g. unconfirmed
+		return
+	}
 	switch f.Class {
 	case ClassRedisHigh, ClassRedisLow:
 		if f.Class == ClassRedisHigh {
