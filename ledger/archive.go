@@ -54,8 +54,8 @@ func (c ArchiverConfig) Validate() error {
 }
 
 // Archiver ends sales and moves their buyers from Redis to SQL once the
-// ledger vouches for them: the seed's third pitfall, a buyers set that grows
-// without bound.
+// ledger vouches for them, so that the buyers of finished sales do not grow
+// Redis without bound.
 type Archiver struct {
 	cfg ArchiverConfig
 }

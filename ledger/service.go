@@ -1,6 +1,3 @@
-// Package ledger is the application layer of invledger. Go callers use it
-// in-process, so a purchase costs one Redis round trip and no network hop of
-// ours; the HTTP API and the CLI are thin adapters over it.
 package ledger
 
 import (

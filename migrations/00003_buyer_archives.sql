@@ -4,8 +4,8 @@
 ALTER TABLE skus ADD COLUMN closed_at timestamptz;
 
 -- buyer_archives and buyer_archive_entries hold the buyers of closed sales
--- after archive-buyers deleted them from Redis (the seed's pitfall 3: the
--- buyers set grows without bound). One archive per SKU, written once, taken
+-- after archive-buyers deleted them from Redis, so that the buyers of
+-- finished sales do not grow Redis without bound. One archive per SKU, written once, taken
 -- at seq: the buyers are exactly what the ledger folds to at that seq.
 CREATE TABLE buyer_archives (
     sku          text PRIMARY KEY REFERENCES skus (sku),

@@ -1,6 +1,3 @@
-// Package projections projects the partition streams into the PostgreSQL
-// ledger with Watermill: at-least-once delivery made exactly-once by an
-// idempotent, order-independent, group-committed insert.
 package projections
 
 import "errors"

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// Role is what a bearer token may do. The roles and what they allow are the
-// DESIGN's public contract.
+// Role is what a bearer token may do. The roles and what they allow are part
+// of the public contract (README, HTTP API).
 type Role string
 
 const (
@@ -26,7 +26,7 @@ const (
 	RoleAuditor Role = "auditor"
 )
 
-// Roles lists every role, in the order the DESIGN names them.
+// Roles lists every role, from the narrowest to the reader.
 var Roles = []Role{RoleGateway, RoleOperator, RoleApprover, RoleAuditor}
 
 // ParseRole validates s as a role name.
@@ -61,7 +61,7 @@ func rolesOf(rs ...Role) roleSet {
 
 func (s roleSet) has(r Role) bool { return s&r.bit() != 0 }
 
-// Role sets of the DESIGN's role matrix.
+// Role sets of the role matrix: which roles may call which routes.
 var (
 	gatewayOnly  = rolesOf(RoleGateway)
 	operatorOnly = rolesOf(RoleOperator)

@@ -14,8 +14,8 @@ import (
 	"github.com/invledger/invledger/ledger"
 )
 
-// DefaultMaxBodyBytes is the largest request body accepted (DESIGN: a body
-// over 64 KiB gives 400).
+// DefaultMaxBodyBytes is the largest request body accepted: a larger one
+// gets 400 and writes nothing.
 const DefaultMaxBodyBytes = 64 << 10
 
 // Request bodies. Pointers tell a missing field from a zero one.

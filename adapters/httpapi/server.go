@@ -1,7 +1,3 @@
-// Package httpapi is the HTTP adapter over the ledger service: JSON in and
-// out, bearer-token auth with the DESIGN's role matrix, and the mapping of
-// domain errors onto status codes. It holds no business rules of its own;
-// it only decodes, authorizes, calls the ledger and encodes.
 package httpapi
 
 import (

@@ -4,7 +4,7 @@
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id,
 -- ARGV[6] the caller's Redis run_id
--- Reply codes (the seed's, extended):
+-- Reply codes:
 --   {1, event_id, seq, remaining}  deducted now
 --   {2, event_id, seq, remaining}  this request id already deducted: the original receipt
 --   {0, stock}                     sold out

@@ -1,5 +1,5 @@
 -- drop_buyers.lua: delete a closed SKU's buyers hash once SQL holds them
--- (the seed's pitfall 3: the buyers set grows without bound). Compare-and-set
+-- (otherwise the buyers of finished sales grow Redis without bound). Compare-and-set
 -- on seq: the caller checked the buyers against the ledger at that seq, and
 -- a release since then would make the archive stale.
 -- KEYS[1] sku hash, KEYS[2] buyers hash

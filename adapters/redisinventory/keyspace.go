@@ -1,6 +1,3 @@
-// Package redisinventory keeps live SKU inventory in Redis. Every purchase is
-// one Lua script that checks, deducts and appends its event to the SKU's
-// partition stream, so a deduction and its event can never drift apart.
 package redisinventory
 
 import (

@@ -1,4 +1,4 @@
--- release.lua: the seed's compensation. Returns a deduction's units to stock
+-- release.lua: compensation for a purchase that will not complete. Returns a deduction's units to stock
 -- exactly once and appends the released event.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,

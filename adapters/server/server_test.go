@@ -44,4 +44,3 @@ func TestDurabilityCheck(t *testing.T) {
 		})
 	}
 }
-

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/jackc/pgx/v5"

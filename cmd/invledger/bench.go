@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 	"github.com/invledger/invledger/ledger"
 )

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 )
 

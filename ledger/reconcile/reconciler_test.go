@@ -88,7 +88,7 @@ func classes(rep reconcile.Report) map[string][]reconcile.Class {
 }
 
 // TestTamperingIsDetectedRecordedAndRepaired covers each kind of tampering
-// the seed warns about, one SKU each, in one run.
+// with Redis or the balances projection, one SKU each, in one run.
 func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()

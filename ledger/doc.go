@@ -1,0 +1,12 @@
+// Package ledger is the application layer of invledger: the purchase path
+// (Service), recovery of Redis from the ledger (Recovery), the end of a
+// sale (Archiver), manual adjustments with a second person's approval
+// (Adjustments), audit queries (Auditor) and the tamper-evident chain check
+// (VerifyChains). It speaks only domain types and reaches Redis and
+// PostgreSQL through the ports it declares (ports.go, recovery_ports.go),
+// which adapters/ implements.
+//
+// Go callers use it in-process, so a purchase costs one Redis round trip
+// and no network hop of ours; the HTTP API and the CLI are thin adapters
+// over it. adapters/app wires it.
+package ledger

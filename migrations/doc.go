@@ -1,0 +1,3 @@
+// Package migrations holds the embedded, zero-padded SQL migrations and
+// applies them with goose.
+package migrations
