@@ -29,6 +29,13 @@ const journalWindow = 30 * time.Second
 // connectTimeout bounds the first contact with each server.
 const connectTimeout = 5 * time.Second
 
+// The application services the reconciler calls back into.
+var (
+	_ reconcile.Restorer        = (*ledger.Recovery)(nil)
+	_ reconcile.BalanceRepairer = (*ledger.Recovery)(nil)
+	_ reconcile.LossJournal     = (*ledger.ReceiptJournal)(nil)
+)
+
 // Adapters are the storage adapters the services are built from: one type
 // per port role, over one Redis client and one PostgreSQL pool.
 type Adapters struct {

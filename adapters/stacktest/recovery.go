@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -60,6 +61,8 @@ type ProjectorStore interface {
 	projections.LedgerAppender
 	projections.DeadLetterStore
 }
+
+var _ ProjectorStore = (*pgstore.PostgresProjectionStore)(nil)
 
 // ProjectorOption changes how RunProjector configures the projector.
 type ProjectorOption func(*projections.ProjectorConfig, *ProjectorStore)

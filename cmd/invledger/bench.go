@@ -212,7 +212,10 @@ type benchLibrary struct {
 	a       *app.Application // the ledger the service writes to
 }
 
-var _ bench.Library = (*benchLibrary)(nil)
+var (
+	_ bench.Library = (*benchLibrary)(nil)
+	_ bench.Keys    = redisinventory.Keyspace{}
+)
 
 func (l *benchLibrary) PutOnSale(ctx context.Context, sku string, stock int64) error {
 	if _, _, err := l.service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: stock, PerUserLimit: 1}); err != nil {

@@ -60,6 +60,8 @@ Exit status 3 when drift remains unrepaired, so scripts and cron can alert.`,
 // quietAlerts drops alerts: the CLI prints every finding itself.
 type quietAlerts struct{}
 
+var _ reconcile.Alerter = quietAlerts{}
+
 func (quietAlerts) Alert(context.Context, reconcile.Finding) {}
 
 // errDrift means the ledger and its views disagree where they must not;
