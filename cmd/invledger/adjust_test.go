@@ -14,6 +14,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
@@ -26,12 +27,12 @@ import (
 func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func() error) {
 	t.Helper()
 	ctx := context.Background()
-	stack, err := startPrivateStack(ctx, stackDir(t), "strict", quietLogger(), nil)
+	stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: stackDir(t), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stack.stop)
-	cfg := Config{RedisURL: stack.redis.URL(), DatabaseURL: stack.databaseURL, LogLevel: "error"}
+	t.Cleanup(stack.Stop)
+	cfg := Config{RedisURL: stack.Redis.URL(), DatabaseURL: stack.DatabaseURL, LogLevel: "error"}
 	cfg.setDefaults()
 	if err := app.Migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
 		t.Fatal(err)

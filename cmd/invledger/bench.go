@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
@@ -128,16 +129,16 @@ func benchDeps(config func() (Config, error)) bench.Deps {
 		StartStack: func(ctx context.Context, o bench.StackOptions) (bench.Servers, func(), error) {
 			cfg := Config{LogLevel: "warn"}
 			log := newLogger(cfg.LogLevel)
-			stack, err := startPrivateStack(ctx, o.Dir, o.Durability, log, o.PGSettings)
+			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: o.Dir, AppendFsync: appendFsync(o.Durability), Logger: log, PostgresSettings: o.PGSettings})
 			if err != nil {
 				return bench.Servers{}, nil, err
 			}
-			cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
+			cfg.RedisURL, cfg.DatabaseURL = stack.Redis.URL(), stack.DatabaseURL
 			if err := app.Migrate(ctx, cfg.DatabaseURL, log); err != nil {
-				stack.stop()
+				stack.Stop()
 				return bench.Servers{}, nil, err
 			}
-			return benchSite{cfg: cfg, durability: o.Durability}.servers(), stack.stop, nil
+			return benchSite{cfg: cfg, durability: o.Durability}.servers(), stack.Stop, nil
 		},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 	"github.com/invledger/invledger/domain"
@@ -101,12 +102,12 @@ func runDemo(ctx context.Context, dc DemoConfig, out, progress io.Writer) error 
 	cfg.setDefaults()
 	log := newLogger(cfg.LogLevel)
 	fmt.Fprintf(progress, "starting private redis-server and PostgreSQL in %s ...\n", dir)
-	stack, err := startPrivateStack(ctx, dir, "strict", log, nil)
+	stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: dir, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer stack.stop()
-	cfg.RedisURL, cfg.DatabaseURL = stack.redis.URL(), stack.databaseURL
+	defer stack.Stop()
+	cfg.RedisURL, cfg.DatabaseURL = stack.Redis.URL(), stack.DatabaseURL
 	if err := app.Migrate(ctx, cfg.DatabaseURL, log); err != nil {
 		return err
 	}

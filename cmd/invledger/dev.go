@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/localstack"
 )
 
 func newDevCmd(cfg *Config) *cobra.Command {
@@ -33,12 +34,12 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 			c := *cfg
 			c.setDefaults()
 			log := newLogger(c.LogLevel)
-			stack, err := startPrivateStack(ctx, abs, ss.Durability, log, nil)
+			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: abs, AppendFsync: appendFsync(ss.Durability), Logger: log})
 			if err != nil {
 				return err
 			}
-			defer stack.stop()
-			c.RedisURL, c.DatabaseURL, c.RedisCluster = stack.redis.URL(), stack.databaseURL, nil
+			defer stack.Stop()
+			c.RedisURL, c.DatabaseURL, c.RedisCluster = stack.Redis.URL(), stack.DatabaseURL, nil
 			if err := c.Validate(); err != nil {
 				return err
 			}

@@ -3,37 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 )
-
-// progressPrinter writes a progress line at most once a second, and always
-// the last one, so long runs show they are alive without flooding stderr.
-type progressPrinter struct {
-	w     io.Writer
-	start time.Time
-	last  time.Time
-}
-
-func newProgressPrinter(w io.Writer) *progressPrinter {
-	now := time.Now()
-	return &progressPrinter{w: w, start: now, last: now}
-}
-
-func (p *progressPrinter) print(final bool, format string, args ...any) {
-	if now := time.Now(); final || now.Sub(p.last) >= time.Second {
-		p.last = now
-		fmt.Fprintf(p.w, format+"\n", args...)
-	}
-}
-
-func (p *progressPrinter) rate(n int64) float64 {
-	return float64(n) / max(time.Since(p.start).Seconds(), 1e-9)
-}
 
 func newRestoreRedisCmd(withApp appRunner) *cobra.Command {
 	var (
@@ -74,9 +50,9 @@ Redis lost. With --all, progress goes to stderr about once a second.`,
 					return printJSON(cmd.OutOrStdout(), map[string]any{"sku": sku, "restored": true,
 						"redis_stock": v.RedisStock, "redis_seq": v.RedisSeq, "state": v.Status})
 				}
-				p := newProgressPrinter(cmd.ErrOrStderr())
+				p := progress.NewPrinter(cmd.ErrOrStderr())
 				report, err := rec.RestoreAll(cmd.Context(), func(done, total int, rows int64) {
-					p.print(done == total, "restore-redis: %d/%d skus, %d ledger rows, %.0f rows/s", done, total, rows, p.rate(rows))
+					p.Print(done == total, "restore-redis: %d/%d skus, %d ledger rows, %.0f rows/s", done, total, rows, p.Rate(rows))
 				})
 				if perr := printJSON(cmd.OutOrStdout(), report); perr != nil {
 					return errors.Join(err, perr)
@@ -109,9 +85,9 @@ a second.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				rec := a.Recovery
-				p := newProgressPrinter(cmd.ErrOrStderr())
+				p := progress.NewPrinter(cmd.ErrOrStderr())
 				report, err := rec.RebuildBalances(cmd.Context(), func(done, total int) {
-					p.print(done == total, "rebuild-projections: %d/%d skus", done, total)
+					p.Print(done == total, "rebuild-projections: %d/%d skus", done, total)
 				})
 				if perr := printJSON(cmd.OutOrStdout(), report); perr != nil {
 					return errors.Join(err, perr)

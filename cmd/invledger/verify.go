@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 
 	"github.com/invledger/invledger/ledger"
 )
@@ -34,9 +35,9 @@ broken. Progress goes to stderr on long runs.`,
 				return err
 			}
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
-				progress := newProgressPrinter(cmd.ErrOrStderr())
+				p := progress.NewPrinter(cmd.ErrOrStderr())
 				rep, err := ledger.VerifyChains(cmd.Context(), a.Adapters.Ledger, sku, func(events int64) {
-					progress.print(false, "verified %d events (%.0f/s)", events, progress.rate(events))
+					p.Print(false, "verified %d events (%.0f/s)", events, p.Rate(events))
 				})
 				if err != nil {
 					return err

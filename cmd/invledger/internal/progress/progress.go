@@ -59,3 +59,31 @@ func isTerminal(w io.Writer) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+// Printer writes a progress line at most once a second, and always the last
+// one, so long runs show they are alive without flooding a log.
+type Printer struct {
+	w     io.Writer
+	start time.Time
+	last  time.Time
+}
+
+// NewPrinter returns a Printer writing to w, its clock started now.
+func NewPrinter(w io.Writer) *Printer {
+	now := time.Now()
+	return &Printer{w: w, start: now, last: now}
+}
+
+// Print writes the line unless one was written less than a second ago;
+// the final line is always written.
+func (p *Printer) Print(final bool, format string, args ...any) {
+	if now := time.Now(); final || now.Sub(p.last) >= time.Second {
+		p.last = now
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+// Rate is n per second since the Printer was made.
+func (p *Printer) Rate(n int64) float64 {
+	return float64(n) / max(time.Since(p.start).Seconds(), 1e-9)
+}
