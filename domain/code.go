@@ -25,8 +25,8 @@ const (
 	CodeNeedsRestore      Code = "needs_restore"
 	CodeConflict          Code = "conflict"
 	CodeRecovering        Code = "recovering"
-	// CodeUnavailable is an answer that did not come in time; the caller
-	// retries with the same request id.
+	// CodeUnavailable is a server that did not answer, or not in time; the
+	// caller retries with the same request id.
 	CodeUnavailable   Code = "unavailable"
 	CodeCorruptLedger Code = "corrupt_ledger"
 	// CodeInternal is every error that matches no sentinel: a failure of
@@ -53,6 +53,7 @@ var codes = []struct {
 	{ErrNeedsRestore, CodeNeedsRestore},
 	{ErrConflict, CodeConflict},
 	{ErrRecovering, CodeRecovering},
+	{ErrUnavailable, CodeUnavailable},
 	{context.DeadlineExceeded, CodeUnavailable},
 	{ErrCorruptLedger, CodeCorruptLedger},
 }

@@ -31,6 +31,7 @@ func TestCodeOf(t *testing.T) {
 		{fmt.Errorf("%w: %w", domain.ErrConflict, domain.ErrClosed), domain.CodeClosed},
 		{domain.ErrRecovering, domain.CodeRecovering},
 		{fmt.Errorf("deduct: %w", context.DeadlineExceeded), domain.CodeUnavailable},
+		{fmt.Errorf("%w: cannot reach Redis", domain.ErrUnavailable), domain.CodeUnavailable},
 		{domain.ErrCorruptLedger, domain.CodeCorruptLedger},
 		{context.Canceled, domain.CodeInternal},
 		{errors.New("dial tcp: connection refused"), domain.CodeInternal},

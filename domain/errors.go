@@ -29,6 +29,10 @@ var (
 	// Redis state is gone. Stocking it again would double its stock, so the
 	// operator must run restore-redis instead.
 	ErrNeedsRestore = errors.New("redis lost this sku's state; run `invledger restore-redis`")
+	// ErrUnavailable means a server the operation needs (Redis or
+	// PostgreSQL) did not answer: nothing is wrong with the request, and
+	// the caller retries it, with the same request id.
+	ErrUnavailable = errors.New("unavailable")
 	// ErrCorruptLedger means a SKU's events do not fold into a consistent state.
 	ErrCorruptLedger = errors.New("corrupt ledger")
 )

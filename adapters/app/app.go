@@ -15,6 +15,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/migrations"
@@ -136,8 +137,8 @@ func openPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s:%d: %w (check --database-url / INVLEDGER_DATABASE_URL)",
-			poolCfg.ConnConfig.Host, poolCfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("%w: cannot reach PostgreSQL at %s:%d: %w (check --database-url / INVLEDGER_DATABASE_URL)",
+			domain.ErrUnavailable, poolCfg.ConnConfig.Host, poolCfg.ConnConfig.Port, err)
 	}
 	return pool, nil
 }
@@ -268,7 +269,8 @@ func (a *Application) PingRedis(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := a.Redis.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, or run `invledger dev`)", a.redisAddr(), err)
+		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, or run `invledger dev`)",
+			domain.ErrUnavailable, a.redisAddr(), err)
 	}
 	return nil
 }

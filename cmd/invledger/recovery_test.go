@@ -8,6 +8,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
@@ -117,5 +118,40 @@ func TestRecoveryCommands(t *testing.T) {
 		if err != nil || !strings.Contains(out, "Usage:") || len(out) < 300 {
 			t.Fatalf("%v --help: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// TestSQLOnlyCommandsWorkWithRedisDown stops Redis: the commands an operator
+// needs after losing it (audit queries, the chain check, rebuilding the
+// balances) read only PostgreSQL and still work, while a command that needs
+// Redis says so and exits as transient.
+func TestSQLOnlyCommandsWorkWithRedisDown(t *testing.T) {
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "down-1", 5, 1)
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("down-1", "ann", 1, "r-ann")); err != nil {
+		t.Fatal(err)
+	}
+	s.ProjectStreams(t)
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.Redis.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"audit", "history", "down-1"},
+		{"audit", "buyers", "down-1"},
+		{"audit", "user", "ann"},
+		{"audit", "verify", "--sku", "down-1"},
+		{"rebuild-projections"},
+		{"adjust", "list", "--as", "ops"},
+	} {
+		if out, stderr, err := runCLI(t, s, args...); err != nil {
+			t.Errorf("%v with Redis down: %v\n%s%s", args, err, out, stderr)
+		}
+	}
+	_, _, err := runCLI(t, s, "sku", "show", "down-1")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Redis") || exitCode(err) != 4 {
+		t.Fatalf("sku show with Redis down: %v (exit %d), want cannot reach Redis, exit 4", err, exitCode(err))
 	}
 }
