@@ -72,9 +72,9 @@ func NewArchiver(cfg ArchiverConfig) (*Archiver, error) {
 // CloseResult reports a close. AlreadyClosed is true when the SKU was closed
 // before; ClosedAt is then the original closing time.
 type CloseResult struct {
-	SKU           string    `json:"sku"`
-	ClosedAt      time.Time `json:"closed_at"`
-	AlreadyClosed bool      `json:"already_closed"`
+	SKU           string
+	ClosedAt      time.Time
+	AlreadyClosed bool
 }
 
 // CloseSKU ends a SKU's sale: every later deduction is refused with
@@ -113,12 +113,12 @@ func (a *Archiver) CloseSKU(ctx context.Context, sku string) (CloseResult, error
 
 // ArchiveResult reports an archive of a SKU's buyers.
 type ArchiveResult struct {
-	SKU             string    `json:"sku"`
-	Seq             int64     `json:"seq"`
-	Buyers          int       `json:"buyers"`
-	Units           int64     `json:"units"`
-	ArchivedAt      time.Time `json:"archived_at"`
-	AlreadyArchived bool      `json:"already_archived"`
+	SKU             string
+	Seq             int64
+	Buyers          int
+	Units           int64
+	ArchivedAt      time.Time
+	AlreadyArchived bool
 }
 
 // ArchiveBuyers moves a closed SKU's buyers from Redis to SQL and deletes

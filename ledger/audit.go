@@ -32,30 +32,30 @@ var (
 // AuditEntry is one ledger row with every column of ledger_entries. Empty
 // strings stand for the columns that are NULL in the row.
 type AuditEntry struct {
-	EventID      string           `json:"event_id"`
-	SKU          string           `json:"sku"`
-	Seq          int64            `json:"seq"`
-	Type         domain.EventType `json:"type"`
-	Delta        int64            `json:"delta"`
-	Qty          int64            `json:"qty"`
-	BalanceAfter int64            `json:"balance_after"`
-	UserID       string           `json:"user_id"`
-	RequestID    string           `json:"request_id"`
-	Actor        string           `json:"actor"`
-	Reason       string           `json:"reason"`
-	OccurredAt   time.Time        `json:"occurred_at"`
-	RecordedAt   time.Time        `json:"recorded_at"`
-	StreamID     string           `json:"stream_id"`
+	EventID      string
+	SKU          string
+	Seq          int64
+	Type         domain.EventType
+	Delta        int64
+	Qty          int64
+	BalanceAfter int64
+	UserID       string
+	RequestID    string
+	Actor        string
+	Reason       string
+	OccurredAt   time.Time
+	RecordedAt   time.Time
+	StreamID     string
 	// PrevHash and Hash are the row's link in its SKU's tamper-evident
 	// chain; `audit verify` recomputes them.
-	PrevHash string `json:"prev_hash"`
-	Hash     string `json:"hash"`
+	PrevHash string
+	Hash     string
 }
 
 // Holding is how many units of a SKU one user holds.
 type Holding struct {
-	UserID string `json:"user_id"`
-	Qty    int64  `json:"qty"`
+	UserID string
+	Qty    int64
 }
 
 // UserCursor is the position just after one row of a user's events, which
@@ -158,9 +158,9 @@ type HistoryQuery struct {
 // HistoryPage is one page of a SKU's ledger rows in seq order. NextAfter is
 // the After of the next page, nil on the last one.
 type HistoryPage struct {
-	SKU       string       `json:"sku"`
-	Events    []AuditEntry `json:"events"`
-	NextAfter *int64       `json:"next_after"`
+	SKU       string
+	Events    []AuditEntry
+	NextAfter *int64
 }
 
 // History returns a page of the SKU's ledger rows in seq order.
@@ -195,8 +195,8 @@ func (a *Auditor) History(ctx context.Context, q HistoryQuery) (HistoryPage, err
 
 // BuyersView is who holds units of a SKU, ordered by user.
 type BuyersView struct {
-	SKU    string    `json:"sku"`
-	Buyers []Holding `json:"buyers"`
+	SKU    string
+	Buyers []Holding
 }
 
 // Buyers returns who holds units of the SKU now, after releases, with how
@@ -220,9 +220,9 @@ func (a *Auditor) Buyers(ctx context.Context, skuID string) (BuyersView, error) 
 
 // StockAt is a SKU's stock at an instant.
 type StockAt struct {
-	SKU   string    `json:"sku"`
-	At    time.Time `json:"at"`
-	Stock int64     `json:"stock"`
+	SKU   string
+	At    time.Time
+	Stock int64
 }
 
 // BalanceAt returns the SKU's stock at the instant at: the fold of every
@@ -259,9 +259,9 @@ type UserQuery struct {
 // UserPage is one page of a user's purchases and releases, ordered by
 // occurred_at. NextAfter is the After of the next page, nil on the last.
 type UserPage struct {
-	UserID    string       `json:"user_id"`
-	Events    []AuditEntry `json:"events"`
-	NextAfter *string      `json:"next_after"`
+	UserID    string
+	Events    []AuditEntry
+	NextAfter *string
 }
 
 // UserEvents returns a page of the user's purchases and releases across
@@ -323,7 +323,8 @@ func auditLimit(n int) (int, error) {
 	return n, CheckAuditLimit("limit", n)
 }
 
-// nonNil makes an empty answer encode as [] rather than null.
+// nonNil makes an empty answer an empty slice, which the transports
+// encode as [] rather than null.
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}

@@ -25,10 +25,10 @@ func (r *Recovery) RebuildBalance(ctx context.Context, sku string) error {
 type RebuildReport struct {
 	// SKUs is how many balances were recomputed; Corrected lists those
 	// whose row was wrong or missing.
-	SKUs      int      `json:"skus"`
-	Corrected []string `json:"corrected"`
+	SKUs      int
+	Corrected []string
 	// Failed lists the SKUs that could not be rebuilt; the error says why.
-	Failed []string `json:"failed,omitempty"`
+	Failed []string
 }
 
 // RebuildBalances recomputes the balances row of every SKU that has ledger

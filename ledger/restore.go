@@ -109,11 +109,11 @@ func (r *Recovery) RestoreSKU(ctx context.Context, sku string) error {
 type RestoreReport struct {
 	// SKUs is how many SKUs were restored, Rows how many ledger rows they
 	// folded. Skipped SKUs are defined but have no ledger events.
-	SKUs    int   `json:"skus"`
-	Rows    int64 `json:"rows"`
-	Skipped int   `json:"skipped"`
+	SKUs    int
+	Rows    int64
+	Skipped int
 	// Failed lists the SKUs that could not be restored; the error says why.
-	Failed []string `json:"failed,omitempty"`
+	Failed []string
 }
 
 // RestoreAll does RestoreSKU for every SKU in one streaming pass over the

@@ -9,17 +9,17 @@ import (
 
 // ChainReport is the outcome of verifying the tamper-evident chains.
 type ChainReport struct {
-	SKUs   int           `json:"skus"`
-	Events int64         `json:"events"`
-	Broken []BrokenChain `json:"broken"`
+	SKUs   int
+	Events int64
+	Broken []BrokenChain
 }
 
 // BrokenChain names the first event of a SKU whose chain does not hold: the
 // row that was edited, or the first one after an edited or removed row.
 type BrokenChain struct {
-	SKU    string `json:"sku"`
-	Seq    int64  `json:"seq"`
-	Reason string `json:"reason"`
+	SKU    string
+	Seq    int64
+	Reason string
 }
 
 // VerifyChains recomputes every SKU's chain (or only sku's) from the ledger,

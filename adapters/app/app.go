@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/alertwebhook"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
@@ -64,6 +65,7 @@ type Metrics struct {
 	Inventory  *ledger.InventoryMetrics
 	Projection *projections.Metrics
 	Reconcile  *reconcile.Metrics
+	Alerts     *alertwebhook.Metrics
 }
 
 // Application is invledger wired once: the application services over their
@@ -77,8 +79,11 @@ type Application struct {
 	Adjustments *ledger.Adjustments
 	Auditor     *ledger.Auditor
 	Reconciler  *reconcile.Reconciler
-	// Notifier raises alerts (log lines, and the webhook once Run).
-	Notifier *reconcile.Notifier
+	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
+	// lines and passes them on to Webhook.
+	Alerts *reconcile.LogAlerter
+	// Webhook POSTs alerts to Config.AlertWebhook once Run; nil without one.
+	Webhook *alertwebhook.WebhookNotifier
 	// Journal remembers acknowledged receipts; nil in strict mode, where
 	// Redis cannot lose one.
 	Journal *ledger.ReceiptJournal
@@ -168,7 +173,7 @@ func (a *Application) wire() error {
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
-		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg)}
+		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg)}
 	a.registerPendingAdjustments(reg)
 
 	var inventory ledger.Inventory = ad.Inventory
@@ -186,12 +191,17 @@ func (a *Application) wire() error {
 		Redis: ad.Archiver, Archives: ad.BuyerArchives, Logger: a.Log}); err != nil {
 		return err
 	}
-	// Findings, dead letters and fenced SKUs all alert through one notifier.
-	if a.Notifier, err = reconcile.NewNotifier(reconcile.NotifierConfig{WebhookURL: cfg.AlertWebhook, Logger: a.Log,
-		Metrics: a.Metrics.Reconcile}); err != nil {
-		return err
+	// Findings, dead letters and fenced SKUs all alert through one alerter.
+	var webhook reconcile.Notifier
+	if cfg.AlertWebhook != "" {
+		if a.Webhook, err = alertwebhook.NewWebhookNotifier(alertwebhook.Config{URL: cfg.AlertWebhook, Logger: a.Log,
+			Metrics: a.Metrics.Alerts}); err != nil {
+			return err
+		}
+		webhook = a.Webhook
 	}
-	var alerter reconcile.Alerter = a.Notifier
+	a.Alerts = reconcile.NewLogAlerter(a.Log, webhook)
+	var alerter reconcile.Alerter = a.Alerts
 	if cfg.Alerter != nil {
 		alerter = cfg.Alerter
 	}

@@ -43,8 +43,9 @@ type Config struct {
 	Durability string
 	// AlertWebhook, if set, receives a JSON POST per alert.
 	AlertWebhook string
-	// Alerter, if set, receives reconciliation findings instead of the
-	// notifier; the CLI, which prints findings itself, silences them.
+	// Alerter, if set, receives reconciliation findings instead of
+	// Application.Alerts; the CLI, which prints findings itself, silences
+	// them.
 	Alerter reconcile.Alerter
 	// RedisPoolSize is the script client's pool. A purchase holds a
 	// connection for one round trip, and a caller waiting for a connection

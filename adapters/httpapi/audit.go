@@ -27,6 +27,96 @@ type Auditor interface {
 
 var _ Auditor = (*ledger.Auditor)(nil)
 
+// AuditEntryJSON is a ledger row as the audit API answers it and as
+// `invledger audit --format json` prints it. Empty strings stand for NULL
+// columns.
+type AuditEntryJSON struct {
+	EventID      string    `json:"event_id"`
+	SKU          string    `json:"sku"`
+	Seq          int64     `json:"seq"`
+	Type         string    `json:"type"`
+	Delta        int64     `json:"delta"`
+	Qty          int64     `json:"qty"`
+	BalanceAfter int64     `json:"balance_after"`
+	UserID       string    `json:"user_id"`
+	RequestID    string    `json:"request_id"`
+	Actor        string    `json:"actor"`
+	Reason       string    `json:"reason"`
+	OccurredAt   time.Time `json:"occurred_at"`
+	RecordedAt   time.Time `json:"recorded_at"`
+	StreamID     string    `json:"stream_id"`
+	PrevHash     string    `json:"prev_hash"`
+	Hash         string    `json:"hash"`
+}
+
+// NewAuditEntryJSON maps e into its JSON shape, field by field.
+func NewAuditEntryJSON(e ledger.AuditEntry) AuditEntryJSON {
+	return AuditEntryJSON{
+		EventID: e.EventID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
+		BalanceAfter: e.BalanceAfter, UserID: e.UserID, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
+		OccurredAt: e.OccurredAt, RecordedAt: e.RecordedAt, StreamID: e.StreamID, PrevHash: e.PrevHash, Hash: e.Hash,
+	}
+}
+
+// HistoryPageJSON is the body of GET /v1/skus/{sku}/events and what
+// `audit history --format json` prints: a ledger.HistoryPage.
+type HistoryPageJSON struct {
+	SKU       string           `json:"sku"`
+	Events    []AuditEntryJSON `json:"events"`
+	NextAfter *int64           `json:"next_after"`
+}
+
+// NewHistoryPageJSON maps p into its JSON shape, field by field.
+func NewHistoryPageJSON(p ledger.HistoryPage) HistoryPageJSON {
+	return HistoryPageJSON{SKU: p.SKU, Events: mapSlice(p.Events, NewAuditEntryJSON), NextAfter: p.NextAfter}
+}
+
+// UserPageJSON is the body of GET /v1/users/{user}/purchases and what
+// `audit user --format json` prints: a ledger.UserPage.
+type UserPageJSON struct {
+	UserID    string           `json:"user_id"`
+	Events    []AuditEntryJSON `json:"events"`
+	NextAfter *string          `json:"next_after"`
+}
+
+// NewUserPageJSON maps p into its JSON shape, field by field.
+func NewUserPageJSON(p ledger.UserPage) UserPageJSON {
+	return UserPageJSON{UserID: p.UserID, Events: mapSlice(p.Events, NewAuditEntryJSON), NextAfter: p.NextAfter}
+}
+
+// HoldingJSON is one holder in BuyersJSON.
+type HoldingJSON struct {
+	UserID string `json:"user_id"`
+	Qty    int64  `json:"qty"`
+}
+
+// BuyersJSON is the body of GET /v1/skus/{sku}/buyers and what
+// `audit buyers --format json` prints: a ledger.BuyersView.
+type BuyersJSON struct {
+	SKU    string        `json:"sku"`
+	Buyers []HoldingJSON `json:"buyers"`
+}
+
+// NewBuyersJSON maps v into its JSON shape, field by field.
+func NewBuyersJSON(v ledger.BuyersView) BuyersJSON {
+	return BuyersJSON{SKU: v.SKU, Buyers: mapSlice(v.Buyers, func(h ledger.Holding) HoldingJSON {
+		return HoldingJSON{UserID: h.UserID, Qty: h.Qty}
+	})}
+}
+
+// StockAtJSON is the body of GET /v1/skus/{sku}/balance and what
+// `audit balance-at --format json` prints: a ledger.StockAt.
+type StockAtJSON struct {
+	SKU   string    `json:"sku"`
+	At    time.Time `json:"at"`
+	Stock int64     `json:"stock"`
+}
+
+// NewStockAtJSON maps s into its JSON shape, field by field.
+func NewStockAtJSON(s ledger.StockAt) StockAtJSON {
+	return StockAtJSON{SKU: s.SKU, At: s.At, Stock: s.Stock}
+}
+
 // skuEvents is GET /v1/skus/{sku}/events?after=SEQ&limit=N: the SKU's
 // ledger rows with seq above after, in seq order, {"sku","events":[...],
 // "next_after":SEQ|null}; limit 1-1000, default 100.
@@ -51,7 +141,7 @@ func (s *server) skuEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, page)
+	s.writeJSON(w, http.StatusOK, NewHistoryPageJSON(page))
 }
 
 // balanceAt is GET /v1/skus/{sku}/balance?at=RFC3339: the stock at that
@@ -76,7 +166,7 @@ func (s *server) balanceAt(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, res)
+	s.writeJSON(w, http.StatusOK, NewStockAtJSON(res))
 }
 
 // buyers is GET /v1/skus/{sku}/buyers: who holds units now, after
@@ -91,7 +181,7 @@ func (s *server) buyers(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, res)
+	s.writeJSON(w, http.StatusOK, NewBuyersJSON(res))
 }
 
 // userPurchases is GET /v1/users/{user}/purchases?after=CURSOR&limit=N:
@@ -113,7 +203,7 @@ func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, page)
+	s.writeJSON(w, http.StatusOK, NewUserPageJSON(page))
 }
 
 // queryParams parses the query string and refuses parameters other than

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -67,4 +68,49 @@ func TestBodiesKeepTheirJSONKeys(t *testing.T) {
 	adj := NewAdjustmentJSON(domain.Adjustment{ID: 1, RequestedAt: now, Status: domain.AdjustmentApplied,
 		DecidedBy: &s, DecidedAt: &now, EventID: &s, Seq: &n, Result: &s, ReconciliationRunID: &n})
 	pinKeys(t, "adjustment", adj, "decided_at decided_by delta event_id id reason reconciliation_run_id requested_at requested_by result seq sku status")
+}
+
+// pinJSON fails unless v encodes to exactly want.
+func pinJSON(t *testing.T, what string, v any, want string) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want {
+		t.Errorf("%s:\n got %s\nwant %s", what, b, want)
+	}
+}
+
+// TestAuditBodiesAreAsBefore pins the audit bodies byte for byte, as the
+// ledger types encoded them before they lost their json tags: full, zero,
+// with empty and with nil slices.
+func TestAuditBodiesAreAsBefore(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123000000, time.UTC)
+	n, c := int64(7), "c1"
+	e := ledger.AuditEntry{EventID: "e1", SKU: "a", Seq: 3, Type: domain.EventDeducted, Delta: -2, Qty: 2, BalanceAfter: 8,
+		UserID: "u", RequestID: "r", Actor: "ac", Reason: "re", OccurredAt: at, RecordedAt: at.Add(time.Second),
+		StreamID: "1-1", PrevHash: "p", Hash: "h"}
+	const entry = `{"event_id":"e1","sku":"a","seq":3,"type":"deducted","delta":-2,"qty":2,"balance_after":8,"user_id":"u","request_id":"r","actor":"ac","reason":"re","occurred_at":"2026-11-29T12:00:00.123Z","recorded_at":"2026-11-29T12:00:01.123Z","stream_id":"1-1","prev_hash":"p","hash":"h"}`
+	for _, tc := range []struct {
+		what string
+		v    any
+		want string
+	}{
+		{"entry", NewAuditEntryJSON(e), entry},
+		{"zero entry", NewAuditEntryJSON(ledger.AuditEntry{}), `{"event_id":"","sku":"","seq":0,"type":"","delta":0,"qty":0,"balance_after":0,"user_id":"","request_id":"","actor":"","reason":"","occurred_at":"0001-01-01T00:00:00Z","recorded_at":"0001-01-01T00:00:00Z","stream_id":"","prev_hash":"","hash":""}`},
+		{"history", NewHistoryPageJSON(ledger.HistoryPage{SKU: "a", Events: []ledger.AuditEntry{e}, NextAfter: &n}), `{"sku":"a","events":[` + entry + `],"next_after":7}`},
+		{"zero history", NewHistoryPageJSON(ledger.HistoryPage{}), `{"sku":"","events":null,"next_after":null}`},
+		{"empty history", NewHistoryPageJSON(ledger.HistoryPage{Events: []ledger.AuditEntry{}}), `{"sku":"","events":[],"next_after":null}`},
+		{"buyers", NewBuyersJSON(ledger.BuyersView{SKU: "a", Buyers: []ledger.Holding{{UserID: "u", Qty: 2}}}), `{"sku":"a","buyers":[{"user_id":"u","qty":2}]}`},
+		{"zero buyers", NewBuyersJSON(ledger.BuyersView{}), `{"sku":"","buyers":null}`},
+		{"empty buyers", NewBuyersJSON(ledger.BuyersView{Buyers: []ledger.Holding{}}), `{"sku":"","buyers":[]}`},
+		{"stock at", NewStockAtJSON(ledger.StockAt{SKU: "a", At: at, Stock: 5}), `{"sku":"a","at":"2026-11-29T12:00:00.123Z","stock":5}`},
+		{"zero stock at", NewStockAtJSON(ledger.StockAt{}), `{"sku":"","at":"0001-01-01T00:00:00Z","stock":0}`},
+		{"user page", NewUserPageJSON(ledger.UserPage{UserID: "u", Events: []ledger.AuditEntry{e}, NextAfter: &c}), `{"user_id":"u","events":[` + entry + `],"next_after":"c1"}`},
+		{"zero user page", NewUserPageJSON(ledger.UserPage{}), `{"user_id":"","events":null,"next_after":null}`},
+		{"empty user page", NewUserPageJSON(ledger.UserPage{Events: []ledger.AuditEntry{}}), `{"user_id":"","events":[],"next_after":null}`},
+	} {
+		pinJSON(t, tc.what, tc.v, tc.want)
+	}
 }

@@ -156,7 +156,9 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		}
 		components = append(components, c...)
 	}
-	components = append(components, component{"alerts", func(ctx context.Context) error { a.Notifier.Run(ctx); return nil }})
+	if a.Webhook != nil {
+		components = append(components, component{"alerts", func(ctx context.Context) error { a.Webhook.Run(ctx); return nil }})
+	}
 	if sc.has(ComponentReconciler) {
 		components = append(components, component{"reconciler", func(ctx context.Context) error {
 			return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
@@ -229,7 +231,7 @@ func projectorComponents(a *app.Application, sc Config) ([]component, error) {
 		Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
 		Epoch:                   a.Adapters.Epoch.Epoch,
 		EntryExists:             a.Adapters.Epoch.EntryExists,
-		OnDeadLetter:            a.Notifier.DeadLetter,
+		OnDeadLetter:            a.Alerts.DeadLetter,
 		Logger:                  a.Log,
 		Metrics:                 a.Metrics.Projection,
 	}, a.Adapters.Projection, a.Adapters.Projection)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -82,7 +83,7 @@ When more rows follow, stderr names the --after of the next page.`, ledger.MaxAu
 				if err != nil {
 					return err
 				}
-				if err := writeEntries(cmd.OutOrStdout(), *format, page, page.Events); err != nil {
+				if err := writeEntries(cmd.OutOrStdout(), *format, httpapi.NewHistoryPageJSON(page), page.Events); err != nil {
 					return err
 				}
 				if page.NextAfter != nil {
@@ -118,7 +119,7 @@ answers after archive-buyers removed the buyers from Redis.`,
 				for i, h := range view.Buyers {
 					rows[i] = []string{h.UserID, strconv.FormatInt(h.Qty, 10)}
 				}
-				return writeRecords(cmd.OutOrStdout(), *format, view, []string{"user_id", "qty"}, rows)
+				return writeRecords(cmd.OutOrStdout(), *format, httpapi.NewBuyersJSON(view), []string{"user_id", "qty"}, rows)
 			})
 		},
 	}
@@ -150,7 +151,7 @@ by their signed delta. Before the SKU was stocked it is 0.`,
 				if err != nil {
 					return err
 				}
-				return writeRecords(cmd.OutOrStdout(), *format, res, []string{"sku", "at", "stock"},
+				return writeRecords(cmd.OutOrStdout(), *format, httpapi.NewStockAtJSON(res), []string{"sku", "at", "stock"},
 					[][]string{{res.SKU, res.At.Format(time.RFC3339Nano), strconv.FormatInt(res.Stock, 10)}})
 			})
 		},
@@ -181,7 +182,7 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 				if err != nil {
 					return err
 				}
-				if err := writeEntries(cmd.OutOrStdout(), *format, page, page.Events); err != nil {
+				if err := writeEntries(cmd.OutOrStdout(), *format, httpapi.NewUserPageJSON(page), page.Events); err != nil {
 					return err
 				}
 				if page.NextAfter != nil {
@@ -199,7 +200,8 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 var entryHeader = []string{"sku", "seq", "type", "delta", "qty", "balance_after", "user_id", "request_id",
 	"actor", "reason", "occurred_at", "recorded_at", "stream_id", "event_id", "prev_hash", "hash"}
 
-// writeEntries prints ledger rows; page is what --format json prints.
+// writeEntries prints ledger rows; page, their JSON shape, is what --format
+// json prints.
 func writeEntries(w io.Writer, format string, page any, entries []ledger.AuditEntry) error {
 	rows := make([][]string, len(entries))
 	for i, e := range entries {

@@ -54,7 +54,7 @@ Redis lost. With --all, progress goes to stderr about once a second.`,
 				report, err := rec.RestoreAll(cmd.Context(), func(done, total int, rows int64) {
 					p.Print(done == total, "restore-redis: %d/%d skus, %d ledger rows, %.0f rows/s", done, total, rows, p.Rate(rows))
 				})
-				if perr := printJSON(cmd.OutOrStdout(), report); perr != nil {
+				if perr := printJSON(cmd.OutOrStdout(), newRestoreReportJSON(report)); perr != nil {
 					return errors.Join(err, perr)
 				}
 				if err != nil {
@@ -89,7 +89,7 @@ a second.`,
 				report, err := rec.RebuildBalances(cmd.Context(), func(done, total int) {
 					p.Print(done == total, "rebuild-projections: %d/%d skus", done, total)
 				})
-				if perr := printJSON(cmd.OutOrStdout(), report); perr != nil {
+				if perr := printJSON(cmd.OutOrStdout(), newRebuildReportJSON(report)); perr != nil {
 					return errors.Join(err, perr)
 				}
 				return err
@@ -134,10 +134,10 @@ With --closed-for, it archives every SKU closed at least that long ago, e.g.
 					if err != nil {
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), res)
+					return printJSON(cmd.OutOrStdout(), newArchiveResultJSON(res))
 				}
 				results, err := arch.ArchiveClosed(cmd.Context(), closedFor)
-				if perr := printJSON(cmd.OutOrStdout(), map[string]any{"archived": results}); perr != nil {
+				if perr := printJSON(cmd.OutOrStdout(), archivedJSON{Archived: mapSlice(results, newArchiveResultJSON)}); perr != nil {
 					return errors.Join(err, perr)
 				}
 				return err
@@ -166,7 +166,7 @@ closing time. Afterwards, archive-buyers can move its buyers out of Redis.`,
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), res)
+				return printJSON(cmd.OutOrStdout(), newCloseResultJSON(res))
 			})
 		},
 	}

@@ -60,7 +60,7 @@ broken. Progress goes to stderr on long runs.`,
 						return err
 					}
 				default:
-					if err := printJSON(w, rep); err != nil {
+					if err := printJSON(w, newChainReportJSON(rep)); err != nil {
 						return err
 					}
 				}

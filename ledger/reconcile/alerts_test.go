@@ -1,152 +1,42 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"sync"
+	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestWebhookReceivesOneAlertPerFindingWithTheDocumentedSchema(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		got  []map[string]any
-		hits int
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		hits++
-		if hits == 1 { // the first delivery fails: it must be retried
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		var body map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Header.Get("Content-Type") != "application/json" {
-			t.Errorf("bad alert body: %v", err)
-		}
-		got = append(got, body)
-	}))
-	defer srv.Close()
-	m := NewMetrics(prometheus.NewRegistry())
-	n, err := NewNotifier(NotifierConfig{WebhookURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); n.Run(ctx) }()
-	stock := int64(9)
-	n.Alert(ctx, Finding{SKU: "a", Class: ClassRedisHigh, Detail: "d", Before: Figures{RedisStock: &stock, TruthStock: 7}})
-	n.Alert(ctx, Finding{SKU: "b", Class: ClassBalancesDrift, Detail: "d", Repaired: true})
-	n.DeadLetter(ctx, "inv:{p01}:events", "1-1", "missing seq")
-	n.Fenced(ctx, 3)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		k := len(got)
-		mu.Unlock()
-		if k == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("received %d alerts, want 4", k)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
-	first := got[0]
-	finding, _ := first["finding"].(map[string]any)
-	before, _ := finding["before"].(map[string]any)
-	if first["kind"] != "reconciliation_finding" || first["severity"] != "critical" || first["at"] == nil ||
-		finding["sku"] != "a" || finding["class"] != "redis_high" || before["redis_stock"] != float64(9) || before["truth_stock"] != float64(7) {
-		t.Fatalf("alert does not follow the schema: %v", first)
-	}
-	if got[1]["severity"] != "warning" {
-		t.Fatalf("second alert %v", got[1])
-	}
-	if dl, _ := got[2]["dead_letter"].(map[string]any); got[2]["kind"] != "dead_letter" || dl["stream_id"] != "1-1" || dl["reason"] != "missing seq" {
-		t.Fatalf("dead letter alert %v", got[2])
-	}
-	if f, _ := got[3]["fenced"].(map[string]any); got[3]["kind"] != "fenced_skus" || f["count"] != float64(3) {
-		t.Fatalf("fenced alert %v", got[3])
-	}
-	if v := testutil.ToFloat64(m.alerts.WithLabelValues("delivered")); v != 4 {
-		t.Fatalf("delivered counter %v, want 4", v)
-	}
-}
+// notifierRecord remembers what a Notifier was told, in order.
+type notifierRecord struct{ got []string }
 
-func TestHangingWebhookNeverBlocksTheReconciler(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-	m := NewMetrics(prometheus.NewRegistry())
-	n, err := NewNotifier(NotifierConfig{WebhookURL: srv.URL, Timeout: 200 * time.Millisecond, Attempts: 2, QueueSize: 10,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go n.Run(ctx)
-	// 1,000 alerts against a webhook that never answers: had Alert waited
-	// for delivery or for queue space, it would hang here and nothing
-	// would be dropped.
-	for range 1000 {
-		n.Alert(ctx, Finding{SKU: "s", Class: ClassRedisLow})
-	}
-	if dropped := testutil.ToFloat64(m.alerts.WithLabelValues("dropped")); dropped < 900 {
-		t.Fatalf("dropped %v alerts, want the overflow beyond the queue counted", dropped)
-	}
+func (n *notifierRecord) Alert(_ context.Context, f Finding) { n.got = append(n.got, "finding "+f.SKU) }
+func (n *notifierRecord) DeadLetter(_ context.Context, _, streamID, _ string) {
+	n.got = append(n.got, "dead letter "+streamID)
 }
+func (n *notifierRecord) Fenced(_ context.Context, _ int) { n.got = append(n.got, "fenced") }
 
-// TestWebhookJSONIsPinned pins the webhook body byte for byte: receivers
-// parse these keys, so a renamed Go field must never change them.
-func TestWebhookJSONIsPinned(t *testing.T) {
-	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	a, b, c, d, e := int64(9), int64(4), int64(12), int64(7), int64(3)
-	full := Finding{SKU: "phone-x", Class: ClassRedisHigh, Detail: "d",
-		Before: Figures{RedisStock: &a, RedisSeq: &b, RedisBuyers: &c, LedgerStock: 7, LedgerSeq: 4, LedgerCount: 5, Holders: 2,
-			InFlight: 1, InFlightSum: -1, TruthStock: 6, TruthSeq: 5, BalanceStock: &d, BalanceSeq: &e},
-		After:       &Figures{TruthStock: 6},
-		MissingSeqs: []SeqRange{{From: 3, To: 4}},
-		Lost:        []LostReceipt{{Seq: 101, EventID: "e", RequestID: "r", User: "u", Qty: 1}},
-		Repaired:    true, RepairError: "boom"}
-	bare := Finding{SKU: "s", Class: ClassRedisMissing}
-	for _, tc := range []struct {
-		alert webhookAlert
-		want  string
-	}{
-		{webhookAlert{Kind: "reconciliation_finding", Severity: severity(full), At: at, Finding: newWebhookFinding(full)},
-			`{"kind":"reconciliation_finding","severity":"critical","at":"2026-11-29T12:00:00Z","finding":{"sku":"phone-x","class":"redis_high","detail":"d","before":{"redis_stock":9,"redis_seq":4,"redis_buyers":12,"ledger_stock":7,"ledger_seq":4,"ledger_count":5,"ledger_holders":2,"in_flight":1,"in_flight_delta":-1,"truth_stock":6,"truth_seq":5,"balance_stock":7,"balance_seq":3},"after":{"redis_stock":null,"redis_seq":null,"ledger_stock":0,"ledger_seq":0,"ledger_count":0,"ledger_holders":0,"in_flight":0,"in_flight_delta":0,"truth_stock":6,"truth_seq":0},"missing_seqs":[{"from":3,"to":4}],"lost":[{"seq":101,"event_id":"e","request_id":"r","user_id":"u","qty":1}],"repaired":true,"repair_error":"boom"}}`},
-		{webhookAlert{Kind: "reconciliation_finding", Severity: severity(bare), At: at, Finding: newWebhookFinding(bare)},
-			`{"kind":"reconciliation_finding","severity":"warning","at":"2026-11-29T12:00:00Z","finding":{"sku":"s","class":"redis_missing","detail":"","before":{"redis_stock":null,"redis_seq":null,"ledger_stock":0,"ledger_seq":0,"ledger_count":0,"ledger_holders":0,"in_flight":0,"in_flight_delta":0,"truth_stock":0,"truth_seq":0},"repaired":false}}`},
-		{webhookAlert{Kind: "dead_letter", Severity: "critical", At: at, DeadLetter: &webhookDeadLetter{Stream: "s", StreamID: "1-1", Reason: "r"}},
-			`{"kind":"dead_letter","severity":"critical","at":"2026-11-29T12:00:00Z","dead_letter":{"stream":"s","stream_id":"1-1","reason":"r"}}`},
-		{webhookAlert{Kind: "fenced_skus", Severity: "critical", At: at, Fenced: &webhookFenced{Count: 3}},
-			`{"kind":"fenced_skus","severity":"critical","at":"2026-11-29T12:00:00Z","fenced":{"count":3}}`},
-	} {
-		got, err := json.Marshal(tc.alert)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != tc.want {
-			t.Errorf("webhook body\n got %s\nwant %s", got, tc.want)
+func TestLogAlerterLogsEveryAlertAndPassesItOn(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	next := &notifierRecord{}
+	a := NewLogAlerter(slog.New(slog.NewTextHandler(&logs, nil)), next)
+	a.Alert(ctx, Finding{SKU: "a", Class: ClassRedisHigh})
+	a.DeadLetter(ctx, "inv:{p01}:events", "1-1", "missing seq")
+	a.Fenced(ctx, 3)
+	if got := strings.Join(next.got, ", "); got != "finding a, dead letter 1-1, fenced" {
+		t.Fatalf("passed on: %s", got)
+	}
+	for _, want := range []string{"reconciliation finding", "sku=a", "stream entry sent to dead_letters", "stream_id=1-1",
+		"skus still fenced", "count=3"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
 	}
+	if strings.Count(logs.String(), "level=ERROR") != 3 {
+		t.Errorf("want 3 ERROR lines:\n%s", logs.String())
+	}
+	// Without a notifier it only logs.
+	NewLogAlerter(slog.New(slog.NewTextHandler(&logs, nil)), nil).Fenced(ctx, 1)
 }

@@ -127,5 +127,5 @@ type RecordedFinding struct {
 // seqs it found missing.
 type RecordedFigures struct {
 	Figures
-	MissingSeqs []SeqRange `json:"missing_seqs,omitempty"`
+	MissingSeqs []SeqRange
 }

@@ -114,7 +114,7 @@ func (r *Reconciler) verifyAll(ctx context.Context) {
 			}
 		} else if rep.Unverified == 0 {
 			return
-		} else if f, ok := r.cfg.Alerts.(interface{ Fenced(context.Context, int) }); ok && passes%25 == 0 {
+		} else if f, ok := r.cfg.Alerts.(FencedAlerter); ok && passes%25 == 0 {
 			// Every ~5 s of passes that leave SKUs fenced, say so loudly.
 			f.Fenced(ctx, rep.Unverified)
 		}

@@ -15,7 +15,6 @@ type Metrics struct {
 	runs       *prometheus.CounterVec
 	duration   prometheus.Histogram
 	unverified prometheus.Gauge
-	alerts     *prometheus.CounterVec
 }
 
 // NewMetrics creates the reconciler's metrics and registers them on reg.
@@ -42,12 +41,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "invledger_fenced_skus",
 			Help: "SKUs refusing purchases as recovering because they are not yet verified under the current Redis run.",
 		}),
-		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "invledger_alert_webhook_deliveries_total",
-			Help: "Alert webhook deliveries, by result: delivered, failed (after retries) or dropped (queue full).",
-		}, []string{"result"}),
 	}
-	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.alerts)
+	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified)
 	// Series that exist from the start let increase() see the first finding.
 	for _, c := range driftClasses {
 		m.findings.WithLabelValues(string(c))

@@ -51,7 +51,8 @@ type LossJournal interface {
 	TakeBeyond(sku string, seq int64) []domain.Receipt
 }
 
-// Alerter is told about every finding. It must not block.
+// Alerter is told about every finding. It must not block. If it is also a
+// FencedAlerter, RunLoop tells it about SKUs left fenced.
 type Alerter interface {
 	Alert(ctx context.Context, f Finding)
 }

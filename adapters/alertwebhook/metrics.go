@@ -1,0 +1,18 @@
+package alertwebhook
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the webhook's Prometheus instruments.
+type Metrics struct {
+	deliveries *prometheus.CounterVec
+}
+
+// NewMetrics creates the webhook's metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "invledger_alert_webhook_deliveries_total",
+		Help: "Alert webhook deliveries, by result: delivered, failed (after retries) or dropped (queue full).",
+	}, []string{"result"})}
+	reg.MustRegister(m.deliveries)
+	return m
+}
