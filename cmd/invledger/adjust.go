@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strconv"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
+
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
@@ -68,7 +70,7 @@ runs right after. --as names who you are (default: your OS user name).`,
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
+				return output.PrintJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
 			})
 		},
 	}
@@ -90,11 +92,11 @@ runs right after. --as names who you are (default: your OS user name).`,
 					adj, err := f(flow)(cmd.Context(), id, me)
 					if err != nil {
 						if adj.ID != 0 {
-							_ = printJSON(os.Stderr, httpapi.NewAdjustmentJSON(adj))
+							_ = output.PrintJSON(os.Stderr, httpapi.NewAdjustmentJSON(adj))
 						}
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
+					return output.PrintJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
 				})
 			},
 		}

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"cmp"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
 	"github.com/spf13/cobra"
 
@@ -19,24 +16,6 @@ import (
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
-
-// Output formats of the audit commands.
-const (
-	formatTable = "table"
-	formatJSON  = "json"
-	formatCSV   = "csv"
-)
-
-var auditFormats = []string{formatTable, formatJSON, formatCSV}
-
-// checkFormat validates --format before anything connects, so a typo costs
-// no round trip and exits with the status of other bad input.
-func checkFormat(f string) error {
-	if !slices.Contains(auditFormats, f) {
-		return domain.NewFieldError("--format", fmt.Errorf("must be one of %s, got %q", strings.Join(auditFormats, ", "), f))
-	}
-	return nil
-}
 
 // newAuditCmd is `invledger audit` with its query subcommands and any extra
 // ones, e.g. `audit verify`. Every subcommand inherits --format.
@@ -54,7 +33,7 @@ there, text that a spreadsheet would run as a formula (starting with = + - @)
 gets a leading apostrophe. Paged commands print where the next page starts
 on stderr.`,
 	}
-	cmd.PersistentFlags().StringVar(&format, "format", formatTable, "output format: table, json or csv")
+	cmd.PersistentFlags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
 	cmd.AddCommand(newAuditHistoryCmd(withApp, &format), newAuditBuyersCmd(withApp, &format),
 		newAuditBalanceAtCmd(withApp, &format), newAuditUserCmd(withApp, &format))
 	cmd.AddCommand(extra...)
@@ -71,7 +50,7 @@ after --after (0: from the stocked event) and at most --limit rows (1-%d).
 When more rows follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
 			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
@@ -107,7 +86,7 @@ units each one bought minus those released, folded from the ledger. It also
 answers after archive-buyers removed the buyers from Redis.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
@@ -119,7 +98,7 @@ answers after archive-buyers removed the buyers from Redis.`,
 				for i, h := range view.Buyers {
 					rows[i] = []string{h.UserID, strconv.FormatInt(h.Qty, 10)}
 				}
-				return writeRecords(cmd.OutOrStdout(), *format, httpapi.NewBuyersJSON(view), []string{"user_id", "qty"}, rows)
+				return output.Records(cmd.OutOrStdout(), *format, httpapi.NewBuyersJSON(view), []string{"user_id", "qty"}, rows)
 			})
 		},
 	}
@@ -136,7 +115,7 @@ into its stock then: stocked, deducted, released and adjusted rows each count
 by their signed delta. Before the SKU was stocked it is 0.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("at") {
@@ -151,7 +130,7 @@ by their signed delta. Before the SKU was stocked it is 0.`,
 				if err != nil {
 					return err
 				}
-				return writeRecords(cmd.OutOrStdout(), *format, httpapi.NewStockAtJSON(res), []string{"sku", "at", "stock"},
+				return output.Records(cmd.OutOrStdout(), *format, httpapi.NewStockAtJSON(res), []string{"sku", "at", "stock"},
 					[][]string{{res.SKU, res.At.Format(time.RFC3339Nano), strconv.FormatInt(res.Stock, 10)}})
 			})
 		},
@@ -170,7 +149,7 @@ most --limit rows (1-%d). When more rows follow, stderr names the --after
 cursor of the next page.`, ledger.MaxAuditLimit),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
 			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
@@ -210,60 +189,5 @@ func writeEntries(w io.Writer, format string, page any, entries []ledger.AuditEn
 			e.Actor, e.Reason, e.OccurredAt.UTC().Format(time.RFC3339Nano),
 			e.RecordedAt.UTC().Format(time.RFC3339Nano), e.StreamID, e.EventID, e.PrevHash, e.Hash}
 	}
-	return writeRecords(w, format, page, entryHeader, rows)
-}
-
-// writeRecords prints v as JSON, or header and rows as CSV or as a table.
-func writeRecords(w io.Writer, format string, v any, header []string, rows [][]string) error {
-	switch format {
-	case formatJSON:
-		return printJSON(w, v)
-	case formatCSV:
-		cw := csv.NewWriter(w)
-		if err := cw.Write(header); err != nil {
-			return fmt.Errorf("write csv: %w", err)
-		}
-		for _, row := range rows {
-			cells := make([]string, len(row))
-			for i, c := range row {
-				cells[i] = csvSafe(c)
-			}
-			if err := cw.Write(cells); err != nil {
-				return fmt.Errorf("write csv: %w", err)
-			}
-		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return fmt.Errorf("write csv: %w", err)
-		}
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.ToUpper(strings.Join(header, "\t")))
-	for _, row := range rows {
-		cells := make([]string, len(row))
-		for i, c := range row {
-			// An empty cell would shift the eye to the next column; tabs
-			// and newlines in free text would break the table's shape.
-			cells[i] = cmp.Or(tableSpace.Replace(c), "-")
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	return tw.Flush()
-}
-
-var tableSpace = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
-
-// csvSafe defuses a cell that a spreadsheet would run as a formula when an
-// auditor opens the export: user ids, request ids and reasons come from
-// outside. A leading apostrophe makes spreadsheets show the text as it is.
-// Integers, such as a negative delta, are left alone.
-func csvSafe(s string) string {
-	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return s
-	}
-	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return s
-	}
-	return "'" + s
+	return output.Records(w, format, page, entryHeader, rows)
 }

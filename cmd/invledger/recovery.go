@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
+
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
@@ -47,14 +49,14 @@ Redis lost. With --all, progress goes to stderr about once a second.`,
 					if err != nil {
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), map[string]any{"sku": sku, "restored": true,
+					return output.PrintJSON(cmd.OutOrStdout(), map[string]any{"sku": sku, "restored": true,
 						"redis_stock": v.RedisStock, "redis_seq": v.RedisSeq, "state": v.Status})
 				}
 				p := progress.NewPrinter(cmd.ErrOrStderr())
 				report, err := rec.RestoreAll(cmd.Context(), func(done, total int, rows int64) {
 					p.Print(done == total, "restore-redis: %d/%d skus, %d ledger rows, %.0f rows/s", done, total, rows, p.Rate(rows))
 				})
-				if perr := printJSON(cmd.OutOrStdout(), newRestoreReportJSON(report)); perr != nil {
+				if perr := output.PrintJSON(cmd.OutOrStdout(), output.NewRestoreReportJSON(report)); perr != nil {
 					return errors.Join(err, perr)
 				}
 				if err != nil {
@@ -89,7 +91,7 @@ a second.`,
 				report, err := rec.RebuildBalances(cmd.Context(), func(done, total int) {
 					p.Print(done == total, "rebuild-projections: %d/%d skus", done, total)
 				})
-				if perr := printJSON(cmd.OutOrStdout(), newRebuildReportJSON(report)); perr != nil {
+				if perr := output.PrintJSON(cmd.OutOrStdout(), output.NewRebuildReportJSON(report)); perr != nil {
 					return errors.Join(err, perr)
 				}
 				return err
@@ -134,10 +136,10 @@ With --closed-for, it archives every SKU closed at least that long ago, e.g.
 					if err != nil {
 						return err
 					}
-					return printJSON(cmd.OutOrStdout(), newArchiveResultJSON(res))
+					return output.PrintJSON(cmd.OutOrStdout(), output.NewArchiveResultJSON(res))
 				}
 				results, err := arch.ArchiveClosed(cmd.Context(), closedFor)
-				if perr := printJSON(cmd.OutOrStdout(), archivedJSON{Archived: mapSlice(results, newArchiveResultJSON)}); perr != nil {
+				if perr := output.PrintJSON(cmd.OutOrStdout(), output.NewArchivedJSON(results)); perr != nil {
 					return errors.Join(err, perr)
 				}
 				return err
@@ -166,7 +168,7 @@ closing time. Afterwards, archive-buyers can move its buyers out of Redis.`,
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), newCloseResultJSON(res))
+				return output.PrintJSON(cmd.OutOrStdout(), output.NewCloseResultJSON(res))
 			})
 		},
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
+
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
@@ -58,7 +60,7 @@ func TestRecoveryCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore-redis --all: %v\n%s", err, stderr)
 	}
-	var report restoreReportJSON
+	var report output.RestoreReportJSON
 	if err := json.Unmarshal([]byte(out), &report); err != nil || report.SKUs != 2 || report.Rows != 6 {
 		t.Fatalf("report %s (%v), want 2 skus and 6 rows", out, err)
 	}
@@ -82,7 +84,7 @@ func TestRecoveryCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, err = runCLI(t, s, "rebuild-projections")
-	var rebuilt rebuildReportJSON
+	var rebuilt output.RebuildReportJSON
 	if err != nil || json.Unmarshal([]byte(out), &rebuilt) != nil || rebuilt.SKUs != 2 || len(rebuilt.Corrected) != 1 || rebuilt.Corrected[0] != "cli-1" {
 		t.Fatalf("rebuild-projections: %s %v", out, err)
 	}
@@ -101,7 +103,7 @@ func TestRecoveryCommands(t *testing.T) {
 		t.Fatalf("sku close: %s %v", out, err)
 	}
 	out, _, err = runCLI(t, s, "archive-buyers", "--sku", "cli-1")
-	var archived archiveResultJSON
+	var archived output.ArchiveResultJSON
 	if err != nil || json.Unmarshal([]byte(out), &archived) != nil || archived.Buyers != 2 || archived.Units != 2 {
 		t.Fatalf("archive-buyers: %s %v, want 2 buyers holding 2 units", out, err)
 	}

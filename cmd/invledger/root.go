@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
+
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -135,7 +135,7 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(c.OutOrStdout(), map[string]any{"sku": def.SKU().String(), "stock": def.InitialStock(),
+				return output.PrintJSON(c.OutOrStdout(), map[string]any{"sku": def.SKU().String(), "stock": def.InitialStock(),
 					"per_user_limit": def.PerUserLimit(), "created": created})
 			})
 		},
@@ -153,7 +153,7 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "stock": res.State.Stock, "seq": res.State.Seq,
+				return output.PrintJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "stock": res.State.Stock, "seq": res.State.Seq,
 					"status": res.State.Status, "stocked": res.Stocked})
 			})
 		},
@@ -168,7 +168,7 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "redis_stock": v.RedisStock, "redis_seq": v.RedisSeq,
+				return output.PrintJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "redis_stock": v.RedisStock, "redis_seq": v.RedisSeq,
 					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "state": v.Status,
 					"initial_stock": v.Definition.InitialStock(), "per_user_limit": v.Definition.PerUserLimit()})
 			})
@@ -201,7 +201,7 @@ func newDeductCmd(withApp appRunner) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"status": "ok", "seq": rc.Seq, "remaining": rc.Remaining,
+				return output.PrintJSON(cmd.OutOrStdout(), map[string]any{"status": "ok", "seq": rc.Seq, "remaining": rc.Remaining,
 					"event_id": rc.EventID, "request_id": rc.RequestID})
 			})
 		},
@@ -229,7 +229,7 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"status": "released", "event_id": rel.EventID,
+				return output.PrintJSON(cmd.OutOrStdout(), map[string]any{"status": "released", "event_id": rel.EventID,
 					"seq": rel.Seq, "already_released": rel.AlreadyReleased})
 			})
 		},
@@ -239,10 +239,4 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 	cmd.Flags().StringVar(&requestID, "request-id", "", "request id of the deduction")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the units go back")
 	return cmd
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

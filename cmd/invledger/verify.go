@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
+
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
@@ -31,7 +33,7 @@ broken. Progress goes to stderr on long runs.`,
 			if err != nil {
 				return err
 			}
-			if err := checkFormat(format); err != nil {
+			if err := output.CheckFormat(format); err != nil {
 				return err
 			}
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
@@ -44,12 +46,12 @@ broken. Progress goes to stderr on long runs.`,
 				}
 				w := cmd.OutOrStdout()
 				switch format {
-				case formatTable:
+				case output.Table:
 					fmt.Fprintf(w, "verified %d events of %d SKUs: %d broken chains\n", rep.Events, rep.SKUs, len(rep.Broken))
 					for _, b := range rep.Broken {
 						fmt.Fprintf(w, "  %s: first broken at seq %d: %s\n", b.SKU, b.Seq, b.Reason)
 					}
-				case formatCSV:
+				case output.CSV:
 					out := csv.NewWriter(w)
 					_ = out.Write([]string{"sku", "seq", "reason"})
 					for _, b := range rep.Broken {
@@ -60,7 +62,7 @@ broken. Progress goes to stderr on long runs.`,
 						return err
 					}
 				default:
-					if err := printJSON(w, newChainReportJSON(rep)); err != nil {
+					if err := output.PrintJSON(w, output.NewChainReportJSON(rep)); err != nil {
 						return err
 					}
 				}

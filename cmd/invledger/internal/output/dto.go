@@ -1,0 +1,103 @@
+package output
+
+import (
+	"time"
+
+	"github.com/invledger/invledger/ledger"
+)
+
+// The JSON shapes that only the CLI prints. Each is mapped field by field
+// from its ledger type, so renaming a Go field cannot change the output
+// that scripts parse. A nil slice stays nil and prints as null, as the
+// ledger types printed it.
+
+// ChainReportJSON is what `audit verify --format json` prints.
+type ChainReportJSON struct {
+	SKUs   int               `json:"skus"`
+	Events int64             `json:"events"`
+	Broken []BrokenChainJSON `json:"broken"`
+}
+
+type BrokenChainJSON struct {
+	SKU    string `json:"sku"`
+	Seq    int64  `json:"seq"`
+	Reason string `json:"reason"`
+}
+
+func NewChainReportJSON(r ledger.ChainReport) ChainReportJSON {
+	return ChainReportJSON{SKUs: r.SKUs, Events: r.Events, Broken: mapSlice(r.Broken, func(b ledger.BrokenChain) BrokenChainJSON {
+		return BrokenChainJSON{SKU: b.SKU, Seq: b.Seq, Reason: b.Reason}
+	})}
+}
+
+// CloseResultJSON is what `sku close` prints.
+type CloseResultJSON struct {
+	SKU           string    `json:"sku"`
+	ClosedAt      time.Time `json:"closed_at"`
+	AlreadyClosed bool      `json:"already_closed"`
+}
+
+func NewCloseResultJSON(r ledger.CloseResult) CloseResultJSON {
+	return CloseResultJSON{SKU: r.SKU, ClosedAt: r.ClosedAt, AlreadyClosed: r.AlreadyClosed}
+}
+
+// ArchiveResultJSON is what `archive-buyers` prints per SKU.
+type ArchiveResultJSON struct {
+	SKU             string    `json:"sku"`
+	Seq             int64     `json:"seq"`
+	Buyers          int       `json:"buyers"`
+	Units           int64     `json:"units"`
+	ArchivedAt      time.Time `json:"archived_at"`
+	AlreadyArchived bool      `json:"already_archived"`
+}
+
+// ArchiveResult is what `archive-buyers` prints per SKU.
+func NewArchiveResultJSON(r ledger.ArchiveResult) ArchiveResultJSON {
+	return ArchiveResultJSON{SKU: r.SKU, Seq: r.Seq, Buyers: r.Buyers, Units: r.Units, ArchivedAt: r.ArchivedAt,
+		AlreadyArchived: r.AlreadyArchived}
+}
+
+// ArchivedJSON is what `archive-buyers --closed-for` prints.
+type ArchivedJSON struct {
+	Archived []ArchiveResultJSON `json:"archived"`
+}
+
+// NewArchivedJSON maps the results of one archive-buyers --closed-for run.
+func NewArchivedJSON(results []ledger.ArchiveResult) ArchivedJSON {
+	return ArchivedJSON{Archived: mapSlice(results, NewArchiveResultJSON)}
+}
+
+// RebuildReportJSON is what `rebuild-projections` prints.
+type RebuildReportJSON struct {
+	SKUs      int      `json:"skus"`
+	Corrected []string `json:"corrected"`
+	Failed    []string `json:"failed,omitempty"`
+}
+
+func NewRebuildReportJSON(r ledger.RebuildReport) RebuildReportJSON {
+	return RebuildReportJSON{SKUs: r.SKUs, Corrected: r.Corrected, Failed: r.Failed}
+}
+
+// RestoreReportJSON is what `restore-redis --all` prints.
+type RestoreReportJSON struct {
+	SKUs    int      `json:"skus"`
+	Rows    int64    `json:"rows"`
+	Skipped int      `json:"skipped"`
+	Failed  []string `json:"failed,omitempty"`
+}
+
+func NewRestoreReportJSON(r ledger.RestoreReport) RestoreReportJSON {
+	return RestoreReportJSON{SKUs: r.SKUs, Rows: r.Rows, Skipped: r.Skipped, Failed: r.Failed}
+}
+
+// mapSlice maps in with f, keeping a nil slice nil.
+func mapSlice[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
+	}
+	return out
+}
