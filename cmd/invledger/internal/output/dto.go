@@ -24,6 +24,7 @@ type BrokenChainJSON struct {
 	Reason string `json:"reason"`
 }
 
+// NewChainReportJSON maps r field by field.
 func NewChainReportJSON(r ledger.ChainReport) ChainReportJSON {
 	return ChainReportJSON{SKUs: r.SKUs, Events: r.Events, Broken: mapSlice(r.Broken, func(b ledger.BrokenChain) BrokenChainJSON {
 		return BrokenChainJSON{SKU: b.SKU, Seq: b.Seq, Reason: b.Reason}
@@ -37,6 +38,7 @@ type CloseResultJSON struct {
 	AlreadyClosed bool      `json:"already_closed"`
 }
 
+// NewCloseResultJSON maps r field by field.
 func NewCloseResultJSON(r ledger.CloseResult) CloseResultJSON {
 	return CloseResultJSON{SKU: r.SKU, ClosedAt: r.ClosedAt, AlreadyClosed: r.AlreadyClosed}
 }
@@ -51,7 +53,7 @@ type ArchiveResultJSON struct {
 	AlreadyArchived bool      `json:"already_archived"`
 }
 
-// ArchiveResult is what `archive-buyers` prints per SKU.
+// NewArchiveResultJSON is what `archive-buyers` prints per SKU.
 func NewArchiveResultJSON(r ledger.ArchiveResult) ArchiveResultJSON {
 	return ArchiveResultJSON{SKU: r.SKU, Seq: r.Seq, Buyers: r.Buyers, Units: r.Units, ArchivedAt: r.ArchivedAt,
 		AlreadyArchived: r.AlreadyArchived}
@@ -74,6 +76,7 @@ type RebuildReportJSON struct {
 	Failed    []string `json:"failed,omitempty"`
 }
 
+// NewRebuildReportJSON maps r field by field.
 func NewRebuildReportJSON(r ledger.RebuildReport) RebuildReportJSON {
 	return RebuildReportJSON{SKUs: r.SKUs, Corrected: r.Corrected, Failed: r.Failed}
 }
@@ -86,6 +89,7 @@ type RestoreReportJSON struct {
 	Failed  []string `json:"failed,omitempty"`
 }
 
+// NewRestoreReportJSON maps r field by field.
 func NewRestoreReportJSON(r ledger.RestoreReport) RestoreReportJSON {
 	return RestoreReportJSON{SKUs: r.SKUs, Rows: r.Rows, Skipped: r.Skipped, Failed: r.Failed}
 }
