@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/reconcilejson"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -55,8 +56,8 @@ func TestBodiesKeepTheirJSONKeys(t *testing.T) {
 	pinKeys(t, "figures", rep.Drifts[0].Before, "balance_seq balance_stock in_flight in_flight_delta ledger_count ledger_holders ledger_seq ledger_stock redis_buyers redis_seq redis_stock truth_seq truth_stock")
 	pinKeys(t, "missing seq range", rep.Drifts[0].MissingSeqs[0], "from to")
 	pinKeys(t, "lost receipt", rep.Drifts[0].Lost[0], "event_id qty request_id seq user_id")
-	pinKeys(t, "bare finding", newFindingJSON(reconcile.Finding{}), "before class detail repaired sku")
-	pinKeys(t, "bare figures", newFiguresJSON(reconcile.Figures{}), "in_flight in_flight_delta ledger_count ledger_holders ledger_seq ledger_stock redis_seq redis_stock truth_seq truth_stock")
+	pinKeys(t, "bare finding", reconcilejson.NewFinding(reconcile.Finding{}), "before class detail repaired sku")
+	pinKeys(t, "bare figures", reconcilejson.NewFigures(reconcile.Figures{}), "in_flight in_flight_delta ledger_count ledger_holders ledger_seq ledger_stock redis_seq redis_stock truth_seq truth_stock")
 	if b, _ := json.Marshal(newReportJSON(reconcile.Report{})); !strings.Contains(string(b), `"drifts":null`) {
 		t.Errorf("a report without findings: %s, want drifts null as before", b)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/invledger/invledger/adapters/reconcilejson"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -29,98 +30,24 @@ type reconcileRequest struct {
 
 // reportJSON is the body of POST /v1/reconcile: a reconcile.Report.
 type reportJSON struct {
-	RunID      int64         `json:"run_id"`
-	Trigger    string        `json:"trigger"`
-	Started    time.Time     `json:"started_at"`
-	Finished   time.Time     `json:"finished_at"`
-	Checked    int           `json:"checked"`
-	Lagging    int           `json:"lagging"`
-	Drifts     []findingJSON `json:"drifts"`
-	Repaired   []findingJSON `json:"repaired"`
-	Verified   int           `json:"verified"`
-	Unverified int           `json:"unverified"`
-}
-
-// findingJSON is a reconcile.Finding in a report body.
-type findingJSON struct {
-	SKU         string            `json:"sku"`
-	Class       string            `json:"class"`
-	Detail      string            `json:"detail"`
-	Before      figuresJSON       `json:"before"`
-	After       *figuresJSON      `json:"after,omitempty"`
-	MissingSeqs []seqRangeJSON    `json:"missing_seqs,omitempty"`
-	Lost        []lostReceiptJSON `json:"lost,omitempty"`
-	Repaired    bool              `json:"repaired"`
-	RepairError string            `json:"repair_error,omitempty"`
-}
-
-// figuresJSON is a reconcile.Figures: the numbers a finding compares.
-type figuresJSON struct {
-	RedisStock   *int64 `json:"redis_stock"`
-	RedisSeq     *int64 `json:"redis_seq"`
-	RedisBuyers  *int64 `json:"redis_buyers,omitempty"`
-	LedgerStock  int64  `json:"ledger_stock"`
-	LedgerSeq    int64  `json:"ledger_seq"`
-	LedgerCount  int64  `json:"ledger_count"`
-	Holders      int64  `json:"ledger_holders"`
-	InFlight     int    `json:"in_flight"`
-	InFlightSum  int64  `json:"in_flight_delta"`
-	TruthStock   int64  `json:"truth_stock"`
-	TruthSeq     int64  `json:"truth_seq"`
-	BalanceStock *int64 `json:"balance_stock,omitempty"`
-	BalanceSeq   *int64 `json:"balance_seq,omitempty"`
-}
-
-type seqRangeJSON struct {
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
-}
-
-type lostReceiptJSON struct {
-	Seq       int64  `json:"seq"`
-	EventID   string `json:"event_id"`
-	RequestID string `json:"request_id"`
-	User      string `json:"user_id"`
-	Qty       int64  `json:"qty"`
+	RunID      int64                   `json:"run_id"`
+	Trigger    string                  `json:"trigger"`
+	Started    time.Time               `json:"started_at"`
+	Finished   time.Time               `json:"finished_at"`
+	Checked    int                     `json:"checked"`
+	Lagging    int                     `json:"lagging"`
+	Drifts     []reconcilejson.Finding `json:"drifts"`
+	Repaired   []reconcilejson.Finding `json:"repaired"`
+	Verified   int                     `json:"verified"`
+	Unverified int                     `json:"unverified"`
 }
 
 func newReportJSON(r reconcile.Report) reportJSON {
 	return reportJSON{
 		RunID: r.RunID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished,
 		Checked: r.Checked, Lagging: r.Lagging,
-		Drifts: mapSlice(r.Drifts, newFindingJSON), Repaired: mapSlice(r.Repaired, newFindingJSON),
+		Drifts: mapSlice(r.Drifts, reconcilejson.NewFinding), Repaired: mapSlice(r.Repaired, reconcilejson.NewFinding),
 		Verified: r.Verified, Unverified: r.Unverified,
-	}
-}
-
-func newFindingJSON(f reconcile.Finding) findingJSON {
-	out := findingJSON{
-		SKU: f.SKU, Class: string(f.Class), Detail: f.Detail, Before: newFiguresJSON(f.Before),
-		MissingSeqs: mapSlice(f.MissingSeqs, newSeqRangeJSON),
-		Lost: mapSlice(f.Lost, func(l reconcile.LostReceipt) lostReceiptJSON {
-			return lostReceiptJSON{Seq: l.Seq, EventID: l.EventID, RequestID: l.RequestID, User: l.User, Qty: l.Qty}
-		}),
-		Repaired: f.Repaired, RepairError: f.RepairError,
-	}
-	out.After = newOptionalFiguresJSON(f.After)
-	return out
-}
-
-// newOptionalFiguresJSON keeps absent figures null.
-func newOptionalFiguresJSON(f *reconcile.Figures) *figuresJSON {
-	if f == nil {
-		return nil
-	}
-	out := newFiguresJSON(*f)
-	return &out
-}
-
-func newFiguresJSON(f reconcile.Figures) figuresJSON {
-	return figuresJSON{
-		RedisStock: f.RedisStock, RedisSeq: f.RedisSeq, RedisBuyers: f.RedisBuyers,
-		LedgerStock: f.LedgerStock, LedgerSeq: f.LedgerSeq, LedgerCount: f.LedgerCount, Holders: f.Holders,
-		InFlight: f.InFlight, InFlightSum: f.InFlightSum, TruthStock: f.TruthStock, TruthSeq: f.TruthSeq,
-		BalanceStock: f.BalanceStock, BalanceSeq: f.BalanceSeq,
 	}
 }
 
@@ -140,21 +67,19 @@ type recordedRunJSON struct {
 // recordedFindingJSON is a stored finding. Before carries the missing seqs
 // the finding named, as the figures were recorded with them.
 type recordedFindingJSON struct {
-	SKU         string              `json:"sku"`
-	Class       string              `json:"class"`
-	Detail      string              `json:"detail"`
-	Before      recordedFiguresJSON `json:"before"`
-	After       *figuresJSON        `json:"after"`
-	Repaired    bool                `json:"repaired"`
-	RepairError *string             `json:"repair_error"`
+	SKU         string                 `json:"sku"`
+	Class       string                 `json:"class"`
+	Detail      string                 `json:"detail"`
+	Before      recordedFiguresJSON    `json:"before"`
+	After       *reconcilejson.Figures `json:"after"`
+	Repaired    bool                   `json:"repaired"`
+	RepairError *string                `json:"repair_error"`
 }
 
 type recordedFiguresJSON struct {
-	figuresJSON
-	MissingSeqs []seqRangeJSON `json:"missing_seqs,omitempty"`
+	reconcilejson.Figures
+	MissingSeqs []reconcilejson.SeqRange `json:"missing_seqs,omitempty"`
 }
-
-func newSeqRangeJSON(r reconcile.SeqRange) seqRangeJSON { return seqRangeJSON{From: r.From, To: r.To} }
 
 func newRecordedRunJSON(r reconcile.RecordedRun) recordedRunJSON {
 	return recordedRunJSON{
@@ -162,8 +87,9 @@ func newRecordedRunJSON(r reconcile.RecordedRun) recordedRunJSON {
 		Checked: r.Checked, Drifts: r.Drifts, Repaired: r.Repaired, Error: r.Error,
 		Findings: mapSlice(r.Findings, func(f reconcile.RecordedFinding) recordedFindingJSON {
 			return recordedFindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail,
-				Before:   recordedFiguresJSON{figuresJSON: newFiguresJSON(f.Before.Figures), MissingSeqs: mapSlice(f.Before.MissingSeqs, newSeqRangeJSON)},
-				After:    newOptionalFiguresJSON(f.After),
+				Before: recordedFiguresJSON{Figures: reconcilejson.NewFigures(f.Before.Figures),
+					MissingSeqs: reconcilejson.NewSeqRanges(f.Before.MissingSeqs)},
+				After:    reconcilejson.NewOptionalFigures(f.After),
 				Repaired: f.Repaired, RepairError: f.RepairError}
 		}),
 	}

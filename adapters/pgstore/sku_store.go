@@ -85,17 +85,20 @@ func (s *PostgresSKUStore) List(ctx context.Context) ([]domain.SKUID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list skus: %w", translate(err))
 	}
-	ids, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SKUID, error) {
-		var s string
-		if err := row.Scan(&s); err != nil {
-			return domain.SKUID{}, err
-		}
-		return domain.NewSKUID(s)
-	})
+	ids, err := pgx.CollectRows(rows, scanSKUID)
 	if err != nil {
 		return nil, fmt.Errorf("list skus: %w", translate(err))
 	}
 	return ids, nil
+}
+
+// scanSKUID reads a row of one sku column, validating the id.
+func scanSKUID(row pgx.CollectableRow) (domain.SKUID, error) {
+	var sku string
+	if err := row.Scan(&sku); err != nil {
+		return domain.SKUID{}, err
+	}
+	return domain.NewSKUID(sku)
 }
 
 const skuRecordQuery = `
@@ -181,13 +184,7 @@ ORDER BY s.sku`, olderThan.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("list closed skus: %w", translate(err))
 	}
-	ids, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SKUID, error) {
-		var sku string
-		if err := row.Scan(&sku); err != nil {
-			return domain.SKUID{}, err
-		}
-		return domain.NewSKUID(sku)
-	})
+	ids, err := pgx.CollectRows(rows, scanSKUID)
 	if err != nil {
 		return nil, fmt.Errorf("list closed skus: %w", translate(err))
 	}
