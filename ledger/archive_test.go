@@ -49,6 +49,7 @@ func ledgerBuyers(t *testing.T, s *stacktest.Stack, sku string) map[string]int64
 }
 
 func TestCloseAndArchiveBuyers(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	const sku = "arch-1"
@@ -156,6 +157,7 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 }
 
 func TestArchiveClosedArchivesOnlySalesClosedLongEnough(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	for _, sku := range []string{"ac-open", "ac-closed"} {
@@ -189,6 +191,7 @@ func TestArchiveClosedArchivesOnlySalesClosedLongEnough(t *testing.T) {
 // are refused; buyers dropped from Redis by a run whose SQL commit failed
 // are archived from the ledger fold.
 func TestArchiveTrustsOnlyTheLedger(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	arch := s.Archiver(t)

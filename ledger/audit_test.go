@@ -105,6 +105,7 @@ func allHistory(t *testing.T, a *ledger.Auditor, sku string, limit int) []ledger
 }
 
 func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	a := ledger.NewAuditor(s.Audit, s.SKUs)
@@ -246,6 +247,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 }
 
 func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	a := ledger.NewAuditor(s.Audit, s.SKUs)

@@ -42,6 +42,7 @@ func balanceRow(t *testing.T, s *stacktest.Stack, sku string) (balance, seq int6
 // sale is being projected, then rebuilds the projection over and over while
 // the projector keeps committing: at the end every row equals the ledger.
 func TestRebuildBalancesDuringALiveSale(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	skus := []string{"rb-1", "rb-2", "rb-3"}
@@ -105,6 +106,7 @@ func TestRebuildBalancesDuringALiveSale(t *testing.T) {
 // TestRebuildBalanceRepairsEachKindOfDrift: a wrong row, a missing row and
 // a row for a SKU without ledger rows.
 func TestRebuildBalanceRepairsEachKindOfDrift(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "drift-1", 10, 1)

@@ -110,6 +110,7 @@ func assertSameRedisSKU(t *testing.T, sku string, before, after redisSKU) {
 // receipts come back identical, retries get their original receipts, past
 // buyers are still refused, and the sale and its projection go on.
 func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	skus := []string{"rs-big", "rs-small", "rs-closed", "rs-live"}
@@ -270,6 +271,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 }
 
 func TestWarmAfterAWipeRefusesAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "wipe-1", 10, 1)
@@ -298,6 +300,7 @@ func TestWarmAfterAWipeRefusesAndWritesNothing(t *testing.T) {
 // TestRestoreRefusesWhenRedisIsAhead: events not yet in the ledger would be
 // lost by a restore, so it refuses and writes nothing.
 func TestRestoreRefusesWhenRedisIsAhead(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "ahead-1", 10, 1)

@@ -43,6 +43,7 @@ func fire(svc *ledger.Service, cmds []ledger.DeductCommand) []attempt {
 // TestFlashSaleInvariants: 5,000 goroutines, 2,000 distinct users plus repeat
 // buyers and retries, on one SKU with stock 500 and limit 1.
 func TestFlashSaleInvariants(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	const sku, stock = "flash-1", 500
 	s.SKU(t, sku, stock, 1)
@@ -123,6 +124,7 @@ func TestFlashSaleInvariants(t *testing.T) {
 }
 
 func TestRetriesAreNotSecondPurchases(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	s.SKU(t, "retry-sku", 100, 1)
 
@@ -171,6 +173,7 @@ func TestRetriesAreNotSecondPurchases(t *testing.T) {
 }
 
 func TestRelease(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "rel-sku", 1, 1)
@@ -204,6 +207,7 @@ func TestRelease(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "input-sku", 10, 2)
@@ -262,6 +266,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 }
 
 func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	cmd := ledger.CreateSKUCommand{SKU: "def-sku", Stock: 10, PerUserLimit: 2}
@@ -286,6 +291,7 @@ func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
 // TestRewarmMidSaleNeverChangesStock warms the SKU again and again while it
 // sells out.
 func TestRewarmMidSaleNeverChangesStock(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "rewarm-sku", 300, 1)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	for _, sku := range []string{"chain-a", "chain-b"} {

@@ -19,6 +19,7 @@ func TestMain(m *testing.M) { localstacktest.Main(m) }
 // TestMigrationsUpDownUp applies every migration, re-applies (a no-op), rolls
 // everything back, and applies again, so each Down really undoes its Up.
 func TestMigrationsUpDownUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sql.Open("pgx", localstacktest.Postgres(t))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestJanitorNeverTrimsPendingOrUndeliveredEntries(t *testing.T) {
+	t.Parallel()
 	srv := localstacktest.Redis(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = client.Close() })

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLedgerIsAppendOnly(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	ev := domain.Event{ID: uuid.NewString(), Type: domain.EventStocked, SKU: "guard", Seq: 1, Qty: 5, Delta: 5, Balance: 5,

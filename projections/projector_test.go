@@ -136,6 +136,7 @@ func sale(t *testing.T, s *stacktest.Stack, sku string, users, goroutines int) {
 }
 
 func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	s.SKU(t, "proj-sku", 500, 1)
 	s.SKU(t, "proj-other", 50, 1) // another SKU, likely in another partition
@@ -196,6 +197,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 }
 
 func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	const sku = "dl-sku"

@@ -83,6 +83,7 @@ func (s *stack) footprint(t testing.TB, sku string) redisFootprint {
 // TestBadInputChangesNothing is invariant 7 over HTTP: every malformed
 // deduct is 400 invalid_request naming the field, and Redis is untouched.
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	const sku = "bad-input"
 	s.mustCreateWarm(t, sku, `{"stock":10,"per_user_limit":2}`)
@@ -170,6 +171,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 // TestAuthMatrix checks every endpoint against no token, a bad token and
 // each role.
 func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.mustCreateWarm(t, "auth", `{"stock":100,"per_user_limit":1}`)
 
@@ -274,6 +276,7 @@ type skuView struct {
 }
 
 func TestHappyPath(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	const sku = "flash-1"
 	skuPath := "/v1/skus/" + sku
@@ -405,6 +408,7 @@ func TestHappyPath(t *testing.T) {
 // TestWarmAfterRedisLoss: the ledger has the SKU's events but Redis lost
 // them, so warm must refuse and point at restore-redis (invariant 6).
 func TestWarmAfterRedisLoss(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	const sku = "lost-1"
 	s.mustCreateWarm(t, sku, `{"stock":5}`)

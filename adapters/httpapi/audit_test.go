@@ -38,6 +38,7 @@ func decodeJSONBody(t *testing.T, r response, v any) []string {
 }
 
 func TestAuditEndpoints(t *testing.T) {
+	t.Parallel()
 	s, ls := newAuditStack(t)
 	const odd = "ann smith/1" // a user id with a space and a slash still routes
 	s.mustCreateWarm(t, "au-1", `{"stock":10,"per_user_limit":2}`)

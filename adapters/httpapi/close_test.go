@@ -13,6 +13,7 @@ import (
 )
 
 func TestCloseEndpoint(t *testing.T) {
+	t.Parallel()
 	s := serveStack(t, stacktest.New(t))
 	s.mustCreateWarm(t, "close-1", `{"stock":5,"per_user_limit":1}`)
 	if r := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != http.StatusOK {

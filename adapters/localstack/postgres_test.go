@@ -15,6 +15,7 @@ import (
 )
 
 func TestPostgresKeepsCommittedDataAcrossKillAndStops(t *testing.T) {
+	t.Parallel()
 	srv := localstacktest.PrivatePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -123,6 +124,7 @@ func TestPostgresKeepsCommittedDataAcrossKillAndStops(t *testing.T) {
 }
 
 func TestStartPostgresAsRootNeedsReachableDir(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a server")
 	}

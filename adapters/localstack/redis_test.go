@@ -20,6 +20,7 @@ import (
 )
 
 func TestRedisKeepsAcknowledgedWritesAcrossKill(t *testing.T) {
+	t.Parallel()
 	srv := localstacktest.Redis(t)
 	ctx := context.Background()
 
@@ -86,6 +87,7 @@ func TestRedisKeepsAcknowledgedWritesAcrossKill(t *testing.T) {
 }
 
 func TestRedisStartFailureShowsLog(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
@@ -129,6 +131,7 @@ func TestRedisConfigValidate(t *testing.T) {
 // TestRedisDiesWithParent checks Pdeathsig: a redis-server started by a
 // process that is killed with SIGKILL goes away too.
 func TestRedisDiesWithParent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a server")
 	}

@@ -102,6 +102,7 @@ func deduct(t *testing.T, f *fixture, sku domain.SKUID, user string, qty int64, 
 }
 
 func TestDeductRunTwiceWithSameArgumentsDeductsOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	sku := f.warm(t, "twice", 10, 1)
 	eventID := uuid.NewString()
@@ -127,6 +128,7 @@ func TestDeductRunTwiceWithSameArgumentsDeductsOnce(t *testing.T) {
 }
 
 func TestRefusalsWriteNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.warm(t, "refusals", 2, 2)
@@ -177,6 +179,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 }
 
 func TestWarmIsANoOpOnALiveSKU(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.warm(t, "rewarm", 10, 1)
@@ -195,6 +198,7 @@ func TestWarmIsANoOpOnALiveSKU(t *testing.T) {
 }
 
 func TestReleaseReturnsStockExactlyOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.warm(t, "rel", 1, 1)
@@ -235,6 +239,7 @@ func TestReleaseReturnsStockExactlyOnce(t *testing.T) {
 // asks a cluster-enabled Redis for their slots: a script whose keys span
 // slots would fail under Redis Cluster.
 func TestScriptKeysShareOneClusterSlot(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	rec := &keyRecorder{}
 	f.client.AddHook(rec)
@@ -315,6 +320,7 @@ func (r *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // AOF: every SKU must refuse purchases as recovering until it is stamped,
 // even for a caller whose run_id is stale, and resume after the stamp.
 func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.warm(t, "fenced", 10, 5)

@@ -56,6 +56,7 @@ func (r *pipelineKeyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook
 // archive scripts what TestScriptKeysShareOneClusterSlot does for the
 // purchase path.
 func TestRecoveryScriptKeysShareOneClusterSlot(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	rec := &pipelineKeyRecorder{}
 	f.client.AddHook(rec)
@@ -81,6 +82,7 @@ func TestRecoveryScriptKeysShareOneClusterSlot(t *testing.T) {
 // releases while it is restored: each one is refused as recovering or not
 // warmed, or runs on the complete state, never on a half-written one.
 func TestRestoreFencesPurchasesUntilComplete(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	img := image(t, "fenced-restore", 20000)

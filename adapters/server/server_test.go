@@ -16,6 +16,7 @@ import (
 func TestMain(m *testing.M) { localstacktest.Main(m) }
 
 func TestDurabilityCheck(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name          string
@@ -31,6 +32,7 @@ func TestDurabilityCheck(t *testing.T) {
 		{"persistence off allowed", false, "always", "strict", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := localstacktest.Redis(t, func(c *localstack.RedisConfig) {
 				c.DisableAppendOnly = !tc.appendOnly
 				c.AppendFsync = tc.fsync

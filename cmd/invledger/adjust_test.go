@@ -94,6 +94,7 @@ func (c apiClient) call(method, path, token, body string) (int, map[string]any) 
 }
 
 func TestAdjustmentFlowOverHTTP(t *testing.T) {
+	t.Parallel()
 	const (
 		olga   = "olga-operator-secret"
 		adam   = "adam-approver-secret"
@@ -184,6 +185,7 @@ func TestAdjustmentFlowOverHTTP(t *testing.T) {
 }
 
 func TestAdjustCommands(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	s.SKU(t, "cli-adj", 10, 1)
 

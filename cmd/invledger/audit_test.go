@@ -16,6 +16,7 @@ import (
 )
 
 func TestAuditCommands(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "cli-a", 10, 1)

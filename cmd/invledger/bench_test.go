@@ -18,6 +18,7 @@ import (
 // every target sells exactly its stock, every attempt has one outcome, and
 // the ledger catches up with Redis.
 func TestBenchCompareNeverOversells(t *testing.T) {
+	t.Parallel()
 	targets := []string{"lib", "http", "pg-direct"}
 	if _, err := exec.LookPath("redis-benchmark"); err == nil {
 		targets = append([]string{"raw"}, targets...)
@@ -79,6 +80,7 @@ func TestBenchCompareNeverOversells(t *testing.T) {
 // TestBenchCommandSingleTargets runs `invledger bench` as a user would, for
 // lib and pg-direct, and reads its --json report.
 func TestBenchCommandSingleTargets(t *testing.T) {
+	t.Parallel()
 	redisURL := localstacktest.Redis(t).URL()
 	dbURL := localstacktest.Postgres(t)
 	if err := app.Migrate(context.Background(), dbURL, quietLogger()); err != nil {

@@ -29,6 +29,7 @@ func stackDir(t *testing.T) string {
 }
 
 func TestDemoSellsEverythingAndNeverOversells(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	dc := DemoConfig{Dir: stackDir(t), Stock: 150, Buyers: 1500, Concurrency: 64, RetryShare: 0.2, RepeatShare: 0.2}
 	if err := runDemo(context.Background(), dc, &out, io.Discard); err != nil {
@@ -42,6 +43,7 @@ func TestDemoSellsEverythingAndNeverOversells(t *testing.T) {
 }
 
 func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
+	t.Parallel()
 	const op, gw = "operator-secret-0001", "gateway-secret-00001"
 	api, _, stop := startServe(t, "ops:operator:"+op+",shop:gateway:"+gw+",audit:auditor:auditor-secret-0001")
 	call := apiClient{t: t, api: api}.call

@@ -35,6 +35,7 @@ var issueMetrics = []string{
 // with a finding), and checks /metrics with `promtool check metrics`, the
 // Prometheus project's own linter.
 func TestMetricsPassPromtoolAndCoverTheIssue(t *testing.T) {
+	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("promtool is not installed: run scripts/install-deps.sh, which installs Debian's prometheus package")

@@ -30,6 +30,7 @@ func runCLI(t *testing.T, s *stacktest.Stack, args ...string) (string, string, e
 }
 
 func TestRecoveryCommands(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "cli-1", 20, 1)

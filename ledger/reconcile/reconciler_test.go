@@ -90,6 +90,7 @@ func classes(rep reconcile.Report) map[string][]reconcile.Class {
 // TestTamperingIsDetectedRecordedAndRepaired covers each kind of tampering
 // with Redis or the balances projection, one SKU each, in one run.
 func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	skus := []string{"tamper-up", "tamper-down", "tamper-balance", "tamper-buyers", "honest"}
@@ -220,6 +221,7 @@ func recoveryFor(t testing.TB, s *stacktest.Stack) (reconcile.Restorer, reconcil
 // TestTamperingIsCaughtWithinOneInterval runs the loop serve runs, with a
 // short interval, and tampers with Redis under it.
 func TestTamperingIsCaughtWithinOneInterval(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
 	s.SKU(t, "loop-sku", 20, 1)
@@ -261,6 +263,7 @@ func TestTamperingIsCaughtWithinOneInterval(t *testing.T) {
 // projector saw the last deductions: verification must name each of them.
 // Only everysec mode journals receipts, since only it can lose them.
 func TestAcknowledgedDeductionsLostWithRedisAreReported(t *testing.T) {
+	t.Parallel()
 	s := stacktest.New(t, stacktest.WithRedisConfig(func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" }))
 	ctx := context.Background()
 	s.SKU(t, "lost-sku", 20, 1)

@@ -14,6 +14,7 @@ import (
 func TestMain(m *testing.M) { localstacktest.Main(m) }
 
 func TestPostgresGivesFreshDatabases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url1 := localstacktest.Postgres(t)
 	url2 := localstacktest.Postgres(t)
@@ -45,6 +46,7 @@ func TestPostgresGivesFreshDatabases(t *testing.T) {
 }
 
 func TestRedisAppliesOptions(t *testing.T) {
+	t.Parallel()
 	srv := localstacktest.Redis(t, func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" })
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()

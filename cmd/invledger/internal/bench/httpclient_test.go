@@ -18,6 +18,7 @@ import (
 // requests arrive whole, connections are kept alive unless the server
 // closes them, and answers are read by their Content-Length.
 func TestFastHTTP(t *testing.T) {
+	t.Parallel()
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)

@@ -84,6 +84,7 @@ func fakeErrorCode(err error) string {
 // report counts every attempt once, sells exactly the stock, starts and
 // stops the projector, and takes the outcome of errors from ErrorCode.
 func TestRunLib(t *testing.T) {
+	t.Parallel()
 	var projecting, projected atomic.Bool
 	deps := Deps{
 		ErrorCode: fakeErrorCode,

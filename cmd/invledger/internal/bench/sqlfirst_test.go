@@ -13,6 +13,7 @@ import (
 // that every relation it made is in its own schema and none in public, the
 // default search_path where the ledger's tables are.
 func TestPGTargetKeepsToItsSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := localstacktest.Postgres(t)
 	pt, err := newPGTarget(ctx, dbURL, 4, 4)
