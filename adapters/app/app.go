@@ -175,6 +175,7 @@ func (a *Application) wire() error {
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg)}
 	a.registerPendingAdjustments(reg)
+	a.registerUp(reg)
 
 	var inventory ledger.Inventory = ad.Inventory
 	if cfg.Durability == DurabilityEverysec {
@@ -240,6 +241,25 @@ func (a *Application) registerPendingAdjustments(reg prometheus.Registerer) {
 	}))
 }
 
+// registerUp exposes invledger_redis_up and invledger_postgres_up: 1 when
+// the server answers a ping at scrape time, 0 otherwise. Sales need only
+// Redis, so a PostgreSQL outage shows here rather than as lost sales.
+func (a *Application) registerUp(reg prometheus.Registerer) {
+	for name, ping := range map[string]func(context.Context) error{"redis": a.PingRedis, "postgres": a.PingPostgres} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "invledger_" + name + "_up",
+			Help: "1 when " + name + " answered a ping at scrape time, 0 otherwise.",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if ping(ctx) != nil {
+				return 0
+			}
+			return 1
+		}))
+	}
+}
+
 // NewRegistry returns a metrics registry with the Go runtime, process and
 // build-info collectors, as /metrics serves them.
 func NewRegistry() *prometheus.Registry {
@@ -285,11 +305,24 @@ func (a *Application) PingRedis(ctx context.Context) error {
 	return nil
 }
 
+// PingPostgres checks that PostgreSQL answers, with an error that says what
+// to fix.
+func (a *Application) PingPostgres(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := a.Pool.Ping(ctx); err != nil {
+		cc := a.Pool.Config().ConnConfig
+		return fmt.Errorf("%w: cannot reach PostgreSQL at %s:%d: %w (check --database-url / INVLEDGER_DATABASE_URL)",
+			domain.ErrUnavailable, cc.Host, cc.Port, err)
+	}
+	return nil
+}
+
 func (a *Application) redisAddr() string {
 	if len(a.cfg.RedisCluster) > 0 {
 		return fmt.Sprint(a.cfg.RedisCluster)
 	}
-	return a.cfg.RedisURL
+	return RedactURL(a.cfg.RedisURL)
 }
 
 // CheckSchema refuses a database that is not migrated, naming the command

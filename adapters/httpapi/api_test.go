@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -450,8 +449,8 @@ func serve(h http.Handler, method, path, secret, body string) response {
 }
 
 func TestRoutingAndReadiness(t *testing.T) {
-	var notReady error
-	h := newStubHandler(t, Config{Ready: func(context.Context) error { return notReady }})
+	ready := Readiness{Ready: true, Checks: []DependencyCheck{{"redis", true}, {"postgres", false}}}
+	h := newStubHandler(t, Config{Ready: func(context.Context) Readiness { return ready }})
 
 	r := serve(h, http.MethodGet, "/nowhere", "", "")
 	expectError(t, r, http.StatusNotFound, "not_found")
@@ -465,11 +464,15 @@ func TestRoutingAndReadiness(t *testing.T) {
 	if r := serve(h, http.MethodGet, "/healthz", "", ""); r.status != http.StatusOK || string(r.body) != `{"status":"ok"}` {
 		t.Fatalf("healthz: %d %s", r.status, r.body)
 	}
-	if r := serve(h, http.MethodGet, "/readyz", "", ""); r.status != http.StatusOK {
+	if r := serve(h, http.MethodGet, "/readyz", "", ""); r.status != http.StatusOK ||
+		string(r.body) != `{"status":"ready","redis":"ok","postgres":"unreachable"}` {
 		t.Fatalf("readyz: %d %s", r.status, r.body)
 	}
-	notReady = errors.New("redis: dial tcp 127.0.0.1:1: connection refused")
-	expectError(t, serve(h, http.MethodGet, "/readyz", "", ""), http.StatusServiceUnavailable, codeNotReady, "connection refused")
+	ready = Readiness{Checks: []DependencyCheck{{"redis", false}, {"postgres", true}}}
+	if r := serve(h, http.MethodGet, "/readyz", "", ""); r.status != http.StatusServiceUnavailable ||
+		string(r.body) != `{"status":"not_ready","error":"not_ready","redis":"unreachable","postgres":"ok"}` {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
 
 	// A handler that panics answers 500 internal instead of dropping the connection.
 	expectError(t, serve(h, http.MethodGet, "/v1/skus/x", secretAuditor, ""), http.StatusInternalServerError, "internal")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -263,6 +264,43 @@ func (ts *Tokens) Authenticate(r *http.Request) (Principal, bool) {
 		return Principal{}, false
 	}
 	return ts.Lookup(secret)
+}
+
+// TokenSet is a token set that can be replaced while the handler serves,
+// as when the tokens file is re-read on SIGHUP. Requests authenticated
+// before a Replace keep their principal; later ones see the new set.
+type TokenSet struct {
+	cur atomic.Pointer[Tokens]
+}
+
+// NewTokenSet returns a set holding tokens, after ValidateTokens.
+func NewTokenSet(tokens []Token) (*TokenSet, error) {
+	s := &TokenSet{}
+	if err := s.Replace(tokens); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Replace swaps tokens in if they pass ValidateTokens; otherwise it returns
+// the error and the set keeps its current tokens.
+func (s *TokenSet) Replace(tokens []Token) error {
+	ts, err := NewTokens(tokens)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(ts)
+	return nil
+}
+
+// Authenticate finds the principal of the request's bearer token in the
+// current tokens.
+func (s *TokenSet) Authenticate(r *http.Request) (Principal, bool) {
+	ts := s.cur.Load()
+	if ts == nil {
+		return Principal{}, false
+	}
+	return ts.Authenticate(r)
 }
 
 // bearer extracts the credential of an "Authorization: Bearer <secret>"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -55,8 +56,11 @@ func decodeJSON(body io.Reader, dst any) error {
 	// Anything but whitespace after the object is refused. Reading to EOF
 	// also makes the size limit apply to what follows the object.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var (
+			tooBig  *http.MaxBytesError
+			readErr net.Error
+		)
+		if errors.As(err, &tooBig) || errors.As(err, &readErr) {
 			return translateJSONError(err)
 		}
 		return bodyError("unexpected data after the JSON object")
@@ -64,17 +68,28 @@ func decodeJSON(body io.Reader, dst any) error {
 	return nil
 }
 
+// errBodyTimeout is a request body that did not arrive within the
+// server's read timeout: 408, not the caller's malformed JSON.
+var errBodyTimeout = errors.New("the request body did not arrive within the server's read timeout")
+
 // translateJSONError turns an encoding/json error into a *domain.FieldError
-// naming the field when there is one, and "body" otherwise.
+// naming the field when there is one, and "body" otherwise. A failure to
+// read the body is errBodyTimeout when it timed out; its text, which holds
+// socket addresses, never reaches the caller.
 func translateJSONError(err error) error {
 	var (
 		tooBig  *http.MaxBytesError
+		readErr net.Error
 		typeErr *json.UnmarshalTypeError
 		synErr  *json.SyntaxError
 	)
 	switch {
 	case errors.As(err, &tooBig):
 		return bodyError("larger than %d bytes", tooBig.Limit)
+	case errors.As(err, &readErr) && readErr.Timeout():
+		return fmt.Errorf("%w: %w", errBodyTimeout, err)
+	case readErr != nil:
+		return fmt.Errorf("%w: %w", bodyError("could not be read"), err)
 	case errors.Is(err, io.EOF):
 		return bodyError("empty; a JSON object is required")
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -18,6 +18,7 @@ const (
 	codeForbidden        = "forbidden"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeNotReady         = "not_ready"
+	codeRequestTimeout   = "request_timeout"
 
 	detailInternal = "internal error; it has been logged"
 )
@@ -44,6 +45,12 @@ func statusOf(code domain.Code) int {
 // failures are logged and answered with a generic detail, so internals
 // (addresses, SQL) never reach the caller.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errBodyTimeout) {
+		s.log.DebugContext(r.Context(), "httpapi: request body timed out", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Connection", "close")
+		s.writeError(w, http.StatusRequestTimeout, codeRequestTimeout, errBodyTimeout.Error())
+		return
+	}
 	code := domain.CodeOf(err)
 	detail := firstLine(err.Error())
 	switch code {

@@ -31,8 +31,12 @@ var _ Ledger = (*ledger.Service)(nil)
 // route, the credentials and the limits. Zero limits get defaults
 // (setDefaults); every service is required.
 type Config struct {
-	// Tokens are the bearer credentials; see ParseTokens. At least one.
+	// Tokens are the bearer credentials; see ParseTokens. At least one,
+	// unless TokenSet is given.
 	Tokens []Token
+	// TokenSet, given instead of Tokens, holds credentials the caller can
+	// replace while the handler serves.
+	TokenSet *TokenSet
 	// Ledger serves the SKU and purchase routes.
 	Ledger Ledger
 	// Closer serves POST /v1/skus/{sku}/close.
@@ -46,9 +50,11 @@ type Config struct {
 	Adjustments AdjustmentFlow
 	// Metrics serves GET /metrics, without a token.
 	Metrics http.Handler
-	// Ready is the readiness probe behind GET /readyz: it should ping Redis
-	// and PostgreSQL and return an error saying which one failed.
-	Ready func(ctx context.Context) error
+	// Ready is the readiness probe behind GET /readyz: it checks this
+	// process's dependencies and says whether it can do its work. The
+	// answer lists each dependency as ok or unreachable, never an address
+	// or an error text: Ready logs those.
+	Ready func(ctx context.Context) Readiness
 	// ReadyTimeout bounds one Ready call. Default 2s.
 	ReadyTimeout time.Duration
 	// Logger receives server errors (500s, with the real error). Default slog.Default().
@@ -74,8 +80,13 @@ func (c *Config) setDefaults() {
 // defaults to be applied, as NewHandler does.
 func (c Config) Validate() error {
 	var errs []error
-	if err := ValidateTokens(c.Tokens); err != nil {
-		errs = append(errs, fmt.Errorf("httpapi: Config.Tokens: %w", err))
+	switch {
+	case c.TokenSet != nil && len(c.Tokens) > 0:
+		errs = append(errs, errors.New("httpapi: give Config.Tokens or Config.TokenSet, not both"))
+	case c.TokenSet == nil:
+		if err := ValidateTokens(c.Tokens); err != nil {
+			errs = append(errs, fmt.Errorf("httpapi: Config.Tokens: %w", err))
+		}
 	}
 	for _, svc := range []struct {
 		name    string
@@ -94,7 +105,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Ready == nil {
-		errs = append(errs, errors.New("httpapi: Config.Ready is required: give a func that pings Redis and PostgreSQL"))
+		errs = append(errs, errors.New("httpapi: Config.Ready is required: give a func that checks Redis and PostgreSQL"))
 	}
 	if c.ReadyTimeout <= 0 {
 		errs = append(errs, errors.New("httpapi: Config.ReadyTimeout must be positive"))
@@ -113,10 +124,10 @@ type server struct {
 	runs         RunLister
 	adjustments  AdjustmentFlow
 	metrics      http.Handler
-	tokens       *Tokens
+	tokens       *TokenSet
 	log          *slog.Logger
 	maxBody      int64
-	ready        func(context.Context) error
+	ready        func(context.Context) Readiness
 	readyTimeout time.Duration
 	mux          *http.ServeMux
 	methods      map[string][]string // path → methods registered, for 405 answers
@@ -129,9 +140,12 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	tokens, err := NewTokens(cfg.Tokens)
-	if err != nil {
-		return nil, err
+	tokens := cfg.TokenSet
+	if tokens == nil {
+		var err error
+		if tokens, err = NewTokenSet(cfg.Tokens); err != nil {
+			return nil, err
+		}
 	}
 	s := &server{
 		ledger:       cfg.Ledger,
@@ -271,15 +285,42 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeRaw(w, http.StatusOK, []byte(`{"status":"ok"}`))
 }
 
+// Readiness is the answer of a readiness probe.
+type Readiness struct {
+	// Ready is whether the process can do its work now.
+	Ready bool
+	// Checks are the dependencies probed, in the order the body lists them.
+	Checks []DependencyCheck
+}
+
+// DependencyCheck is the state of one dependency: OK when it answered.
+type DependencyCheck struct {
+	Name string
+	OK   bool
+}
+
+// readyz answers 200 {"status":"ready","redis":"ok",...} when the process
+// can work, and 503 {"status":"not_ready","error":"not_ready",...}
+// otherwise, listing every dependency as "ok" or "unreachable".
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.readyTimeout)
 	defer cancel()
-	if err := s.ready(ctx); err != nil {
-		s.log.WarnContext(ctx, "httpapi: not ready", "err", err)
-		s.writeError(w, http.StatusServiceUnavailable, codeNotReady, firstLine(err.Error()))
-		return
+	rd := s.ready(ctx)
+	status, b := http.StatusOK, []byte(`{"status":"ready"`)
+	if !rd.Ready {
+		status, b = http.StatusServiceUnavailable, []byte(`{"status":"not_ready","error":"not_ready"`)
 	}
-	writeRaw(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	for _, c := range rd.Checks {
+		state := "ok"
+		if !c.OK {
+			state = "unreachable"
+		}
+		b = append(b, ',')
+		b = appendJSONString(b, c.Name)
+		b = append(b, ':')
+		b = appendJSONString(b, state)
+	}
+	writeRaw(w, status, append(b, '}'))
 }
 
 // skuJSON is a SKU definition as PUT /v1/skus/{sku} returns it.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -70,8 +69,9 @@ func serveStack(t testing.TB, ls *stacktest.Stack) *stack {
 		Ledger:  ls.Service,
 		Closer:  ls.Archiver(t),
 		Auditor: ls.App.Auditor,
-		Ready: func(ctx context.Context) error {
-			return errors.Join(ls.RedisClient.Ping(ctx).Err(), ls.Pool.Ping(ctx))
+		Ready: func(ctx context.Context) Readiness {
+			redisOK, pgOK := ls.RedisClient.Ping(ctx).Err() == nil, ls.Pool.Ping(ctx) == nil
+			return Readiness{Ready: redisOK, Checks: []DependencyCheck{{"redis", redisOK}, {"postgres", pgOK}}}
 		},
 	}))
 	if err != nil {
@@ -105,7 +105,7 @@ func stubbed(t testing.TB, cfg Config) Config {
 		cfg.Tokens = testTokens
 	}
 	if cfg.Ready == nil {
-		cfg.Ready = func(context.Context) error { return nil }
+		cfg.Ready = func(context.Context) Readiness { return Readiness{Ready: true} }
 	}
 	cfg.Logger = testLogger(t)
 	if cfg.Ledger == nil {

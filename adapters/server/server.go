@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -39,7 +41,12 @@ type Config struct {
 	Components []string
 	// Listen is the API's address. Default 127.0.0.1:8080.
 	Listen string
-	// Tokens and TokensFile hold name:role:secret entries; the API needs one.
+	// MaxConns caps the API's open connections; one more is answered 503
+	// with Retry-After and closed at once. Default 1024.
+	MaxConns int
+	// Tokens and TokensFile hold name:role:secret entries; the API needs
+	// one. TokensFile is read again on SIGHUP; a bad file is refused and
+	// the tokens in use are kept.
 	Tokens     string
 	TokensFile string
 	// AllowVolatileRedis runs although Redis persistence is off.
@@ -70,6 +77,9 @@ func (c *Config) setDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
 	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
 	if c.Subscribers == 0 {
 		c.Subscribers = 4
 	}
@@ -95,6 +105,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--components: unknown component %q (known: %s)", comp, strings.Join(Components(), ",")))
 		}
 	}
+	if c.MaxConns < 1 {
+		errs = append(errs, errors.New("--max-conns (INVLEDGER_MAX_CONNS) must be at least 1"))
+	}
 	if c.Subscribers < 1 {
 		errs = append(errs, errors.New("--projector-subscribers must be at least 1"))
 	}
@@ -118,22 +131,36 @@ func (c Config) Validate() error {
 
 func (c Config) has(component string) bool { return slices.Contains(c.Components, component) }
 
+// Check reports every invalid setting of sc, the API's tokens included,
+// without connecting to anything, so a command can refuse a bad
+// configuration before it opens the application. Serve checks the same.
+func Check(sc Config) error {
+	_, _, err := prepare(sc)
+	return err
+}
+
+// prepare applies sc's defaults, validates it and loads the API's tokens.
+func prepare(sc Config) (Config, []httpapi.Token, error) {
+	sc.setDefaults()
+	if err := sc.Validate(); err != nil {
+		return sc, nil, err
+	}
+	if !sc.has(ComponentAPI) {
+		return sc, nil, nil
+	}
+	tokens, err := LoadTokens(sc.Tokens, sc.TokensFile)
+	return sc, tokens, err
+}
+
 // Serve runs sc's components over a until ctx ends, then stops them
 // gracefully: in-flight requests finish, and the projector commits or
 // leaves its batch pending for redelivery. Every component is built, and
 // every setting checked, before any starts, so an early error leaves
 // nothing running. One component failing stops the others.
 func Serve(ctx context.Context, a *app.Application, sc Config) error {
-	sc.setDefaults()
-	if err := sc.Validate(); err != nil {
+	sc, tokens, err := prepare(sc)
+	if err != nil {
 		return err
-	}
-	var tokens []httpapi.Token
-	if sc.has(ComponentAPI) {
-		var err error
-		if tokens, err = LoadTokens(sc.Tokens, sc.TokensFile); err != nil {
-			return err
-		}
 	}
 	if err := a.CheckSchema(ctx); err != nil {
 		return err
@@ -173,13 +200,29 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		a.Log.Info("reconciler started", "interval", sc.ReconcileInterval, "alert_webhook", a.Config().AlertWebhook != "")
 	}
 	if sc.has(ComponentAPI) {
-		c, err := apiComponent(a, sc, tokens)
+		set, err := httpapi.NewTokenSet(tokens)
+		if err != nil {
+			return err
+		}
+		if sc.TokensFile != "" {
+			// Notify before the API listens, so a SIGHUP sent once it
+			// answers never meets the default action, which would end the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			r := tokenReloader{set: set, inline: sc.Tokens, file: sc.TokensFile, log: a.Log}
+			components = append(components, component{"tokens-reload", func(ctx context.Context) error {
+				r.run(ctx, hup)
+				return nil
+			}})
+		}
+		c, err := apiComponent(a, sc, set)
 		if err != nil {
 			return err
 		}
 		components = append(components, c)
 	}
-	err := runAll(ctx, components)
+	err = runAll(ctx, components)
 	a.Log.Info("stopped")
 	return err
 }
@@ -250,10 +293,11 @@ func projectorComponents(a *app.Application, sc Config) ([]component, error) {
 	}, nil
 }
 
-// Handler is the HTTP API over a's services: every route, one table.
-func Handler(a *app.Application, tokens []httpapi.Token) (http.Handler, error) {
+// Handler is the HTTP API over a's services, for a process running
+// components: every route, one table, authenticating against tokens.
+func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) (http.Handler, error) {
 	return httpapi.NewHandler(httpapi.Config{
-		Tokens:      tokens,
+		TokenSet:    tokens,
 		Ledger:      a.Service,
 		Closer:      a.Archiver,
 		Auditor:     a.Auditor,
@@ -261,27 +305,57 @@ func Handler(a *app.Application, tokens []httpapi.Token) (http.Handler, error) {
 		Runs:        a.Adapters.Reconciliations,
 		Adjustments: a.Adjustments,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
-		Ready:       ready(a),
+		Ready:       readiness(a, components),
 		Logger:      a.Log,
 	})
 }
 
-func ready(a *app.Application) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		if err := a.Redis.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis: %w", err)
+// readiness is the probe behind /readyz. A process running the API is
+// ready while Redis answers, since purchases need nothing else: a
+// PostgreSQL outage only delays the ledger, and the probe says so in its
+// body. Any other process (projector, reconciler) needs both. The
+// reasons, with addresses, go to the log, never to the caller.
+func readiness(a *app.Application, components []string) func(ctx context.Context) httpapi.Readiness {
+	needPostgres := !slices.Contains(components, ComponentAPI)
+	return func(ctx context.Context) httpapi.Readiness {
+		deps := []struct {
+			name   string
+			ping   func(context.Context) error
+			needed bool
+		}{
+			{"redis", a.PingRedis, true},
+			{"postgres", a.PingPostgres, needPostgres},
 		}
-		if err := a.Pool.Ping(ctx); err != nil {
-			return fmt.Errorf("postgres: %w", err)
+		errs := make([]error, len(deps))
+		var wg sync.WaitGroup
+		for i, d := range deps {
+			wg.Go(func() { errs[i] = d.ping(ctx) })
 		}
-		return nil
+		wg.Wait()
+		rd := httpapi.Readiness{Ready: true}
+		for i, d := range deps {
+			rd.Checks = append(rd.Checks, httpapi.DependencyCheck{Name: d.name, OK: errs[i] == nil})
+			if errs[i] != nil {
+				a.Log.WarnContext(ctx, "readiness: "+d.name+" unreachable", "needed", d.needed, "err", errs[i])
+				rd.Ready = rd.Ready && !d.needed
+			}
+		}
+		return rd
 	}
 }
 
+// DefaultMaxConns is Config.MaxConns's default.
+const DefaultMaxConns = 1024
+
+// idleTimeout closes idle keep-alive connections. It is short because the
+// API sits behind a reverse proxy that keeps its own pool: a client that
+// opens connections and leaves them idle holds them only this long.
+const idleTimeout = 30 * time.Second
+
 // apiComponent listens at once, so a taken address fails Serve before any
 // component starts, and serves until ctx ends.
-func apiComponent(a *app.Application, sc Config, tokens []httpapi.Token) (component, error) {
-	handler, err := Handler(a, tokens)
+func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (component, error) {
+	handler, err := Handler(a, sc.Components, tokens)
 	if err != nil {
 		return component{}, err
 	}
@@ -289,12 +363,13 @@ func apiComponent(a *app.Application, sc Config, tokens []httpapi.Token) (compon
 	if err != nil {
 		return component{}, fmt.Errorf("listen on %s: %w (is another server using it? change --listen)", sc.Listen, err)
 	}
+	ln = newLimitListener(ln, sc.MaxConns, a.Log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      15 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
