@@ -2,8 +2,11 @@
 
 all: build
 
+# VERSION is stamped into the binary (--version, go_build_info).
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+
 build:
-	go build -o bin/invledger ./cmd/invledger
+	go build -ldflags "-X github.com/invledger/invledger/adapters/app.version=$(VERSION)" -o bin/invledger ./cmd/invledger
 
 deps:
 	scripts/install-deps.sh

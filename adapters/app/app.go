@@ -261,11 +261,12 @@ func (a *Application) registerUp(reg prometheus.Registerer) {
 }
 
 // NewRegistry returns a metrics registry with the Go runtime, process and
-// build-info collectors, as /metrics serves them.
+// build-info collectors, as /metrics serves them; go_build_info's version
+// label is Version.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		collectors.NewBuildInfoCollector())
+		newBuildInfoCollector())
 	return reg
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,8 +87,9 @@ append-only, so run it against a test deployment.`,
 	f.BoolVar(&bc.Compare, "compare", false, "run --targets back to back on a private Redis and PostgreSQL and print their ratios")
 	f.StringSliceVar(&bc.Targets, "targets", bench.CompareTargets(), "with --compare: which of raw, lib, http, pg-direct to run")
 	f.StringVar(&bc.URL, "url", "", "http: base URL of a running serve, e.g. http://127.0.0.1:8080")
-	f.StringVar(&bc.Token, "token", os.Getenv("INVLEDGER_BENCH_TOKEN"), "http: gateway token secret (env INVLEDGER_BENCH_TOKEN)")
-	f.StringVar(&bc.OperatorToken, "operator-token", os.Getenv("INVLEDGER_BENCH_OPERATOR_TOKEN"), "http: operator token secret, to create, warm and read the SKU (env INVLEDGER_BENCH_OPERATOR_TOKEN)")
+	env := &envFlags{fs: f}
+	env.Secret(&bc.Token, "token", "INVLEDGER_BENCH_TOKEN", "http: gateway token secret")
+	env.Secret(&bc.OperatorToken, "operator-token", "INVLEDGER_BENCH_OPERATOR_TOKEN", "http: operator token secret, to create, warm and read the SKU")
 	f.BoolVar(&bc.AllowRemote, "allow-remote", false, "allow targets that are not on this machine")
 	f.IntVar(&bc.Concurrency, "concurrency", 50, "clients with one attempt in flight each")
 	f.DurationVar(&bc.Duration, "duration", 10*time.Second, "stop starting attempts after this long")

@@ -67,13 +67,39 @@ type envFlags struct {
 	errs []error
 }
 
-func (e *envFlags) usage(usage, env string) string { return usage + " (env " + env + ")" }
+// usage says which variable sets the flag, and whether it is set.
+func (e *envFlags) usage(usage, env string) string {
+	if _, set := os.LookupEnv(env); set {
+		return usage + " (env " + env + ", set)"
+	}
+	return usage + " (env " + env + ")"
+}
 
 func (e *envFlags) String(p *string, name, env, def, usage string) {
 	if v, ok := os.LookupEnv(env); ok {
 		def = v
 	}
 	e.fs.StringVar(p, name, def, e.usage(usage, env))
+}
+
+// Secret registers a flag holding a secret. Its value comes from env like
+// any other's, but help shows only whether env is set, never the value.
+func (e *envFlags) Secret(p *string, name, env, usage string) {
+	v, set := os.LookupEnv(env)
+	origin := " (env " + env + ")"
+	if set {
+		origin = " (env " + env + ", set, hidden)"
+	}
+	e.fs.StringVar(p, name, v, usage+origin)
+	e.fs.Lookup(name).DefValue = ""
+}
+
+// URL registers a flag holding a server URL, which may carry a password:
+// help shows the URL with the password masked.
+func (e *envFlags) URL(p *string, name, env, def, usage string) {
+	e.String(p, name, env, def, usage)
+	f := e.fs.Lookup(name)
+	f.DefValue = app.RedactURL(f.DefValue)
 }
 
 func (e *envFlags) StringSlice(p *[]string, name, env string, usage string) {

@@ -23,6 +23,7 @@ func newRootCmd() *cobra.Command {
 event into an append-only PostgreSQL ledger, and keeps the two honest.
 
 Every flag can also be set with the environment variable named in its help.`,
+		Version:       app.VersionDetail(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -30,9 +31,9 @@ Every flag can also be set with the environment variable named in its help.`,
 		},
 	}
 	env.fs = root.PersistentFlags()
-	env.String(&cfg.RedisURL, "redis-url", "INVLEDGER_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL")
+	env.URL(&cfg.RedisURL, "redis-url", "INVLEDGER_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL")
 	env.StringSlice(&cfg.RedisCluster, "redis-cluster", "INVLEDGER_REDIS_CLUSTER", "Redis Cluster seed addresses, comma-separated; when set, cluster mode is used")
-	env.String(&cfg.DatabaseURL, "database-url", "INVLEDGER_DATABASE_URL", "", "PostgreSQL URL")
+	env.URL(&cfg.DatabaseURL, "database-url", "INVLEDGER_DATABASE_URL", "", "PostgreSQL URL")
 	env.Int(&cfg.Partitions, "partitions", "INVLEDGER_PARTITIONS", 16, "partition streams; fixed for a deployment")
 	env.String(&cfg.LogLevel, "log-level", "INVLEDGER_LOG_LEVEL", "info", "debug, info, warn or error")
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,8 +45,9 @@ invledger migrate first), so serves started together do not wait on each other.`
 	}
 	env := &envFlags{fs: cmd.Flags()}
 	env.String(&ss.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address")
-	env.String(&ss.Tokens, "tokens", "INVLEDGER_TOKENS", "", "API tokens, name:role:secret comma-separated; roles gateway, operator, approver, auditor")
-	env.String(&ss.TokensFile, "tokens-file", "INVLEDGER_TOKENS_FILE", "", "file with API tokens, one name:role:secret per line")
+	env.Int(&ss.MaxConns, "max-conns", "INVLEDGER_MAX_CONNS", server.DefaultMaxConns, "most open API connections; one more gets 503 at once")
+	env.Secret(&ss.Tokens, "tokens", "INVLEDGER_TOKENS", "API tokens, name:role:secret comma-separated; roles gateway, operator, approver, auditor")
+	env.String(&ss.TokensFile, "tokens-file", "INVLEDGER_TOKENS_FILE", "", "file with API tokens, one name:role:secret per line; read again on SIGHUP")
 	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")
 	env.StringSlice(&ss.Components, "components", "INVLEDGER_COMPONENTS", "components to run (default api,projector,reconciler)")
 	env.Int(&ss.Subscribers, "projector-subscribers", "INVLEDGER_PROJECTOR_SUBSCRIBERS", 4, "projector consumers per partition stream")
@@ -54,7 +56,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Duration(&ss.StreamRetention, "stream-retention", "INVLEDGER_STREAM_RETENTION", time.Hour, "keep acked stream entries this long")
 	env.String(&ss.ConsumerName, "consumer-name", "INVLEDGER_CONSUMER_NAME", "", "stable projector consumer name prefix (default: host name)")
 	env.Duration(&ss.ReconcileInterval, "reconcile-interval", "INVLEDGER_RECONCILE_INTERVAL", time.Minute, "time between reconciliations with repair")
-	env.String(&ss.AlertWebhook, "alert-webhook", "INVLEDGER_ALERT_WEBHOOK", "", "URL that receives a JSON POST per reconciliation finding")
+	env.Secret(&ss.AlertWebhook, "alert-webhook", "INVLEDGER_ALERT_WEBHOOK", "URL that receives a JSON POST per reconciliation finding")
 	env.Duration(&ss.ArchiveAfter, "archive-after", "INVLEDGER_ARCHIVE_AFTER", 24*time.Hour, "archive the buyers of SKUs closed this long ago (0 disables)")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
@@ -62,11 +64,15 @@ invledger migrate first), so serves started together do not wait on each other.`
 }
 
 // serve opens the application over c with ss's durability and webhook, and
-// runs ss's components until ctx ends.
+// runs ss's components until ctx ends. It checks every setting, the tokens
+// included, before it connects to anything.
 func serve(ctx context.Context, c Config, ss serveSettings) error {
 	c.Durability = ss.Durability
 	ac := c.appConfig()
 	ac.AlertWebhook = ss.AlertWebhook
+	if err := errors.Join(ac.Validate(), server.Check(ss.Config)); err != nil {
+		return err
+	}
 	a, err := app.New(ctx, ac)
 	if err != nil {
 		return err
