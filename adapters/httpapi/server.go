@@ -308,7 +308,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	rd := s.ready(ctx)
 	status, b := http.StatusOK, []byte(`{"status":"ready"`)
 	if !rd.Ready {
-		status, b = http.StatusServiceUnavailable, []byte(`{"status":"not_ready","error":"not_ready"`)
+		status, b = http.StatusServiceUnavailable, []byte(`{"status":"`+codeNotReady+`","error":"`+codeNotReady+`"`)
 	}
 	for _, c := range rd.Checks {
 		state := "ok"
