@@ -36,7 +36,7 @@ func translate(err error) error {
 			return errors.Join(domain.ErrInvalidInput, err)
 		}
 	}
-	if unreachable(err) {
+	if unreachable(err) && !errors.Is(err, domain.ErrUnavailable) {
 		return fmt.Errorf("%w: postgres: %w", domain.ErrUnavailable, err)
 	}
 	return err

@@ -51,7 +51,7 @@ func (s *PostgresLedgerSnapshotStore) LedgerSnapshot(ctx context.Context, skus, 
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot the ledger: %w", err)
+		return nil, nil, fmt.Errorf("snapshot the ledger: %w", translate(err))
 	}
 	return sums, known, nil
 }

@@ -109,6 +109,15 @@ type countedConn struct {
 	release func()
 }
 
+// CloseWrite half-closes a TCP connection, as net/http does to deliver an
+// error answer before it closes: the wrapper must not hide it.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
