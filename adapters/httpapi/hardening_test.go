@@ -1,8 +1,17 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/invledger/invledger/adapters/stacktest"
 )
 
 // TestDuplicateAndCaseKeysAreRefusedAndWriteNothing: {"qty":1,"qty":5} no
@@ -85,4 +94,101 @@ func TestReplayHeaders(t *testing.T) {
 		t.Fatalf("release: %d %s", r.status, r.body)
 	}
 	check(s.do(t, http.MethodPost, deduct, secretGateway, body), "true", "true")
+}
+
+// newReconcileStack serves the API with the real reconciler and run list.
+func newReconcileStack(t *testing.T) *stack {
+	t.Helper()
+	ls := stacktest.New(t)
+	h, err := NewHandler(stubbed(t, Config{Ledger: ls.Service, Auditor: ls.App.Auditor,
+		Reconciler: ls.App.Reconciler, Runs: ls.Reconciliations}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &stack{srv: srv, client: srv.Client(), rdb: ls.RedisClient, pool: ls.Pool, keys: ls.Keyspace, svc: ls.Service}
+}
+
+// TestReconcileUndefinedSKUIsNotFound: reconciling a SKU never defined is
+// 404, and records no run.
+func TestReconcileUndefinedSKUIsNotFound(t *testing.T) {
+	t.Parallel()
+	s := newReconcileStack(t)
+	expectError(t, s.do(t, http.MethodPost, "/v1/reconcile", secretOperator, `{"sku":"never-defined"}`), http.StatusNotFound, "not_found")
+	var n int
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM reconciliation_runs`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("runs recorded: %d %v", n, err)
+	}
+	if r := s.do(t, http.MethodPut, "/v1/skus/defined", secretOperator, `{"stock":1}`); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := s.do(t, http.MethodPost, "/v1/reconcile", secretOperator, `{"sku":"defined"}`); r.status != http.StatusOK {
+		t.Fatalf("reconcile a defined SKU: %d %s", r.status, r.body)
+	}
+}
+
+// TestListQueriesAreStrict: the list endpoints refuse unknown, repeated and
+// malformed parameters, naming them; cursors outside PostgreSQL's range are
+// refused; year 1 is an instant like year 0.
+func TestListQueriesAreStrict(t *testing.T) {
+	t.Parallel()
+	s := newReconcileStack(t)
+	if r := s.do(t, http.MethodPut, "/v1/skus/q-sku", secretOperator, `{"stock":1}`); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ path, detail string }{
+		{"/v1/reconciliations?limt=5", "limt: is not a parameter"},
+		{"/v1/reconciliations?limit=5&limit=6", "limit: is given more than once"},
+		{"/v1/reconciliations?limit=x", "limit:"},
+		{"/v1/reconciliations?limit=", "limit: is empty"},
+		{"/v1/reconciliations?%zz", "query:"},
+		{"/v1/reconciliations?after=-1", "after:"},
+		{"/v1/reconciliations?after=99999999999999999999", "after:"},
+		{"/v1/adjustments?statuss=pending", "statuss: is not a parameter"},
+		{"/v1/adjustments?sku=a&sku=b", "sku: is given more than once"},
+		{"/v1/users/u1/purchases?after=-9223372036854775808_" + uuid.NewString(), "after:"},
+	} {
+		expectError(t, s.do(t, http.MethodGet, c.path, secretAuditor, ""), http.StatusBadRequest, "invalid_request", c.detail)
+	}
+	for _, at := range []string{"0000-01-01T00:00:00Z", "0001-01-01T00:00:00Z"} {
+		r := s.do(t, http.MethodGet, "/v1/skus/q-sku/balance?at="+at, secretAuditor, "")
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"stock":0`) {
+			t.Fatalf("balance at %s: %d %s, want 200 with stock 0", at, r.status, r.body)
+		}
+	}
+}
+
+// TestReconciliationsArePaged: ?limit=&after= walks every run, newest
+// first, ending with next_after null.
+func TestReconciliationsArePaged(t *testing.T) {
+	t.Parallel()
+	s := newReconcileStack(t)
+	for range 3 {
+		if r := s.do(t, http.MethodPost, "/v1/reconcile", secretOperator, ""); r.status != http.StatusOK {
+			t.Fatalf("reconcile: %d %s", r.status, r.body)
+		}
+	}
+	var ids []int64
+	path := "/v1/reconciliations?limit=2"
+	for pages := 0; ; pages++ {
+		var page struct {
+			Runs      []struct{ ID int64 } `json:"runs"`
+			NextAfter *int64               `json:"next_after"`
+		}
+		r := s.do(t, http.MethodGet, path, secretAuditor, "")
+		if err := json.Unmarshal(r.body, &page); r.status != http.StatusOK || err != nil || pages > 2 {
+			t.Fatalf("%s: %d %s %v", path, r.status, r.body, err)
+		}
+		for _, run := range page.Runs {
+			ids = append(ids, run.ID)
+		}
+		if page.NextAfter == nil {
+			break
+		}
+		path = fmt.Sprintf("/v1/reconciliations?limit=2&after=%d", *page.NextAfter)
+	}
+	if fmt.Sprint(ids) != "[3 2 1]" {
+		t.Fatalf("paged run ids %v, want [3 2 1]", ids)
+	}
 }
