@@ -52,6 +52,13 @@ var (
 	ErrInvalidReason     = errors.New("reason must be at most 256 printable characters")
 )
 
+// Finer refusals of an id, each also matching the sentinel of its field.
+var (
+	ErrSKUOnlyDots      = fmt.Errorf("%w, not only dots", ErrInvalidSKU)
+	ErrUserIDWhitespace = fmt.Errorf("%w, without leading or trailing whitespace (ids are never trimmed)", ErrInvalidUser)
+	ErrUserIDNotNFC     = fmt.Errorf("%w, in Unicode NFC: send canonical ids, they are never normalized", ErrInvalidUser)
+)
+
 // FieldError reports which input field failed validation and why. It matches
 // ErrInvalidInput and its own cause with errors.Is.
 type FieldError struct {

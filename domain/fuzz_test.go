@@ -10,21 +10,26 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/invledger/invledger/domain"
 )
 
 var skuPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
+// validSKU is the reference definition of a SKU id.
+func validSKU(s string) bool { return skuPattern.MatchString(s) && strings.Trim(s, ".") != "" }
+
 func FuzzNewSKUID(f *testing.F) {
 	for _, s := range []string{
 		"", "a", "A-z_0.9:x", strings.Repeat("x", 64), strings.Repeat("x", 65),
-		"a{b}", "a b", "é", "a/b", "a\n", "\x00", "a\xff", "sku-1:2.3_4",
+		"a{b}", "a b", "é", "a/b", "a\n", "\x00", "a\xff", "sku-1:2.3_4", ".", "..", "...", ".a.",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := domain.NewSKUID(s)
-		if want := skuPattern.MatchString(s); want != (err == nil) {
+		if want := validSKU(s); want != (err == nil) {
 			t.Fatalf("NewSKUID(%q) err = %v, regexp match = %v", s, err, want)
 		}
 		if err != nil {
@@ -100,12 +105,30 @@ func checkPrintableID(t *testing.T, s string, got string, err error, field strin
 }
 
 func FuzzNewUserID(f *testing.F) {
-	for _, s := range printableIDSeeds {
+	for _, s := range append(printableIDSeeds, " ", "u9 ", " u9", "cafe\u0301", "caf\u00e9", "\uff55\uff19", "U9") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := domain.NewUserID(s)
-		checkPrintableID(t, s, id.String(), err, "user_id", domain.ErrInvalidUser)
+		if err == nil || !validPrintableID(s, 128) {
+			checkPrintableID(t, s, id.String(), err, "user_id", domain.ErrInvalidUser)
+		}
+		if err == nil {
+			// Accepted ids are canonical: nothing would normalize them.
+			if strings.TrimSpace(s) != s || !norm.NFC.IsNormalString(s) {
+				t.Fatalf("NewUserID accepted non-canonical %q", s)
+			}
+			return
+		}
+		if validPrintableID(s, 128) {
+			// Printable, so refused for being non-canonical, and saying so.
+			if strings.TrimSpace(s) == s && norm.NFC.IsNormalString(s) {
+				t.Fatalf("NewUserID refused canonical %q: %v", s, err)
+			}
+			if !errors.Is(err, domain.ErrUserIDWhitespace) && !errors.Is(err, domain.ErrUserIDNotNFC) {
+				t.Fatalf("NewUserID(%q) = %v, want a whitespace or NFC refusal", s, err)
+			}
+		}
 	})
 }
 

@@ -1,8 +1,11 @@
 package domain
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 const (
@@ -16,12 +19,17 @@ const (
 
 // SKUID identifies a stock-keeping unit. It matches [A-Za-z0-9._:-]{1,64}:
 // braces are excluded because they would break the Redis Cluster hash tag.
+// An id made only of dots (".", "..") is refused: HTTP clients resolve it
+// as a path segment, so its URLs would name another resource.
 type SKUID struct{ v string }
 
 // NewSKUID validates s as a SKU id.
 func NewSKUID(s string) (SKUID, error) {
 	if len(s) == 0 || len(s) > maxSKULen {
 		return SKUID{}, NewFieldError("sku", ErrInvalidSKU)
+	}
+	if strings.Trim(s, ".") == "" {
+		return SKUID{}, NewFieldError("sku", ErrSKUOnlyDots)
 	}
 	for i := 0; i < len(s); i++ {
 		if !isSKUByte(s[i]) {
@@ -47,13 +55,25 @@ func (s SKUID) String() string { return s.v }
 // IsZero reports whether s was never validated.
 func (s SKUID) IsZero() bool { return s.v == "" }
 
-// UserID identifies a buyer: 1-128 printable characters.
+// UserID identifies a buyer: 1-128 printable characters, in Unicode NFC,
+// without leading or trailing whitespace. The per-user limit counts by the
+// exact id, so ids are refused rather than normalized: "u9 " or a decomposed
+// "é" would otherwise be another buyer. The gateway must send canonical ids.
 type UserID struct{ v string }
 
-// NewUserID validates s as a user id.
+// NewUserID validates s as a user id. It never normalizes s: an id with
+// leading or trailing whitespace, or not in NFC, is a FieldError saying so.
 func NewUserID(s string) (UserID, error) {
 	if !isPrintableID(s, maxIDLen) {
 		return UserID{}, NewFieldError("user_id", ErrInvalidUser)
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return UserID{}, NewFieldError("user_id", ErrUserIDWhitespace)
+	}
+	if !norm.NFC.IsNormalString(s) {
+		return UserID{}, NewFieldError("user_id", ErrUserIDNotNFC)
 	}
 	return UserID{v: s}, nil
 }

@@ -30,6 +30,11 @@ func TestNewSKUID(t *testing.T) {
 		{"nul", "a\x00", false},
 		{"invalid utf8", "a\xff", false},
 		{"64 chars plus multibyte", strings.Repeat("x", 63) + "é", false},
+		{"one dot", ".", false},
+		{"two dots", "..", false},
+		{"three dots", "...", false},
+		{"dots with a letter", "..a", true},
+		{"dotted name", "a.b", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +51,14 @@ func TestNewSKUID(t *testing.T) {
 				}
 				return
 			}
-			assertFieldErr(t, err, "sku", domain.ErrInvalidSKU)
+			sentinel := domain.ErrInvalidSKU
+			if tt.in != "" && strings.Trim(tt.in, ".") == "" {
+				sentinel = domain.ErrSKUOnlyDots
+			}
+			assertFieldErr(t, err, "sku", sentinel)
+			if !errors.Is(err, domain.ErrInvalidSKU) {
+				t.Errorf("%v does not match ErrInvalidSKU", err)
+			}
 			if !id.IsZero() {
 				t.Errorf("rejected id is not zero: %q", id.String())
 			}
@@ -96,8 +108,48 @@ var printableIDCases = []struct {
 	{"overlong encoding", "\xc0\xaf", false},
 }
 
+// userIDOnlyCases are refused as user ids although they are printable: the
+// per-user limit counts exact ids, so non-canonical ones are refused, never
+// normalized.
+var userIDOnlyCases = []struct {
+	name    string
+	in      string
+	ok      bool
+	refusal error
+}{
+	{"only a space", " ", false, domain.ErrUserIDWhitespace},
+	{"trailing space", "u9 ", false, domain.ErrUserIDWhitespace},
+	{"leading space", " u9", false, domain.ErrUserIDWhitespace},
+	{"decomposed accent", "cafe\u0301", false, domain.ErrUserIDNotNFC},
+	{"decomposed hangul", "\u1100\u1161", false, domain.ErrUserIDNotNFC},
+	{"composed accent", "caf\u00e9", true, nil},
+	{"space inside", "u 9", true, nil},
+	{"full-width is NFC", "\uff55\uff19", true, nil},
+}
+
 func TestNewUserID(t *testing.T) {
+	for _, tt := range userIDOnlyCases {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := domain.NewUserID(tt.in)
+			if tt.ok {
+				if err != nil || id.String() != tt.in {
+					t.Fatalf("NewUserID(%q) = %q, %v", tt.in, id.String(), err)
+				}
+				return
+			}
+			assertFieldErr(t, err, "user_id", tt.refusal)
+			if !errors.Is(err, domain.ErrInvalidUser) {
+				t.Errorf("%v does not match ErrInvalidUser", err)
+			}
+			if id.String() != "" {
+				t.Errorf("rejected id is not zero: %q", id.String())
+			}
+		})
+	}
 	for _, tt := range printableIDCases {
+		if tt.in == " " {
+			continue // a user id with outer whitespace: userIDOnlyCases
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			id, err := domain.NewUserID(tt.in)
 			if tt.ok {

@@ -58,7 +58,7 @@ func (d SKUDefinition) CheckQuantity(q Quantity) error {
 }
 
 // Receipt is the outcome of a successful deduction. A retry with the same
-// request id returns the identical receipt.
+// request id returns the identical receipt (Original), marked Replayed.
 type Receipt struct {
 	SKU       string
 	EventID   string
@@ -67,6 +67,19 @@ type Receipt struct {
 	Qty       int64
 	User      string
 	RequestID string
+	// Replayed is true when this request id had already deducted: nothing
+	// was bought now, and the fields above are the original receipt's.
+	Replayed bool
+	// Released is true, on a replay, when the deduction's units have been
+	// released since: the caller no longer holds them.
+	Released bool
+}
+
+// Original returns the receipt as the deduction first answered it, without
+// what a replay adds: every replay of a request has the same Original.
+func (r Receipt) Original() Receipt {
+	r.Replayed, r.Released = false, false
+	return r
 }
 
 // ReleaseReceipt says which event returned a deduction's units to stock, and

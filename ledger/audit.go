@@ -76,6 +76,10 @@ func (c UserCursor) String() string {
 	return strconv.FormatInt(c.OccurredAt.UnixMicro(), 10) + "_" + c.EventID
 }
 
+// minPostgresMicros is PostgreSQL's earliest timestamptz (4713-11-24 BC)
+// in Unix microseconds; its latest lies beyond int64 microseconds.
+const minPostgresMicros = -210_866_803_200_000_000
+
 // ParseUserCursor decodes a next_after value of UserEvents. A malformed one
 // is a *domain.FieldError naming "after".
 func ParseUserCursor(s string) (UserCursor, error) {
@@ -84,7 +88,9 @@ func ParseUserCursor(s string) (UserCursor, error) {
 		return UserCursor{}, domain.NewFieldError("after", errCursor)
 	}
 	us, err := strconv.ParseInt(micros, 10, 64)
-	if err != nil {
+	if err != nil || us < minPostgresMicros {
+		// Below PostgreSQL's first timestamp no row can be: such a cursor
+		// was never a next_after, and would read as an empty page.
 		return UserCursor{}, domain.NewFieldError("after", errCursor)
 	}
 	u, err := uuid.Parse(id)
@@ -228,14 +234,12 @@ type StockAt struct {
 // BalanceAt returns the SKU's stock at the instant at: the fold of every
 // ledger row that occurred at or before it, 0 before the SKU was stocked.
 // Stocked, deducted, released and adjusted rows all count by their signed
-// delta. A zero at is a *domain.FieldError naming "at".
+// delta. Any instant is valid, year 1 (Go's zero time) and year 0 included:
+// both answer 0.
 func (a *Auditor) BalanceAt(ctx context.Context, skuID string, at time.Time) (StockAt, error) {
 	sku, err := domain.NewSKUID(skuID)
 	if err != nil {
 		return StockAt{}, err
-	}
-	if at.IsZero() {
-		return StockAt{}, domain.NewFieldError("at", errInstant)
 	}
 	if err := a.defined(ctx, sku); err != nil {
 		return StockAt{}, err

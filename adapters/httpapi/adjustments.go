@@ -110,9 +110,14 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 	s.writeJSON(w, http.StatusOK, NewAdjustmentJSON(adj))
 }
 
-// listAdjustments is GET /v1/adjustments?status=&sku=&limit=.
+// listAdjustments is GET /v1/adjustments?status=&sku=&limit=; other,
+// repeated or empty parameters are refused like the audit queries'.
 func (s *server) listAdjustments(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := queryParams(r, "status", "sku", "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	limit, err := queryLimitOr(q, 100, 1000)
 	if err != nil {
 		s.fail(w, r, err)

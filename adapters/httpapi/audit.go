@@ -243,6 +243,17 @@ func queryInt(q url.Values, name string) (int64, error) {
 	return n, nil
 }
 
+// queryCursorID parses the id cursor name: absent is 0 (the first page),
+// given it must be a positive integer, so a cursor outside the bigint ids
+// PostgreSQL hands out is refused rather than answered with an empty page.
+func queryCursorID(q url.Values, name string) (int64, error) {
+	n, err := queryInt(q, name)
+	if err == nil && q.Has(name) && n < 1 {
+		err = domain.NewFieldError(name, errors.New("must be the next_after of a previous page: a positive integer"))
+	}
+	return n, err
+}
+
 // queryLimitOr parses ?limit: def when absent, else an integer in 1..most.
 func queryLimitOr(q url.Values, def, most int64) (int, error) {
 	if !q.Has("limit") {

@@ -83,15 +83,30 @@ func FuzzDecodeDeduct(f *testing.F) {
 		if _, err := domain.NewRequestID(cmd.RequestID.String()); err != nil {
 			t.Fatalf("accepted %q: request_id: %v", data, err)
 		}
-		// An accepted object holds no field but the three known ones
-		// (encoding/json matches names case-insensitively, with Unicode folding).
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(data, &m); err != nil {
+		// An accepted object holds the three known keys, spelt exactly,
+		// each at most once (encoding/json alone would match names
+		// case-insensitively and keep the last of duplicates).
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if _, err := dec.Token(); err != nil {
 			t.Fatalf("accepted %q, which is not a JSON object: %v", data, err)
 		}
-		for k := range m {
-			if !strings.EqualFold(k, "user_id") && !strings.EqualFold(k, "qty") && !strings.EqualFold(k, "request_id") {
-				t.Fatalf("accepted %q with unknown field %q", data, k)
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Fatalf("accepted %q: %v", data, err)
+			}
+			k := tok.(string)
+			if k != "user_id" && k != "qty" && k != "request_id" {
+				t.Fatalf("accepted %q with unknown key %q", data, k)
+			}
+			if seen[k] {
+				t.Fatalf("accepted %q with key %q twice", data, k)
+			}
+			seen[k] = true
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("accepted %q: %v", data, err)
 			}
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -75,6 +76,15 @@ func TestDecodeDeduct(t *testing.T) {
 		{name: "sku space", sku: "a b", body: `{"user_id":"u","qty":1,"request_id":"r"}`, field: "sku"},
 		{name: "sku empty", sku: "", body: `{"user_id":"u","qty":1,"request_id":"r"}`, field: "sku"},
 		{name: "unknown field", sku: "s1", body: `{"user_id":"u","qty":1,"request_id":"r","x":1}`, field: "body", detail: `unknown field "x"`},
+		{name: "duplicate qty", sku: "s1", body: `{"user_id":"u","qty":1,"request_id":"r","qty":5}`, field: "qty", detail: "more than once"},
+		{name: "duplicate user_id", sku: "s1", body: `{"user_id":"u","qty":1,"user_id":"v","request_id":"r"}`, field: "user_id", detail: "more than once"},
+		{name: "duplicate via escape", sku: "s1", body: `{"user_id":"u","qty":1,"request_id":"r","q\u0074y":5}`, field: "qty", detail: "more than once"},
+		{name: "key in upper case", sku: "s1", body: `{"user_id":"u","QTY":3,"request_id":"r"}`, field: "body", detail: `unknown field "QTY": keys are case-sensitive, this one is "qty"`},
+		{name: "key in mixed case", sku: "s1", body: `{"User_Id":"u","qty":1,"request_id":"r"}`, field: "body", detail: `unknown field "User_Id"`},
+		{name: "key folded by Unicode", sku: "s1", body: `{"user_id":"u","qty":1,"reque\u017ft_id":"r"}`, field: "body", detail: "unknown field"},
+		{name: "case twin of a given key", sku: "s1", body: `{"user_id":"u","qty":1,"request_id":"r","Qty":2}`, field: "body", detail: `unknown field "Qty"`},
+		{name: "ok nested-looking string values", sku: "s1", body: `{"user_id":"{\"qty\":9}","qty":1,"request_id":"r,\"qty\""}`,
+			want: ledger.MustDeductCommand("s1", `{"qty":9}`, 1, `r,"qty"`)},
 		{name: "malformed", sku: "s1", body: `{"user_id":"u",`, field: "body", detail: "malformed JSON"},
 		{name: "syntax error", sku: "s1", body: `{"user_id" "u"}`, field: "body", detail: "malformed JSON"},
 		{name: "empty body", sku: "s1", body: ``, field: "body", detail: "empty"},
@@ -136,6 +146,29 @@ func TestDecodeCreateSKU(t *testing.T) {
 	checkFieldError(t, mustErr(decodeCreateSKU("s1", limited(`{"stock":1,"per_user_limit":-2}`))), "per_user_limit")
 	checkFieldError(t, mustErr(decodeCreateSKU("s1", limited(`{"stock":1,"limit":2}`))), "body", `unknown field "limit"`)
 	checkFieldError(t, mustErr(decodeCreateSKU("{x}", limited(`{"stock":1}`))), "sku")
+}
+
+// TestEveryWriteBodyRefusesDuplicateAndCaseKeys runs the strict key check
+// over every request body type the API decodes.
+func TestEveryWriteBodyRefusesDuplicateAndCaseKeys(t *testing.T) {
+	for _, tc := range []struct {
+		dst          any
+		good, dup    string
+		upper, field string
+	}{
+		{&deductBody{}, `{"user_id":"u","qty":1,"request_id":"r"}`, `{"user_id":"u","qty":1,"qty":5,"request_id":"r"}`, `{"user_id":"u","QTY":1,"request_id":"r"}`, "qty"},
+		{&releaseBody{}, `{"user_id":"u","request_id":"r"}`, `{"user_id":"u","request_id":"r","request_id":"s"}`, `{"User_ID":"u","request_id":"r"}`, "request_id"},
+		{&createSKUBody{}, `{"stock":1,"per_user_limit":1}`, `{"stock":1,"stock":9}`, `{"Stock":1}`, "stock"},
+		{&adjustmentRequest{}, `{"sku":"s","delta":1,"reason":"x"}`, `{"sku":"s","delta":1,"delta":-9}`, `{"sku":"s","DELTA":1}`, "delta"},
+		{&reconcileRequest{}, `{"sku":"s","repair":true}`, `{"repair":false,"repair":true}`, `{"Repair":true}`, "repair"},
+	} {
+		name := reflect.TypeOf(tc.dst).Elem().Name()
+		if err := decodeJSON(limited(tc.good), tc.dst); err != nil {
+			t.Fatalf("%s: good body refused: %v", name, err)
+		}
+		checkFieldError(t, decodeJSON(limited(tc.dup), tc.dst), tc.field, "given more than once")
+		checkFieldError(t, decodeJSON(limited(tc.upper), tc.dst), "body", "unknown field", "case-sensitive")
+	}
 }
 
 func mustErr[T any](_ T, err error) error { return err }

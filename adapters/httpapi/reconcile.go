@@ -17,9 +17,10 @@ type Reconciler interface {
 
 var _ Reconciler = (*reconcile.Reconciler)(nil)
 
-// RunLister lists recorded reconciliation runs.
+// RunLister lists recorded reconciliation runs, newest first: up to limit
+// runs with an id below before, or the newest when before is 0.
 type RunLister interface {
-	Runs(ctx context.Context, limit int) ([]reconcile.RecordedRun, error)
+	Runs(ctx context.Context, before int64, limit int) ([]reconcile.RecordedRun, error)
 }
 
 // reconcileRequest is the optional body of POST /v1/reconcile.
@@ -138,22 +139,44 @@ func (s *server) reconcile(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, newReportJSON(rep))
 }
 
-// reconciliations is GET /v1/reconciliations: the newest runs with their
-// findings, ?limit=N (default 20, at most 500).
+// reconciliations is GET /v1/reconciliations?after=ID&limit=N: recorded
+// runs with their findings, newest first, {"runs":[...],"next_after":ID|null};
+// after is the next_after of the previous page (the runs older than that
+// id), limit 1-500, default 20.
 func (s *server) reconciliations(w http.ResponseWriter, r *http.Request) {
-	limit, err := queryLimitOr(r.URL.Query(), 20, 500)
+	q, err := queryParams(r, "after", "limit")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	runs, err := s.runs.Runs(r.Context(), limit)
+	after, err := queryCursorID(q, "after")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := mapSlice(runs, newRecordedRunJSON)
-	if out == nil {
-		out = []recordedRunJSON{}
+	limit, err := queryLimitOr(q, 20, 500)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	runs, err := s.runs.Runs(r.Context(), after, limit+1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page := runsPageJSON{Runs: mapSlice(runs, newRecordedRunJSON)}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		page.NextAfter = &page.Runs[limit-1].ID
+	}
+	if page.Runs == nil {
+		page.Runs = []recordedRunJSON{}
+	}
+	s.writeJSON(w, http.StatusOK, page)
+}
+
+// runsPageJSON is the body of GET /v1/reconciliations.
+type runsPageJSON struct {
+	Runs      []recordedRunJSON `json:"runs"`
+	NextAfter *int64            `json:"next_after"`
 }

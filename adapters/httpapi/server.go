@@ -393,9 +393,27 @@ func (s *server) deduct(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if rc.Replayed {
+		// The body stays the original receipt, byte for byte; what changed
+		// since is said in headers.
+		w.Header()[headerReplayed] = headerTrue
+		if rc.Released {
+			w.Header()[headerReleased] = headerTrue
+		}
+	}
 	bp := getBuf()
 	sendBuf(w, http.StatusOK, bp, appendDeductReceipt((*bp)[:0], rc.Seq, rc.Remaining, rc.EventID))
 }
+
+// Headers of a replayed deduction (canonical forms, set without allocating):
+// Idempotent-Replayed: true on every replay of a request id, and
+// Invledger-Released: true when its units were released since.
+const (
+	headerReplayed = "Idempotent-Replayed"
+	headerReleased = "Invledger-Released"
+)
+
+var headerTrue = []string{"true"}
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	body, err := s.body(w, r)

@@ -77,19 +77,20 @@ type findingRow struct {
 	RepairError *string         `json:"repair_error"`
 }
 
-// Runs returns the newest reconciliation runs with their findings, newest
-// first.
-func (s *PostgresReconciliationStore) Runs(ctx context.Context, limit int) ([]reconcile.RecordedRun, error) {
+// Runs returns up to limit reconciliation runs with their findings, newest
+// first: the newest ones when before is 0, else those with an id below
+// before (keyset paging on the primary key).
+func (s *PostgresReconciliationStore) Runs(ctx context.Context, before int64, limit int) ([]reconcile.RecordedRun, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT r.id, r.trigger, to_char(r.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
        to_char(r.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), r.checked, r.drifts, r.repaired, r.error,
        COALESCE(json_agg(json_build_object('sku', f.sku, 'class', f.class, 'detail', f.detail, 'before', f.before,
                 'after', f.after, 'repaired', f.repaired, 'repair_error', f.repair_error) ORDER BY f.id)
                 FILTER (WHERE f.id IS NOT NULL), '[]')
-FROM (SELECT * FROM reconciliation_runs ORDER BY id DESC LIMIT $1) r
+FROM (SELECT * FROM reconciliation_runs WHERE $2::bigint = 0 OR id < $2 ORDER BY id DESC LIMIT $1) r
 LEFT JOIN reconciliation_findings f ON f.run_id = r.id
 GROUP BY r.id, r.trigger, r.started_at, r.finished_at, r.checked, r.drifts, r.repaired, r.error
-ORDER BY r.id DESC`, limit)
+ORDER BY r.id DESC`, limit, before)
 	if err != nil {
 		return nil, fmt.Errorf("list reconciliation runs: %w", translate(err))
 	}

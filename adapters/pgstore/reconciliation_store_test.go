@@ -38,7 +38,7 @@ func TestReconciliationStoreRoundTrip(t *testing.T) {
 		t.Fatalf("second run id %d %v, first %d", second, err, first)
 	}
 
-	got, err := runs.Runs(ctx, 10)
+	got, err := runs.Runs(ctx, 0, 10)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("runs: %+v %v", got, err)
 	}
@@ -60,7 +60,7 @@ func TestReconciliationStoreRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(r.Findings, want) {
 		t.Fatalf("findings:\n got %+v\nwant %+v", r.Findings, want)
 	}
-	if limited, err := runs.Runs(ctx, 1); err != nil || len(limited) != 1 || limited[0].ID != second {
+	if limited, err := runs.Runs(ctx, 0, 1); err != nil || len(limited) != 1 || limited[0].ID != second {
 		t.Fatalf("runs limit 1: %+v %v", limited, err)
 	}
 
@@ -91,7 +91,7 @@ INSERT INTO reconciliation_findings (run_id, sku, class, detail, before, after, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := pgstore.NewPostgresReconciliationStore(pool).Runs(ctx, 5)
+	got, err := pgstore.NewPostgresReconciliationStore(pool).Runs(ctx, 0, 5)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("runs: %+v %v", got, err)
 	}
@@ -125,7 +125,7 @@ VALUES (1, 'a', 'redis_high', 'd', '{"version":2,"stock":{"redis":7}}', false)`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pgstore.NewPostgresReconciliationStore(pool).Runs(ctx, 5); err == nil || !strings.Contains(err.Error(), "version 2") {
+	if _, err := pgstore.NewPostgresReconciliationStore(pool).Runs(ctx, 0, 5); err == nil || !strings.Contains(err.Error(), "version 2") {
 		t.Fatalf("runs over version 2 figures: %v, want a version error", err)
 	}
 }

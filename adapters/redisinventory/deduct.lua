@@ -6,7 +6,8 @@
 -- ARGV[6] the caller's Redis run_id
 -- Reply codes:
 --   {1, event_id, seq, remaining}  deducted now
---   {2, event_id, seq, remaining}  this request id already deducted: the original receipt
+--   {2, event_id, seq, remaining, released}  this request id already deducted: the original
+--                                  receipt, and released 1 if its units were released since, else 0
 --   {0, stock}                     sold out
 --   {-1}                           not warmed
 --   {-2}                           per-user limit reached (already purchased)
@@ -39,7 +40,11 @@ if prior then
   if p.user ~= user or p.qty ~= qty then
     return {-6}
   end
-  return {2, p.event_id, p.seq, p.remaining}
+  local released = 0
+  if p.released then
+    released = 1
+  end
+  return {2, p.event_id, p.seq, p.remaining, released}
 end
 
 if live[3] == 'closed' then

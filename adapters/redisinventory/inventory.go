@@ -119,6 +119,10 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 		rc.EventID = rp.String(1, "event_id")
 		rc.Seq = rp.Int(2, "seq")
 		rc.Remaining = rp.Int(3, "remaining")
+		if code == 2 {
+			rc.Replayed = true
+			rc.Released = rp.Int(4, "released") == 1
+		}
 		if err := rp.Err(); err != nil {
 			return domain.Receipt{}, err
 		}

@@ -110,12 +110,12 @@ func TestDeductRunTwiceWithSameArgumentsDeductsOnce(t *testing.T) {
 	first := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
 	// A go-redis retry re-sends the identical EVALSHA, same event id included.
 	second := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
-	if first != second {
+	if first.Replayed || !second.Replayed || second.Released || first != second.Original() {
 		t.Fatalf("retry receipt differs:\n%+v\n%+v", first, second)
 	}
 	// A caller retry makes a fresh event id; it must still get the original.
 	third := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
-	if third != first {
+	if !third.Replayed || third.Original() != first {
 		t.Fatalf("caller retry receipt differs:\n%+v\n%+v", first, third)
 	}
 	st := must(f.inv.State(context.Background(), sku))
@@ -124,6 +124,30 @@ func TestDeductRunTwiceWithSameArgumentsDeductsOnce(t *testing.T) {
 	}
 	if n := must(f.client.XLen(context.Background(), f.keys.SKUStreamKey("twice")).Result()); n != 2 {
 		t.Fatalf("stream length %d, want 2 (stocked + one deducted)", n)
+	}
+}
+
+// TestReplayTellsReleasedFromHeld: a replayed request id is marked Replayed,
+// and Released once its units went back, with the original receipt intact.
+func TestReplayTellsReleasedFromHeld(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sku := f.warm(t, "replay-released", 10, 1)
+	first := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+	if first.Replayed || first.Released {
+		t.Fatalf("first deduction marked as a replay: %+v", first)
+	}
+	again := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+	if !again.Replayed || again.Released || again.Original() != first {
+		t.Fatalf("replay before release = %+v, want the original %+v marked replayed", again, first)
+	}
+	if _, err := f.inv.Release(context.Background(), sku, must(domain.NewUserID("u1")), must(domain.NewRequestID("req-1")),
+		must(domain.NewReason("")), uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	after := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+	if !after.Replayed || !after.Released || after.Original() != first {
+		t.Fatalf("replay after release = %+v, want the original %+v marked replayed and released", after, first)
 	}
 }
 

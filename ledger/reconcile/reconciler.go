@@ -25,9 +25,11 @@ type LedgerView interface {
 	AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error)
 }
 
-// SKULister lists every defined SKU.
+// SKULister lists every defined SKU, and finds one: Get answers
+// domain.ErrNotFound for a SKU never defined.
 type SKULister interface {
 	List(ctx context.Context) ([]domain.SKUID, error)
+	Get(ctx context.Context, sku domain.SKUID) (domain.SKUDefinition, error)
 }
 
 // Restorer rebuilds one SKU's Redis state from its ledger fold and stamps it.
@@ -122,8 +124,19 @@ type Options struct {
 }
 
 // Run checks the SKUs, stamps the ones verified under the current Redis
-// run, repairs if asked, records the run and alerts on every finding.
+// run, repairs if asked, records the run and alerts on every finding. A SKU
+// of opts.SKUs never defined is domain.ErrNotFound, and nothing is recorded.
 func (r *Reconciler) Run(ctx context.Context, opts Options) (Report, error) {
+	// A SKU named but never defined is the caller's mistake, not a run.
+	for _, sku := range opts.SKUs {
+		id, err := domain.NewSKUID(sku)
+		if err == nil {
+			_, err = r.cfg.SKUs.Get(ctx, id)
+		}
+		if err != nil {
+			return Report{Trigger: opts.Trigger}, fmt.Errorf("reconcile sku %s: %w", sku, err)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := Report{Trigger: opts.Trigger, Started: time.Now(), Drifts: []Finding{}, Repaired: []Finding{}}
