@@ -16,7 +16,7 @@ type AdjustmentFlow interface {
 	Request(ctx context.Context, sku string, delta int64, reason, requestedBy string) (domain.Adjustment, error)
 	Approve(ctx context.Context, id int64, approver string) (domain.Adjustment, error)
 	Reject(ctx context.Context, id int64, approver string) (domain.Adjustment, error)
-	List(ctx context.Context, status, sku string, limit int) ([]domain.Adjustment, error)
+	List(ctx context.Context, q ledger.AdjustmentQuery) (ledger.AdjustmentPage, error)
 }
 
 var _ AdjustmentFlow = (*ledger.Adjustments)(nil)
@@ -110,22 +110,36 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 	s.writeJSON(w, http.StatusOK, NewAdjustmentJSON(adj))
 }
 
-// listAdjustments is GET /v1/adjustments?status=&sku=&limit=.
+// AdjustmentPageJSON is the body of GET /v1/adjustments and what `invledger
+// adjust list --format json` reads: a ledger.AdjustmentPage.
+type AdjustmentPageJSON struct {
+	Adjustments []AdjustmentJSON `json:"adjustments"`
+	NextAfter   *int64           `json:"next_after"`
+}
+
+// listAdjustments is GET /v1/adjustments?status=&sku=&after=ID&limit=N:
+// adjustments newest first, {"adjustments":[...],"next_after":ID|null};
+// limit 1-1000, default 100.
 func (s *server) listAdjustments(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, err := queryLimitOr(q, 100, 1000)
+	q, err := queryParams(r, "status", "sku", "after", "limit")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	list, err := s.adjustments.List(r.Context(), q.Get("status"), q.Get("sku"), limit)
+	after, err := queryInt(q, "after")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := mapSlice(list, NewAdjustmentJSON)
-	if out == nil {
-		out = []AdjustmentJSON{}
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"adjustments": out})
+	page, err := s.adjustments.List(r.Context(), ledger.AdjustmentQuery{Status: q.Get("status"), SKU: q.Get("sku"), After: after, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, AdjustmentPageJSON{Adjustments: mapSlice(page.Adjustments, NewAdjustmentJSON), NextAfter: page.NextAfter})
 }

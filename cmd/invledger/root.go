@@ -77,7 +77,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),
 		newReconcileCmd(withApp),
-		newAdjustCmd(withApp),
+		newAdjustCmd(),
 		newBenchCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
