@@ -182,6 +182,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/skus/{sku}/events", readers, s.skuEvents},
 		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},
 		{http.MethodGet, "/v1/skus/{sku}/buyers", readers, s.buyers},
+		{http.MethodGet, "/v1/skus/{sku}/operations", readers, s.skuOperations},
 		{http.MethodGet, "/v1/users/{user}/purchases", readers, s.userPurchases},
 
 		{http.MethodPost, "/v1/reconcile", operatorOnly, s.reconcile},
@@ -226,7 +227,8 @@ func (s *server) handle(method, path string, roles roleSet, h http.Handler) {
 }
 
 // authorize answers 401 without a valid token and 403 when the token's role
-// is not in roles; otherwise it puts the principal in the context.
+// is not in roles; otherwise it puts the principal in the context, and its
+// name as the actor of every operation the request records.
 func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.tokens.Authenticate(r)
@@ -239,7 +241,7 @@ func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.H
 			s.writeError(w, http.StatusForbidden, codeForbidden, "role "+string(p.Role)+" may not call "+pattern)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		h.ServeHTTP(w, r.WithContext(ledger.WithActor(WithPrincipal(r.Context(), p), p.Name)))
 	})
 }
 

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"os/user"
 
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
@@ -26,6 +29,8 @@ Every flag can also be set with the environment variable named in its help.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// What a command changes is recorded as done by the OS user.
+			cmd.SetContext(ledger.WithActor(cmd.Context(), cliActor()))
 			return env.Err()
 		},
 	}
@@ -99,6 +104,15 @@ func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 			return app.Migrate(cmd.Context(), c.DatabaseURL, newLogger(c.LogLevel))
 		},
 	}
+}
+
+// cliActor names a CLI run in the operations audit trail: cli:<os user>.
+func cliActor() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	return "cli:" + cmp.Or(name, "unknown")
 }
 
 // openMode says what a command needs beyond PostgreSQL.
