@@ -57,6 +57,7 @@ type Adapters struct {
 	BuyerArchives   *pgstore.PostgresBuyerArchiveStore
 	Adjustments     *pgstore.PostgresAdjustmentStore
 	Operations      *pgstore.PostgresOperationStore
+	DeadLetters     *pgstore.PostgresDeadLetterStore
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -78,6 +79,9 @@ type Application struct {
 	Recovery    *ledger.Recovery
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
+	// DeadLetters lists, replays and resolves what the projector
+	// dead-lettered.
+	DeadLetters *ledger.DeadLetters
 	Auditor     *ledger.Auditor
 	Reconciler  *reconcile.Reconciler
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
@@ -172,6 +176,7 @@ func (a *Application) wire() error {
 	ad.BuyerArchives = pgstore.NewPostgresBuyerArchiveStore(a.Pool)
 	ad.Adjustments = pgstore.NewPostgresAdjustmentStore(a.Pool)
 	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
+	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
@@ -184,6 +189,7 @@ func (a *Application) wire() error {
 		inventory = a.Journal.Wrap(inventory)
 	}
 	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger, ad.Operations)
+	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
 		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {

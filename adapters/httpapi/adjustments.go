@@ -97,9 +97,9 @@ func (s *server) rejectAdjustment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide func(ctx context.Context, id int64, approver string) (domain.Adjustment, error)) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		s.fail(w, r, domain.NewFieldError("id", errors.New("must be a positive integer")))
+	id, err := pathID(r)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	adj, err := decide(r.Context(), id, principalName(r))
@@ -115,6 +115,15 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 type AdjustmentPageJSON struct {
 	Adjustments []AdjustmentJSON `json:"adjustments"`
 	NextAfter   *int64           `json:"next_after"`
+}
+
+// pathID parses the {id} path segment: a positive integer.
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, domain.NewFieldError("id", errors.New("must be a positive integer"))
+	}
+	return id, nil
 }
 
 // listAdjustments is GET /v1/adjustments?status=&sku=&after=ID&limit=N:

@@ -44,6 +44,8 @@ type Config struct {
 	Runs       RunLister
 	// Adjustments serves the approval flow under /v1/adjustments.
 	Adjustments AdjustmentFlow
+	// DeadLetters serves /v1/dead-letters.
+	DeadLetters DeadLetterFlow
 	// Metrics serves GET /metrics, without a token.
 	Metrics http.Handler
 	// Ready is the readiness probe behind GET /readyz: it should ping Redis
@@ -87,6 +89,7 @@ func (c Config) Validate() error {
 		{"Reconciler", c.Reconciler == nil},
 		{"Runs", c.Runs == nil},
 		{"Adjustments", c.Adjustments == nil},
+		{"DeadLetters", c.DeadLetters == nil},
 		{"Metrics", c.Metrics == nil},
 	} {
 		if svc.missing {
@@ -112,6 +115,7 @@ type server struct {
 	reconciler   Reconciler
 	runs         RunLister
 	adjustments  AdjustmentFlow
+	deadLetters  DeadLetterFlow
 	metrics      http.Handler
 	tokens       *Tokens
 	log          *slog.Logger
@@ -140,6 +144,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		reconciler:   cfg.Reconciler,
 		runs:         cfg.Runs,
 		adjustments:  cfg.Adjustments,
+		deadLetters:  cfg.DeadLetters,
 		metrics:      cfg.Metrics,
 		tokens:       tokens,
 		log:          cfg.Logger,
@@ -192,6 +197,10 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/adjustments", readers, s.listAdjustments},
 		{http.MethodPost, "/v1/adjustments/{id}/approve", approverOnly, s.approveAdjustment},
 		{http.MethodPost, "/v1/adjustments/{id}/reject", approverOnly, s.rejectAdjustment},
+
+		{http.MethodGet, "/v1/dead-letters", operatorOnly, s.listDeadLetters},
+		{http.MethodPost, "/v1/dead-letters/{id}/replay", operatorOnly, s.replayDeadLetter},
+		{http.MethodPost, "/v1/dead-letters/{id}/resolve", operatorOnly, s.resolveDeadLetter},
 	}
 }
 

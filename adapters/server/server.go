@@ -260,6 +260,7 @@ func Handler(a *app.Application, tokens []httpapi.Token) (http.Handler, error) {
 		Reconciler:  a.Reconciler,
 		Runs:        a.Adapters.Reconciliations,
 		Adjustments: a.Adjustments,
+		DeadLetters: a.DeadLetters,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
 		Ready:       ready(a),
 		Logger:      a.Log,

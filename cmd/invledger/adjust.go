@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -20,31 +18,17 @@ func newAdjustCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "adjust",
 		Short: "Request, approve, reject and list manual stock adjustments (through the HTTP API)",
-		Long: `Every manual stock change goes through approval: one person requests it, a
-different person approves it, and only then does it reach Redis, as an
-adjusted event in the ledger that names both. A reconciliation of the SKU
-runs right after.
-
-These commands go through the HTTP API as the principal of your token, so
-the second person is vouched for by the API's tokens, never by the command
-line: set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).
-Requesting needs an operator token, approving and rejecting an approver
-token, listing any reader token.`,
+		Long: `Every manual stock change needs two people: one requests it, another approves
+it; only then does it reach Redis, as an adjusted event naming both, and the
+SKU is reconciled. These commands act through the HTTP API as your token's
+principal (operator: request; approver: approve, reject; any reader: list):
+set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 	}
 	var api, token string
 	cmd.PersistentFlags().StringVar(&api, "api", "", "base URL of the invledger HTTP API (env INVLEDGER_API_URL)")
 	cmd.PersistentFlags().StringVar(&token, "token", "", "your bearer token for the API (env INVLEDGER_API_TOKEN; never shown)")
-	client := func() (*apiclient.Client, error) {
-		if api == "" {
-			api = os.Getenv("INVLEDGER_API_URL")
-		}
-		if token == "" {
-			token = os.Getenv("INVLEDGER_API_TOKEN")
-		}
-		return apiclient.New(api, token)
-	}
 	call := func(cmd *cobra.Command, method, path string, body any) error {
-		c, err := client()
+		c, err := apiclient.New(api, token)
 		if err != nil {
 			return err
 		}
@@ -78,9 +62,9 @@ token, listing any reader token.`,
 			Short: short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				id, err := strconv.ParseInt(args[0], 10, 64)
-				if err != nil || id < 1 {
-					return domain.NewFieldError("id", errors.New("must be a positive integer"))
+				id, err := parseID(args[0])
+				if err != nil {
+					return err
 				}
 				return call(cmd, http.MethodPost, fmt.Sprintf("/v1/adjustments/%d/%s", id, verb), nil)
 			},
@@ -99,37 +83,15 @@ token, listing any reader token.`,
 		Short: "List adjustments, newest first, one page at a time",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := apiclient.New(api, token)
 			if err != nil {
 				return err
 			}
-			q := url.Values{}
-			for name, v := range map[string]string{"status": status, "sku": sku} {
-				if v != "" {
-					q.Set(name, v)
-				}
+			page, err := c.Adjustments(cmd.Context(), status, sku, after, limit)
+			if err == nil {
+				err = output.Adjustments(cmd.OutOrStdout(), cmd.ErrOrStderr(), page)
 			}
-			if after != 0 {
-				q.Set("after", strconv.FormatInt(after, 10))
-			}
-			q.Set("limit", strconv.Itoa(limit))
-			var page httpapi.AdjustmentPageJSON
-			if err := c.Do(cmd.Context(), http.MethodGet, "/v1/adjustments?"+q.Encode(), nil, &page); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%-6s %-20s %8s %-9s %-14s %-14s %s\n", "ID", "SKU", "DELTA", "STATUS", "REQUESTED_BY", "DECIDED_BY", "REASON")
-			for _, adj := range page.Adjustments {
-				decided := "-"
-				if adj.DecidedBy != nil {
-					decided = *adj.DecidedBy
-				}
-				fmt.Fprintf(w, "%-6d %-20s %8d %-9s %-14s %-14s %s\n", adj.ID, adj.SKU, adj.Delta, adj.Status, adj.RequestedBy, decided, adj.Reason)
-			}
-			if page.NextAfter != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "more: run again with --after %d\n", *page.NextAfter)
-			}
-			return nil
+			return err
 		},
 	}
 	list.Flags().StringVar(&status, "status", "", "pending, approved, rejected, applied or failed")
@@ -139,4 +101,13 @@ token, listing any reader token.`,
 
 	cmd.AddCommand(request, approve, reject, list)
 	return cmd
+}
+
+// parseID parses a positive integer id argument.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, domain.NewFieldError("id", errors.New("must be a positive integer"))
+	}
+	return id, nil
 }

@@ -181,10 +181,8 @@ func newAuditOperationsCmd(withApp appRunner, format *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "operations SKU [--after ID] [--limit N]",
 		Short: "List who created, warmed, closed, archived, restored, repaired or rebuilt a SKU",
-		Long: `operations lists the SKU's operations audit trail, oldest first: each
-state-changing operation with its actor (an API token's name, system:<component>
-or cli:<os user>), time and detail. When more rows follow, stderr names the
---after of the next page.`,
+		Long: `operations lists the SKU's state changes, oldest first, each with its actor: an
+API token's name, system:<component> or cli:<os user>. stderr names the next page.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {

@@ -83,6 +83,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newArchiveBuyersCmd(withApp),
 		newReconcileCmd(withApp),
 		newAdjustCmd(),
+		newDeadLettersCmd(withApp),
 		newBenchCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
@@ -108,11 +109,11 @@ func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 
 // cliActor names a CLI run in the operations audit trail: cli:<os user>.
 func cliActor() string {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
+	u, err := user.Current()
+	if err != nil {
+		return "cli:" + cmp.Or(os.Getenv("USER"), "unknown")
 	}
-	return "cli:" + cmp.Or(name, "unknown")
+	return "cli:" + u.Username
 }
 
 // openMode says what a command needs beyond PostgreSQL.

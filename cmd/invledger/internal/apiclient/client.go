@@ -6,6 +6,7 @@ package apiclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,9 +14,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -30,9 +34,11 @@ type Client struct {
 	http  *http.Client
 }
 
-// New returns a client of the API at base, presenting token. Both are
+// New returns a client of the API at base, presenting token; either one
+// empty is taken from INVLEDGER_API_URL or INVLEDGER_API_TOKEN. Both are
 // required (ErrNotConfigured); base must be an http or https URL.
 func New(base, token string) (*Client, error) {
+	base, token = cmp.Or(base, os.Getenv("INVLEDGER_API_URL")), cmp.Or(token, os.Getenv("INVLEDGER_API_TOKEN"))
 	if base == "" || token == "" {
 		return nil, ErrNotConfigured
 	}
@@ -111,4 +117,21 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// Adjustments reads one page of GET /v1/adjustments; empty filters and a
+// zero after are left out.
+func (c *Client) Adjustments(ctx context.Context, status, sku string, after int64, limit int) (httpapi.AdjustmentPageJSON, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	for name, v := range map[string]string{"status": status, "sku": sku} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	if after != 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	var page httpapi.AdjustmentPageJSON
+	err := c.Do(ctx, http.MethodGet, "/v1/adjustments?"+q.Encode(), nil, &page)
+	return page, err
 }
