@@ -105,4 +105,3 @@ func (s *PostgresDeadLetterStore) RecordAttempt(ctx context.Context, id int64, a
 	}
 	return nil
 }
-
