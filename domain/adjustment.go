@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -99,6 +100,11 @@ type Adjustment struct {
 	// adjustment was applied.
 	ReconciliationRunID *int64
 }
+
+// SamePerson reports whether two principal names name one person. Names
+// are compared case-folded: "Alice" approving what "alice" requested is
+// self-approval.
+func SamePerson(a, b string) bool { return strings.EqualFold(a, b) }
 
 // AdjustActor is the actor recorded on an adjusted event: both people.
 func AdjustActor(requestedBy, approvedBy string) string {

@@ -21,6 +21,8 @@ type ArchiverConfig struct {
 	Inventory Inventory
 	Redis     InventoryArchiver
 	Archives  BuyerArchiveStore
+	// Operations records who closed and archived each SKU.
+	Operations OperationLog
 	// Attempts bounds how often ArchiveBuyers starts over when a release
 	// moves the SKU during its checks. Default 5.
 	Attempts int
@@ -41,7 +43,7 @@ func (c ArchiverConfig) Validate() error {
 	var errs []error
 	for name, missing := range map[string]bool{
 		"Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil, "Inventory": c.Inventory == nil,
-		"Redis": c.Redis == nil, "Archives": c.Archives == nil,
+		"Redis": c.Redis == nil, "Archives": c.Archives == nil, "Operations": c.Operations == nil,
 	} {
 		if missing {
 			errs = append(errs, fmt.Errorf("archiver: %s is required", name))
@@ -108,6 +110,11 @@ func (a *Archiver) CloseSKU(ctx context.Context, sku string) (CloseResult, error
 			"so that a Redis restore keeps it closed: %w", sku, err)
 	}
 	a.cfg.Logger.Info("sku closed", "sku", sku, "closed_at", stored, "already_closed", already)
+	if !already {
+		if err := recordOperation(ctx, a.cfg.Operations, sku, domain.ActionClose, "closed_at="+stored.UTC().Format(time.RFC3339Nano)); err != nil {
+			return CloseResult{}, err
+		}
+	}
 	return CloseResult{SKU: sku, ClosedAt: stored, AlreadyClosed: already}, nil
 }
 
@@ -209,6 +216,10 @@ func (a *Archiver) archiveOnce(ctx context.Context, id domain.SKUID) (ArchiveRes
 	}
 	if recorded {
 		a.cfg.Logger.Info("buyers archived to SQL and dropped from Redis", "sku", sku, "seq", sum.Seq, "buyers", sum.Buyers, "units", sum.Units)
+		if err := recordOperation(ctx, a.cfg.Operations, sku, domain.ActionArchive,
+			fmt.Sprintf("seq=%d buyers=%d units=%d", sum.Seq, sum.Buyers, sum.Units)); err != nil {
+			return ArchiveResult{}, err
+		}
 	}
 	return ArchiveResult{SKU: sku, Seq: sum.Seq, Buyers: sum.Buyers, Units: sum.Units, ArchivedAt: sum.ArchivedAt, AlreadyArchived: !recorded}, nil
 }
@@ -218,6 +229,7 @@ func (a *Archiver) archiveOnce(ctx context.Context, id domain.SKUID) (ArchiveRes
 // their errors joined; ErrLedgerBehind and domain.ErrRecovering among them
 // are transient, and the next call tries those SKUs again.
 func (a *Archiver) ArchiveClosed(ctx context.Context, olderThan time.Duration) ([]ArchiveResult, error) {
+	ctx = WithDefaultActor(ctx, "system:archiver")
 	skus, err := a.cfg.SKUs.ClosedUnarchived(ctx, olderThan)
 	if err != nil {
 		return nil, fmt.Errorf("archive closed skus: %w", err)

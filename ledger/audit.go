@@ -146,11 +146,12 @@ type SKUDefinitions interface {
 type Auditor struct {
 	store AuditStore
 	skus  SKUDefinitions
+	ops   OperationLog
 }
 
 // NewAuditor wires an Auditor to its ports.
-func NewAuditor(store AuditStore, skus SKUDefinitions) *Auditor {
-	return &Auditor{store: store, skus: skus}
+func NewAuditor(store AuditStore, skus SKUDefinitions, ops OperationLog) *Auditor {
+	return &Auditor{store: store, skus: skus, ops: ops}
 }
 
 // HistoryQuery asks for a SKU's ledger rows with seq above After (0: from

@@ -108,7 +108,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
-	a := ledger.NewAuditor(s.Audit, s.SKUs)
+	a := ledger.NewAuditor(s.Audit, s.SKUs, s.App.Adapters.Operations)
 	auditSale(t, s)
 	appendAdjustments(t, s, a, "aud-1", +5, -3)
 
@@ -250,7 +250,7 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
-	a := ledger.NewAuditor(s.Audit, s.SKUs)
+	a := ledger.NewAuditor(s.Audit, s.SKUs, s.App.Adapters.Operations)
 	s.SKU(t, "aud-in", 5, 1)
 	now := time.Now()
 	field := func(want string, err error) {

@@ -15,10 +15,20 @@ func (r *Recovery) RebuildBalance(ctx context.Context, sku string) error {
 	if _, err := domain.NewSKUID(sku); err != nil {
 		return err
 	}
-	if _, err := r.cfg.Balances.RebuildBalance(ctx, sku); err != nil {
+	corrected, err := r.cfg.Balances.RebuildBalance(ctx, sku)
+	if err != nil {
 		return fmt.Errorf("rebuild balance of %s: %w", sku, err)
 	}
-	return nil
+	return r.recordRebuild(ctx, sku, corrected)
+}
+
+// recordRebuild records a rebuild that changed the balances row; one that
+// found it right changed nothing.
+func (r *Recovery) recordRebuild(ctx context.Context, sku string, corrected bool) error {
+	if !corrected {
+		return nil
+	}
+	return recordOperation(ctx, r.cfg.Operations, sku, domain.ActionRebuild, "balances row recomputed from the ledger")
 }
 
 // RebuildReport sums up RebuildBalances.
@@ -48,6 +58,9 @@ func (r *Recovery) RebuildBalances(ctx context.Context, progress func(done, tota
 			return report, errors.Join(append(errs, err)...)
 		}
 		corrected, err := r.cfg.Balances.RebuildBalance(ctx, sku)
+		if err == nil {
+			err = r.recordRebuild(ctx, sku, corrected)
+		}
 		if err != nil {
 			report.Failed = append(report.Failed, sku)
 			errs = append(errs, fmt.Errorf("rebuild balance of %s: %w", sku, err))

@@ -17,6 +17,8 @@ type RecoveryConfig struct {
 	SKUs     SKUCatalog
 	Balances BalanceRecomputer
 	Redis    InventoryRestorer
+	// Operations records who restored and rebuilt each SKU.
+	Operations OperationLog
 	// ConsumerGroup is the projector's consumer group, recreated on the
 	// partition streams when Redis lost them.
 	ConsumerGroup string
@@ -40,6 +42,7 @@ func (c RecoveryConfig) Validate() error {
 	var errs []error
 	for name, missing := range map[string]bool{
 		"Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil, "Balances": c.Balances == nil, "Redis": c.Redis == nil,
+		"Operations": c.Operations == nil,
 	} {
 		if missing {
 			errs = append(errs, fmt.Errorf("recovery: %s is required", name))
@@ -245,7 +248,8 @@ func (r *Recovery) restore(ctx context.Context, img RedisImage) error {
 	}
 	r.cfg.Logger.Debug("sku restored from the ledger", "sku", img.State.SKU, "seq", img.State.Seq, "stock", img.State.Stock,
 		"buyers", len(img.State.Buyers), "requests", len(img.State.Requests))
-	return nil
+	return recordOperation(ctx, r.cfg.Operations, img.State.SKU, domain.ActionRestore,
+		fmt.Sprintf("seq=%d stock=%d buyers=%d", img.State.Seq, img.State.Stock, len(img.State.Buyers)))
 }
 
 // folder folds one SKU's events as they stream in. The first error sticks:

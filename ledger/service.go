@@ -18,11 +18,13 @@ type Service struct {
 	inventory Inventory
 	skus      SKUStore
 	ledger    LedgerReader
+	ops       OperationLog
 }
 
-// NewService wires the service to its ports.
-func NewService(inventory Inventory, skus SKUStore, ledger LedgerReader) *Service {
-	return &Service{inventory: inventory, skus: skus, ledger: ledger}
+// NewService wires the service to its ports. ops records who created and
+// warmed each SKU.
+func NewService(inventory Inventory, skus SKUStore, ledger LedgerReader, ops OperationLog) *Service {
+	return &Service{inventory: inventory, skus: skus, ledger: ledger, ops: ops}
 }
 
 // CreateSKUCommand declares a sale. PerUserLimit defaults to 1 when zero.
@@ -47,6 +49,10 @@ func (s *Service) CreateSKU(ctx context.Context, cmd CreateSKUCommand) (def doma
 		return domain.SKUDefinition{}, false, err
 	}
 	created, err = s.skus.Create(ctx, def)
+	if err == nil && created {
+		err = recordOperation(ctx, s.ops, sku.String(), domain.ActionCreate,
+			fmt.Sprintf("stock=%d per_user_limit=%d", def.InitialStock(), def.PerUserLimit()))
+	}
 	return def, created, err
 }
 
@@ -91,6 +97,11 @@ func (s *Service) Warm(ctx context.Context, skuID string) (WarmResult, error) {
 	state, stocked, err := s.inventory.Warm(ctx, def, eventID)
 	if err != nil {
 		return WarmResult{}, err
+	}
+	if stocked {
+		if err := recordOperation(ctx, s.ops, sku.String(), domain.ActionWarm, fmt.Sprintf("stock=%d seq=%d", state.Stock, state.Seq)); err != nil {
+			return WarmResult{}, err
+		}
 	}
 	return WarmResult{State: state, Stocked: stocked}, nil
 }

@@ -56,6 +56,8 @@ type Adapters struct {
 	Reconciliations *pgstore.PostgresReconciliationStore
 	BuyerArchives   *pgstore.PostgresBuyerArchiveStore
 	Adjustments     *pgstore.PostgresAdjustmentStore
+	Operations      *pgstore.PostgresOperationStore
+	DeadLetters     *pgstore.PostgresDeadLetterStore
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -77,6 +79,9 @@ type Application struct {
 	Recovery    *ledger.Recovery
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
+	// DeadLetters lists, replays and resolves what the projector
+	// dead-lettered.
+	DeadLetters *ledger.DeadLetters
 	Auditor     *ledger.Auditor
 	Reconciler  *reconcile.Reconciler
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
@@ -170,6 +175,8 @@ func (a *Application) wire() error {
 	ad.Reconciliations = pgstore.NewPostgresReconciliationStore(a.Pool)
 	ad.BuyerArchives = pgstore.NewPostgresBuyerArchiveStore(a.Pool)
 	ad.Adjustments = pgstore.NewPostgresAdjustmentStore(a.Pool)
+	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
+	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
@@ -182,14 +189,15 @@ func (a *Application) wire() error {
 		a.Journal = ledger.NewReceiptJournal(journalWindow)
 		inventory = a.Journal.Wrap(inventory)
 	}
-	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger)
-	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs)
+	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger, ad.Operations)
+	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
+	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
-		Redis: ad.Restorer, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
+		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err
 	}
 	if a.Archiver, err = ledger.NewArchiver(ledger.ArchiverConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Inventory: ad.Inventory,
-		Redis: ad.Archiver, Archives: ad.BuyerArchives, Logger: a.Log}); err != nil {
+		Redis: ad.Archiver, Archives: ad.BuyerArchives, Operations: ad.Operations, Logger: a.Log}); err != nil {
 		return err
 	}
 	// Findings, dead letters and fenced SKUs all alert through one alerter.
@@ -207,7 +215,7 @@ func (a *Application) wire() error {
 		alerter = cfg.Alerter
 	}
 	rc := reconcile.Config{Inventory: ad.ReconcileSource, Ledger: ad.Snapshots, SKUs: ad.SKUs, Restorer: a.Recovery,
-		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log}
+		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Operations: ad.Operations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log}
 	if a.Journal != nil {
 		rc.Journal = a.Journal
 	}

@@ -16,7 +16,7 @@ type AdjustmentFlow interface {
 	Request(ctx context.Context, sku string, delta int64, reason, requestedBy string) (domain.Adjustment, error)
 	Approve(ctx context.Context, id int64, approver string) (domain.Adjustment, error)
 	Reject(ctx context.Context, id int64, approver string) (domain.Adjustment, error)
-	List(ctx context.Context, status, sku string, limit int) ([]domain.Adjustment, error)
+	List(ctx context.Context, q ledger.AdjustmentQuery) (ledger.AdjustmentPage, error)
 }
 
 var _ AdjustmentFlow = (*ledger.Adjustments)(nil)
@@ -97,9 +97,9 @@ func (s *server) rejectAdjustment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide func(ctx context.Context, id int64, approver string) (domain.Adjustment, error)) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		s.fail(w, r, domain.NewFieldError("id", errors.New("must be a positive integer")))
+	id, err := pathID(r)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	adj, err := decide(r.Context(), id, principalName(r))
@@ -110,27 +110,45 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 	s.writeJSON(w, http.StatusOK, NewAdjustmentJSON(adj))
 }
 
-// listAdjustments is GET /v1/adjustments?status=&sku=&limit=; other,
-// repeated or empty parameters are refused like the audit queries'.
+// AdjustmentPageJSON is the body of GET /v1/adjustments and what `invledger
+// adjust list --format json` reads: a ledger.AdjustmentPage.
+type AdjustmentPageJSON struct {
+	Adjustments []AdjustmentJSON `json:"adjustments"`
+	NextAfter   *int64           `json:"next_after"`
+}
+
+// pathID parses the {id} path segment: a positive integer.
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, domain.NewFieldError("id", errors.New("must be a positive integer"))
+	}
+	return id, nil
+}
+
+// listAdjustments is GET /v1/adjustments?status=&sku=&after=ID&limit=N:
+// adjustments newest first, {"adjustments":[...],"next_after":ID|null};
+// limit 1-1000, default 100.
 func (s *server) listAdjustments(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "status", "sku", "limit")
+	q, err := queryParams(r, "status", "sku", "after", "limit")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryLimitOr(q, 100, 1000)
+	after, err := queryCursorID(q, "after")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	list, err := s.adjustments.List(r.Context(), q.Get("status"), q.Get("sku"), limit)
+	limit, err := queryLimit(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := mapSlice(list, NewAdjustmentJSON)
-	if out == nil {
-		out = []AdjustmentJSON{}
+	page, err := s.adjustments.List(r.Context(), ledger.AdjustmentQuery{Status: q.Get("status"), SKU: q.Get("sku"), After: after, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"adjustments": out})
+	s.writeJSON(w, http.StatusOK, AdjustmentPageJSON{Adjustments: mapSlice(page.Adjustments, NewAdjustmentJSON), NextAfter: page.NextAfter})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // apiError is the error body of every refusal.
@@ -514,7 +515,7 @@ func (approveFunc) Reject(context.Context, int64, string) (domain.Adjustment, er
 	panic("not used")
 }
 
-func (approveFunc) List(context.Context, string, string, int) ([]domain.Adjustment, error) {
+func (approveFunc) List(context.Context, ledger.AdjustmentQuery) (ledger.AdjustmentPage, error) {
 	panic("not used")
 }
 

@@ -23,6 +23,7 @@ type Auditor interface {
 	Buyers(ctx context.Context, sku string) (ledger.BuyersView, error)
 	BalanceAt(ctx context.Context, sku string, at time.Time) (ledger.StockAt, error)
 	UserEvents(ctx context.Context, q ledger.UserQuery) (ledger.UserPage, error)
+	Operations(ctx context.Context, q ledger.OperationQuery) (ledger.OperationPage, error)
 }
 
 var _ Auditor = (*ledger.Auditor)(nil)
@@ -204,6 +205,61 @@ func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, NewUserPageJSON(page))
+}
+
+// OperationJSON is one entry of the operations audit trail.
+type OperationJSON struct {
+	ID     int64     `json:"id"`
+	SKU    string    `json:"sku"`
+	Action string    `json:"action"`
+	Actor  string    `json:"actor"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"`
+}
+
+// NewOperationJSON maps op into its JSON shape, field by field.
+func NewOperationJSON(op domain.Operation) OperationJSON {
+	return OperationJSON{ID: op.ID, SKU: op.SKU, Action: string(op.Action), Actor: op.Actor, At: op.At, Detail: op.Detail}
+}
+
+// OperationPageJSON is the body of GET /v1/skus/{sku}/operations and what
+// `audit operations --format json` prints: a ledger.OperationPage.
+type OperationPageJSON struct {
+	SKU        string          `json:"sku"`
+	Operations []OperationJSON `json:"operations"`
+	NextAfter  *int64          `json:"next_after"`
+}
+
+// NewOperationPageJSON maps p into its JSON shape, field by field.
+func NewOperationPageJSON(p ledger.OperationPage) OperationPageJSON {
+	return OperationPageJSON{SKU: p.SKU, Operations: mapSlice(p.Operations, NewOperationJSON), NextAfter: p.NextAfter}
+}
+
+// skuOperations is GET /v1/skus/{sku}/operations?after=ID&limit=N: who
+// created, warmed, closed, archived, restored, repaired or rebuilt the SKU,
+// oldest first, {"sku","operations":[...],"next_after":ID|null}.
+func (s *server) skuOperations(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "after", "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	after, err := queryInt(q, "after")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.auditor.Operations(r.Context(), ledger.OperationQuery{SKU: r.PathValue("sku"), After: after, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, NewOperationPageJSON(page))
 }
 
 // queryParams parses the query string and refuses parameters other than

@@ -172,12 +172,20 @@ func validName(s string) bool {
 }
 
 // checkDuplicates refuses a secret given twice (it would be ambiguous which
-// principal presented it) and a name given the same role twice.
+// principal presented it), a name given the same role twice, and names that
+// differ only by case: "Alice" and "alice" are one person to the
+// self-approval rule, so they must not look like two.
 func checkDuplicates(tokens []Token) error {
 	var errs []error
 	secrets := make(map[[sha256.Size]byte]int, len(tokens))
 	grants := make(map[[2]string]int, len(tokens))
+	names := make(map[string]int, len(tokens))
 	for i, t := range tokens {
+		if j, dup := names[strings.ToLower(t.Name)]; dup && tokens[j].Name != t.Name {
+			errs = append(errs, fmt.Errorf("token %d's name %q differs from token %d's %q only by case: use one spelling per person", i+1, t.Name, j+1, tokens[j].Name))
+		} else if !dup {
+			names[strings.ToLower(t.Name)] = i
+		}
 		d := sha256.Sum256([]byte(t.Secret))
 		if j, dup := secrets[d]; dup {
 			errs = append(errs, fmt.Errorf("token %d (%s) reuses the secret of token %d (%s): every token needs its own secret", i+1, t.Name, j+1, tokens[j].Name))

@@ -164,3 +164,19 @@ func TestRoleMatrix(t *testing.T) {
 		t.Error("an unknown role is in a set")
 	}
 }
+
+// TestParseTokensRefusesNamesDifferingByCase: "Alice" and "alice" are one
+// person to the self-approval rule, so a token set may not spell them two
+// ways; one name with several roles stays fine.
+func TestParseTokensRefusesNamesDifferingByCase(t *testing.T) {
+	_, err := ParseTokens("alice:operator:aaaaaaaaaaaaaaaa1,Alice:approver:aaaaaaaaaaaaaaaa2")
+	if err == nil || !strings.Contains(err.Error(), "only by case") || strings.Contains(err.Error(), "aaaaaaaa") {
+		t.Fatalf("names differing by case: %v, want refused without secrets", err)
+	}
+	if err := ValidateTokens([]Token{{"bob", RoleOperator, "bbbbbbbbbbbbbbbb1"}, {"BOB", RoleAuditor, "bbbbbbbbbbbbbbbb2"}}); err == nil {
+		t.Fatal("ValidateTokens accepted names differing by case")
+	}
+	if _, err := ParseTokens("sam:operator:ssssssssssssssss1,sam:approver:ssssssssssssssss2"); err != nil {
+		t.Fatalf("one name, two roles: %v", err)
+	}
+}

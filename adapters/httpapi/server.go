@@ -48,6 +48,8 @@ type Config struct {
 	Runs       RunLister
 	// Adjustments serves the approval flow under /v1/adjustments.
 	Adjustments AdjustmentFlow
+	// DeadLetters serves /v1/dead-letters.
+	DeadLetters DeadLetterFlow
 	// Metrics serves GET /metrics, without a token.
 	Metrics http.Handler
 	// Ready is the readiness probe behind GET /readyz: it checks this
@@ -98,6 +100,7 @@ func (c Config) Validate() error {
 		{"Reconciler", c.Reconciler == nil},
 		{"Runs", c.Runs == nil},
 		{"Adjustments", c.Adjustments == nil},
+		{"DeadLetters", c.DeadLetters == nil},
 		{"Metrics", c.Metrics == nil},
 	} {
 		if svc.missing {
@@ -123,6 +126,7 @@ type server struct {
 	reconciler   Reconciler
 	runs         RunLister
 	adjustments  AdjustmentFlow
+	deadLetters  DeadLetterFlow
 	metrics      http.Handler
 	tokens       *TokenSet
 	log          *slog.Logger
@@ -154,6 +158,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		reconciler:   cfg.Reconciler,
 		runs:         cfg.Runs,
 		adjustments:  cfg.Adjustments,
+		deadLetters:  cfg.DeadLetters,
 		metrics:      cfg.Metrics,
 		tokens:       tokens,
 		log:          cfg.Logger,
@@ -196,6 +201,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/skus/{sku}/events", readers, s.skuEvents},
 		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},
 		{http.MethodGet, "/v1/skus/{sku}/buyers", readers, s.buyers},
+		{http.MethodGet, "/v1/skus/{sku}/operations", readers, s.skuOperations},
 		{http.MethodGet, "/v1/users/{user}/purchases", readers, s.userPurchases},
 
 		{http.MethodPost, "/v1/reconcile", operatorOnly, s.reconcile},
@@ -205,6 +211,10 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/adjustments", readers, s.listAdjustments},
 		{http.MethodPost, "/v1/adjustments/{id}/approve", approverOnly, s.approveAdjustment},
 		{http.MethodPost, "/v1/adjustments/{id}/reject", approverOnly, s.rejectAdjustment},
+
+		{http.MethodGet, "/v1/dead-letters", operatorOnly, s.listDeadLetters},
+		{http.MethodPost, "/v1/dead-letters/{id}/replay", operatorOnly, s.replayDeadLetter},
+		{http.MethodPost, "/v1/dead-letters/{id}/resolve", operatorOnly, s.resolveDeadLetter},
 	}
 }
 
@@ -240,7 +250,8 @@ func (s *server) handle(method, path string, roles roleSet, h http.Handler) {
 }
 
 // authorize answers 401 without a valid token and 403 when the token's role
-// is not in roles; otherwise it puts the principal in the context.
+// is not in roles; otherwise it puts the principal in the context, and its
+// name as the actor of every operation the request records.
 func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.tokens.Authenticate(r)
@@ -253,7 +264,7 @@ func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.H
 			s.writeError(w, http.StatusForbidden, codeForbidden, "role "+string(p.Role)+" may not call "+pattern)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		h.ServeHTTP(w, r.WithContext(ledger.WithActor(WithPrincipal(r.Context(), p), p.Name)))
 	})
 }
 

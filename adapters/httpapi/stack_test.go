@@ -97,6 +97,12 @@ type unused struct {
 	AdjustmentFlow
 }
 
+// unusedDeadLetters is unused for the dead-letter flow, whose List would
+// be ambiguous beside AdjustmentFlow's.
+type unusedDeadLetters struct {
+	DeadLetterFlow
+}
+
 // stubbed completes cfg for a test: the test tokens and logger, a probe
 // that is always ready, and unused for every service left nil.
 func stubbed(t testing.TB, cfg Config) Config {
@@ -125,6 +131,9 @@ func stubbed(t testing.TB, cfg Config) Config {
 	}
 	if cfg.Adjustments == nil {
 		cfg.Adjustments = u
+	}
+	if cfg.DeadLetters == nil {
+		cfg.DeadLetters = unusedDeadLetters{}
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = http.NotFoundHandler()

@@ -93,14 +93,40 @@ func (s *PostgresAdjustmentStore) Decide(ctx context.Context, id int64, status d
 	return current, false, nil
 }
 
-// Finish moves an approved adjustment to applied or failed with its outcome.
-func (s *PostgresAdjustmentStore) Finish(ctx context.Context, id int64, status domain.AdjustmentStatus, seq *int64, result string) (domain.Adjustment, error) {
-	a, err := s.one(ctx, `UPDATE adjustments SET status = $2, seq = $3, result = $4
-		WHERE id = $1 AND status = 'approved' RETURNING `+adjustmentColumns, id, string(status), seq, result)
+// Settle locks adjustment id (SELECT ... FOR UPDATE, in one transaction)
+// and, while it is still approved, calls settle under the lock and stores
+// its Settlement. Everything settle needs runs outside PostgreSQL, so a
+// waiting Settle holds one connection and the holder needs no second one.
+func (s *PostgresAdjustmentStore) Settle(ctx context.Context, id int64, settle func(ctx context.Context, adj domain.Adjustment) (*ledger.Settlement, error)) (domain.Adjustment, error) {
+	var out domain.Adjustment
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+adjustmentColumns+` FROM adjustments WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return translate(err)
+		}
+		if out, err = pgx.CollectExactlyOneRow(rows, scanAdjustment); err != nil {
+			return translate(err)
+		}
+		if out.Status != domain.AdjustmentApproved {
+			return nil // settled before: the stored outcome
+		}
+		st, err := settle(ctx, out)
+		if err != nil || st == nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `UPDATE adjustments SET status = $2, seq = $3, result = $4,
+			decided_by = COALESCE(NULLIF($5, ''), decided_by), decided_at = CASE WHEN $5 = '' THEN decided_at ELSE now() END
+			WHERE id = $1 RETURNING `+adjustmentColumns, id, string(st.Status), st.Seq, st.Result, st.DecidedBy)
+		if err != nil {
+			return translate(err)
+		}
+		out, err = pgx.CollectExactlyOneRow(rows, scanAdjustment)
+		return translate(err)
+	})
 	if err != nil {
-		return domain.Adjustment{}, fmt.Errorf("finish adjustment %d: %w", id, err)
+		return domain.Adjustment{}, fmt.Errorf("settle adjustment %d: %w", id, err)
 	}
-	return a, nil
+	return out, nil
 }
 
 // LinkReconciliation records the reconciliation run that checked the SKU
@@ -113,11 +139,12 @@ func (s *PostgresAdjustmentStore) LinkReconciliation(ctx context.Context, id, ru
 	return a, nil
 }
 
-// List returns adjustments, newest first, filtered by status and sku when
-// they are not empty.
-func (s *PostgresAdjustmentStore) List(ctx context.Context, status domain.AdjustmentStatus, sku string, limit int) ([]domain.Adjustment, error) {
+// List returns up to q.Limit adjustments, newest first, filtered by status
+// and sku when they are not empty, with id below q.After when it is not 0.
+func (s *PostgresAdjustmentStore) List(ctx context.Context, q ledger.AdjustmentQuery) ([]domain.Adjustment, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+adjustmentColumns+` FROM adjustments
-		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR sku = $2) ORDER BY id DESC LIMIT $3`, string(status), sku, limit)
+		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR sku = $2) AND ($3 = 0 OR id < $3)
+		ORDER BY id DESC LIMIT $4`, q.Status, q.SKU, q.After, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list adjustments: %w", translate(err))
 	}

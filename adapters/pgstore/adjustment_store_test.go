@@ -9,6 +9,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 func TestAdjustmentStore(t *testing.T) {
@@ -58,13 +59,19 @@ func TestAdjustmentStore(t *testing.T) {
 	if _, ok, err := store.Decide(ctx, rejected.ID, domain.AdjustmentRejected, "carol", ""); err != nil || !ok {
 		t.Fatalf("reject: %v %v", ok, err)
 	}
-	if _, err := store.Finish(ctx, rejected.ID, domain.AdjustmentApplied, nil, "x"); !errors.Is(err, domain.ErrNotFound) {
-		t.Fatalf("finish a rejected adjustment: %v, want ErrNotFound", err)
+	settle := func(st *ledger.Settlement) func(context.Context, domain.Adjustment) (*ledger.Settlement, error) {
+		return func(context.Context, domain.Adjustment) (*ledger.Settlement, error) { return st, nil }
 	}
 	seq := int64(7)
-	applied, err := store.Finish(ctx, adj.ID, domain.AdjustmentApplied, &seq, "applied at seq 7")
-	if err != nil || applied.Status != domain.AdjustmentApplied || *applied.Seq != 7 || *applied.Result != "applied at seq 7" {
-		t.Fatalf("finish: %+v %v", applied, err)
+	if got, err := store.Settle(ctx, rejected.ID, settle(&ledger.Settlement{Status: domain.AdjustmentApplied, Result: "x"})); err != nil || got.Status != domain.AdjustmentRejected {
+		t.Fatalf("settle a rejected adjustment: %+v %v, want it unchanged", got, err)
+	}
+	if _, err := store.Settle(ctx, 42, settle(nil)); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("settle unknown: %v, want ErrNotFound", err)
+	}
+	applied, err := store.Settle(ctx, adj.ID, settle(&ledger.Settlement{Status: domain.AdjustmentApplied, Seq: &seq, Result: "applied at seq 7"}))
+	if err != nil || applied.Status != domain.AdjustmentApplied || *applied.Seq != 7 || *applied.Result != "applied at seq 7" || *applied.DecidedBy != "bob" {
+		t.Fatalf("settle: %+v %v", applied, err)
 	}
 	runID, err := pgstore.NewPostgresReconciliationStore(pool).RecordRun(ctx, reconcileReport(), nil)
 	if err != nil {
@@ -74,10 +81,10 @@ func TestAdjustmentStore(t *testing.T) {
 		t.Fatalf("link: %+v %v", linked, err)
 	}
 
-	if all, err := store.List(ctx, "", "", 10); err != nil || len(all) != 2 || all[0].ID != rejected.ID {
+	if all, err := store.List(ctx, ledger.AdjustmentQuery{Limit: 10}); err != nil || len(all) != 2 || all[0].ID != rejected.ID {
 		t.Fatalf("list, newest first: %+v %v", all, err)
 	}
-	if some, err := store.List(ctx, domain.AdjustmentApplied, "a", 10); err != nil || len(some) != 1 || some[0].ID != adj.ID {
+	if some, err := store.List(ctx, ledger.AdjustmentQuery{Status: string(domain.AdjustmentApplied), SKU: "a", Limit: 10}); err != nil || len(some) != 1 || some[0].ID != adj.ID {
 		t.Fatalf("list applied: %+v %v", some, err)
 	}
 	if n, err := store.CountPending(ctx); err != nil || n != 0 {

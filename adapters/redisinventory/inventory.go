@@ -3,7 +3,10 @@ package redisinventory
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -230,6 +233,29 @@ func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmen
 		return domain.Receipt{}, fmt.Errorf("%w: stock is %d, delta %d", domain.ErrInsufficientStock, stock, delta)
 	}
 	return domain.Receipt{}, fmt.Errorf("adjust %s: %w: code %d", s, ErrScript, code)
+}
+
+// Applied reads the marker adjust.lua leaves on the SKU hash when it
+// applies adjustment adjustmentID: its receipt, and true, if it was applied.
+// A SKU not in Redis has no markers.
+func (r *RedisInventory) Applied(ctx context.Context, sku domain.SKUID, adjustmentID int64) (domain.Receipt, bool, error) {
+	s := sku.String()
+	raw, err := r.client.HGet(ctx, r.keys.SKUKey(s), "adjustment:"+strconv.FormatInt(adjustmentID, 10)).Result()
+	if errors.Is(err, redis.Nil) {
+		return domain.Receipt{}, false, nil
+	}
+	if err != nil {
+		return domain.Receipt{}, false, fmt.Errorf("read adjustment %d of %s: %w", adjustmentID, s, err)
+	}
+	var done struct {
+		EventID string  `json:"event_id"`
+		Seq     float64 `json:"seq"`
+		Stock   float64 `json:"stock"`
+	}
+	if err := json.Unmarshal([]byte(raw), &done); err != nil {
+		return domain.Receipt{}, false, fmt.Errorf("read adjustment %d of %s: %w: %w", adjustmentID, s, ErrScript, err)
+	}
+	return domain.Receipt{SKU: s, EventID: done.EventID, Seq: int64(done.Seq), Remaining: int64(done.Stock)}, true, nil
 }
 
 // State reads a SKU's live inventory in one round trip. A SKU that is not in

@@ -304,6 +304,7 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 		Reconciler:  a.Reconciler,
 		Runs:        a.Adapters.Reconciliations,
 		Adjustments: a.Adjustments,
+		DeadLetters: a.DeadLetters,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
 		Ready:       readiness(a, components),
 		Logger:      a.Log,

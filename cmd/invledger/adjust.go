@@ -1,58 +1,42 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/user"
+	"net/http"
 	"strconv"
-
-	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger"
 )
 
-func newAdjustCmd(withApp appRunner) *cobra.Command {
+func newAdjustCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "adjust",
-		Short: "Request, approve, reject and list manual stock adjustments",
-		Long: `Every manual stock change goes through approval: one person requests it, a
-different person approves it, and only then does it reach Redis, as an
-adjusted event in the ledger that names both. A reconciliation of the SKU
-runs right after. --as names who you are (default: your OS user name).`,
+		Short: "Request, approve, reject and list manual stock adjustments (through the HTTP API)",
+		Long: `Every manual stock change needs two people: one requests it, another approves
+it; only then does it reach Redis, as an adjusted event naming both, and the
+SKU is reconciled. These commands act through the HTTP API as your token's
+principal (operator: request; approver: approve, reject; any reader: list):
+set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 	}
-	var as string
-	cmd.PersistentFlags().StringVar(&as, "as", "", "your name, recorded as requester or approver (default: OS user)")
-	who := func() (string, error) {
-		if as != "" {
-			return as, nil
-		}
-		if u, err := user.Current(); err == nil && u.Username != "" {
-			return u.Username, nil
-		}
-		return "", errors.New("--as is required: name who requests or approves")
-	}
-	// Requests and lists need only PostgreSQL; a decision applies through
-	// Redis and reconciles the SKU, printing rather than alerting.
-	withFlow := func(cmd *cobra.Command, mode openMode, f func(flow *ledger.Adjustments, me string) error) error {
-		me, err := who()
+	var api, token string
+	cmd.PersistentFlags().StringVar(&api, "api", "", "base URL of the invledger HTTP API (env INVLEDGER_API_URL)")
+	cmd.PersistentFlags().StringVar(&token, "token", "", "your bearer token for the API (env INVLEDGER_API_TOKEN; never shown)")
+	call := func(cmd *cobra.Command, method, path string, body any) error {
+		c, err := apiclient.New(api, token)
 		if err != nil {
 			return err
 		}
-		return withApp(cmd.Context(), mode, func(a *app.Application) error { return f(a.Adjustments, me) })
-	}
-	parseID := func(s string) (int64, error) {
-		id, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || id < 1 {
-			return 0, domain.NewFieldError("id", errors.New("must be a positive integer"))
+		var adj httpapi.AdjustmentJSON
+		if err := c.Do(cmd.Context(), method, path, body, &adj); err != nil {
+			return err
 		}
-		return id, nil
+		return output.PrintJSON(cmd.OutOrStdout(), adj)
 	}
 
 	var (
@@ -65,22 +49,16 @@ runs right after. --as names who you are (default: your OS user name).`,
 		Short: "Request an adjustment; it changes nothing until approved",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withFlow(cmd, sqlOnly, func(flow *ledger.Adjustments, me string) error {
-				adj, err := flow.Request(cmd.Context(), sku, delta, reason, me)
-				if err != nil {
-					return err
-				}
-				return output.PrintJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
-			})
+			return call(cmd, http.MethodPost, "/v1/adjustments", map[string]any{"sku": sku, "delta": delta, "reason": reason})
 		},
 	}
 	request.Flags().StringVar(&sku, "sku", "", "SKU to adjust")
 	request.Flags().Int64Var(&delta, "delta", 0, "signed change to available stock")
 	request.Flags().StringVar(&reason, "reason", "", "why (required)")
 
-	decide := func(use, short string, f func(*ledger.Adjustments) func(context.Context, int64, string) (domain.Adjustment, error)) *cobra.Command {
+	decide := func(verb, short string) *cobra.Command {
 		return &cobra.Command{
-			Use:   use + " ID",
+			Use:   verb + " ID",
 			Short: short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -88,57 +66,48 @@ runs right after. --as names who you are (default: your OS user name).`,
 				if err != nil {
 					return err
 				}
-				return withFlow(cmd, withRedis|quietFindings, func(flow *ledger.Adjustments, me string) error {
-					adj, err := f(flow)(cmd.Context(), id, me)
-					if err != nil {
-						if adj.ID != 0 {
-							_ = output.PrintJSON(os.Stderr, httpapi.NewAdjustmentJSON(adj))
-						}
-						return err
-					}
-					return output.PrintJSON(cmd.OutOrStdout(), httpapi.NewAdjustmentJSON(adj))
-				})
+				return call(cmd, http.MethodPost, fmt.Sprintf("/v1/adjustments/%d/%s", id, verb), nil)
 			},
 		}
 	}
-	approve := decide("approve", "Approve and apply an adjustment (not your own)", func(f *ledger.Adjustments) func(context.Context, int64, string) (domain.Adjustment, error) {
-		return f.Approve
-	})
-	reject := decide("reject", "Reject an adjustment (not your own)", func(f *ledger.Adjustments) func(context.Context, int64, string) (domain.Adjustment, error) {
-		return f.Reject
-	})
+	approve := decide("approve", "Approve and apply an adjustment (not your own)")
+	reject := decide("reject", "Reject a pending adjustment, or an approved one that could not be applied (not your own)")
 
 	var (
 		status string
+		after  int64
 		limit  int
 	)
 	list := &cobra.Command{
-		Use:   "list [--status S] [--sku S]",
-		Short: "List adjustments, newest first",
+		Use:   "list [--status S] [--sku S] [--after ID] [--limit N]",
+		Short: "List adjustments, newest first, one page at a time",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
-				out, err := a.Adjustments.List(cmd.Context(), status, sku, limit)
-				if err != nil {
-					return err
-				}
-				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "%-6s %-20s %8s %-9s %-14s %-14s %s\n", "ID", "SKU", "DELTA", "STATUS", "REQUESTED_BY", "DECIDED_BY", "REASON")
-				for _, adj := range out {
-					decided := "-"
-					if adj.DecidedBy != nil {
-						decided = *adj.DecidedBy
-					}
-					fmt.Fprintf(w, "%-6d %-20s %8d %-9s %-14s %-14s %s\n", adj.ID, adj.SKU, adj.Delta, adj.Status, adj.RequestedBy, decided, adj.Reason)
-				}
-				return nil
-			})
+			c, err := apiclient.New(api, token)
+			if err != nil {
+				return err
+			}
+			page, err := c.Adjustments(cmd.Context(), status, sku, after, limit)
+			if err == nil {
+				err = output.Adjustments(cmd.OutOrStdout(), cmd.ErrOrStderr(), page)
+			}
+			return err
 		},
 	}
 	list.Flags().StringVar(&status, "status", "", "pending, approved, rejected, applied or failed")
 	list.Flags().StringVar(&sku, "sku", "", "only this SKU")
-	list.Flags().IntVar(&limit, "limit", 100, "most rows to show")
+	list.Flags().Int64Var(&after, "after", 0, "the next_after of the previous page (0: from the newest)")
+	list.Flags().IntVar(&limit, "limit", 100, "page size, 1-1000")
 
 	cmd.AddCommand(request, approve, reject, list)
 	return cmd
+}
+
+// parseID parses a positive integer id argument.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, domain.NewFieldError("id", errors.New("must be a positive integer"))
+	}
+	return id, nil
 }

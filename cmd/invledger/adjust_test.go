@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +17,7 @@ import (
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/server"
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/domain"
 	"github.com/jackc/pgx/v5"
 )
@@ -184,12 +185,243 @@ func TestAdjustmentFlowOverHTTP(t *testing.T) {
 	}
 }
 
-func TestAdjustCommands(t *testing.T) {
-	t.Parallel()
-	s := stacktest.New(t)
-	s.SKU(t, "cli-adj", 10, 1)
+// runCLIRaw runs the CLI with exactly args (no stack flags added).
+func runCLIRaw(args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	cmd := newRootCmd()
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
 
-	out, stderr, err := runCLI(t, s, "adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount", "--as", "alice")
+// adjustStack is a running serve with an operator "alice", approvers "bob"
+// and "Alice" (her own name in another case, held by the approver role),
+// and an auditor.
+type adjustStack struct {
+	apiClient
+	dbURL string
+}
+
+const (
+	aliceOp    = "alice-operator-secret"
+	bobApp     = "bob-approver-secret0"
+	carolApp   = "carol-approver-secret"
+	auditorTok = "audrey-auditor-secret"
+)
+
+func newAdjustStack(t *testing.T) adjustStack {
+	t.Helper()
+	api, dbURL, _ := startServe(t, "alice:operator:"+aliceOp+",bob:approver:"+bobApp+",carol:approver:"+carolApp+",audrey:auditor:"+auditorTok)
+	return adjustStack{apiClient: apiClient{t: t, api: api}, dbURL: dbURL}
+}
+
+func (s adjustStack) must(want int, method, path, token, body string) map[string]any {
+	s.t.Helper()
+	code, m := s.call(method, path, token, body)
+	if code != want {
+		s.t.Fatalf("%s %s: status %d, want %d: %v", method, path, code, want, m)
+	}
+	return m
+}
+
+func (s adjustStack) sku(name string, stock int) {
+	s.t.Helper()
+	s.must(201, "PUT", "/v1/skus/"+name, aliceOp, fmt.Sprintf(`{"stock":%d,"per_user_limit":1}`, stock))
+	s.must(200, "POST", "/v1/skus/"+name+"/warm", aliceOp, "")
+}
+
+func (s adjustStack) request(sku string, delta int) int {
+	s.t.Helper()
+	m := s.must(201, "POST", "/v1/adjustments", aliceOp, fmt.Sprintf(`{"sku":%q,"delta":%d,"reason":"recount"}`, sku, delta))
+	return int(m["id"].(float64))
+}
+
+// adjustedRows counts the SKU's adjusted rows in the ledger once the
+// projector has caught up with Redis's seq.
+func (s adjustStack) adjustedRows(sku string) int {
+	s.t.Helper()
+	_, m := s.call("GET", "/v1/skus/"+sku, auditorTok, "")
+	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	want := int64(m["redis_seq"].(float64))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var seq int64
+		var n int
+		err := conn.QueryRow(context.Background(), `SELECT COALESCE(max(seq), 0), count(*) FILTER (WHERE type = 'adjusted')
+			FROM ledger_entries WHERE sku = $1`, sku).Scan(&seq, &n)
+		if err == nil && seq >= want {
+			return n
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("ledger of %s did not reach seq %d: %d %v", sku, want, seq, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestConcurrentApprovalsAnswerTheStoredOutcome: 20 approvals of one
+// adjustment at once apply it once, and every approver gets 200 with the
+// applied adjustment, never a 404.
+func TestConcurrentApprovalsAnswerTheStoredOutcome(t *testing.T) {
+	t.Parallel()
+	s := newAdjustStack(t)
+	s.sku("race-1", 10)
+	for round := range 3 {
+		id := s.request("race-1", 1)
+		var wg sync.WaitGroup
+		codes := make([]int, 20)
+		bodies := make([]map[string]any, 20)
+		for i := range 20 {
+			tok := bobApp
+			if i%2 == 1 {
+				tok = carolApp
+			}
+			wg.Go(func() { codes[i], bodies[i] = s.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), tok, "") })
+		}
+		wg.Wait()
+		for i := range 20 {
+			if codes[i] != 200 || bodies[i]["status"] != "applied" || bodies[i]["seq"] != bodies[0]["seq"] || bodies[i]["event_id"] != bodies[0]["event_id"] {
+				t.Fatalf("round %d approver %d: %d %v, want 200 applied like %v", round, i, codes[i], bodies[i], bodies[0])
+			}
+		}
+	}
+	if n := s.adjustedRows("race-1"); n != 3 {
+		t.Fatalf("adjusted rows: %d, want 3 (one per adjustment)", n)
+	}
+	_, m := s.call("GET", "/v1/skus/race-1", auditorTok, "")
+	if m["redis_stock"].(float64) != 13 {
+		t.Fatalf("stock %v, want 13", m["redis_stock"])
+	}
+}
+
+// TestSelfApprovalIsCaseFolded: an approver named "bob" may not approve
+// or reject what "BOB" requested. The API refuses token sets whose names
+// differ only by case (TestParseTokensRefusesNamesDifferingByCase), so the
+// request is one written before that, as the old CLI's --as allowed.
+func TestSelfApprovalIsCaseFolded(t *testing.T) {
+	t.Parallel()
+	s := newAdjustStack(t)
+	s.must(201, "PUT", "/v1/skus/case-1", aliceOp, `{"stock":5,"per_user_limit":1}`)
+	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var id int
+	if err := conn.QueryRow(context.Background(), `INSERT INTO adjustments (sku, delta, reason, requested_by)
+		VALUES ('case-1', 2, 'recount', 'BOB') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"approve", "reject"} {
+		if code, m := s.call("POST", fmt.Sprintf("/v1/adjustments/%d/%s", id, verb), bobApp, ""); code != 403 || m["error"] != "self_approval" {
+			t.Fatalf("%s by bob of BOB's request: %d %v, want 403 self_approval", verb, code, m)
+		}
+	}
+	if m := s.must(200, "GET", "/v1/adjustments", auditorTok, ""); m["adjustments"].([]any)[0].(map[string]any)["status"] != "pending" {
+		t.Fatalf("after refused self-approvals: %v, want still pending", m)
+	}
+}
+
+// TestRejectApprovedButUnapplied: an approval of a SKU that is not warmed
+// leaves the adjustment approved; an approver can then reject it, and it is
+// never applied after.
+func TestRejectApprovedButUnapplied(t *testing.T) {
+	t.Parallel()
+	s := newAdjustStack(t)
+	s.must(201, "PUT", "/v1/skus/cold-1", aliceOp, `{"stock":5,"per_user_limit":1}`)
+	id := s.request("cold-1", 3)
+	if code, m := s.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), bobApp, ""); code != 409 || m["error"] != "not_warmed" {
+		t.Fatalf("approve on a cold SKU: %d %v, want 409 not_warmed", code, m)
+	}
+	rej := s.must(200, "POST", fmt.Sprintf("/v1/adjustments/%d/reject", id), carolApp, "")
+	if rej["status"] != "rejected" || rej["decided_by"] != "carol" {
+		t.Fatalf("reject approved: %v, want rejected by carol", rej)
+	}
+	s.must(200, "POST", "/v1/skus/cold-1/warm", aliceOp, "")
+	if code, m := s.call("POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), bobApp, ""); code != 409 || m["error"] != "conflict" {
+		t.Fatalf("approve after reject: %d %v, want 409 conflict", code, m)
+	}
+	if _, m := s.call("GET", "/v1/skus/cold-1", auditorTok, ""); m["redis_stock"].(float64) != 5 {
+		t.Fatalf("stock %v, want 5: a rejected adjustment applied", m["redis_stock"])
+	}
+	// An applied one cannot be rejected.
+	id = s.request("cold-1", 1)
+	s.must(200, "POST", fmt.Sprintf("/v1/adjustments/%d/approve", id), bobApp, "")
+	if code, m := s.call("POST", fmt.Sprintf("/v1/adjustments/%d/reject", id), carolApp, ""); code != 409 || m["error"] != "conflict" {
+		t.Fatalf("reject applied: %d %v, want 409 conflict", code, m)
+	}
+}
+
+// TestAdjustmentsPageAndStrictQuery: /v1/adjustments pages with
+// ?limit=&after= and next_after, and refuses unknown, duplicate and
+// malformed parameters naming them.
+func TestAdjustmentsPageAndStrictQuery(t *testing.T) {
+	t.Parallel()
+	s := newAdjustStack(t)
+	s.must(201, "PUT", "/v1/skus/page-1", aliceOp, `{"stock":5,"per_user_limit":1}`)
+	var ids []int
+	for range 5 {
+		ids = append(ids, s.request("page-1", 1))
+	}
+	var seen []int
+	path := "/v1/adjustments?limit=2"
+	for pages := 0; ; pages++ {
+		m := s.must(200, "GET", path, auditorTok, "")
+		for _, a := range m["adjustments"].([]any) {
+			seen = append(seen, int(a.(map[string]any)["id"].(float64)))
+		}
+		if m["next_after"] == nil {
+			break
+		}
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		path = fmt.Sprintf("/v1/adjustments?limit=2&after=%d", int(m["next_after"].(float64)))
+	}
+	if fmt.Sprint(seen) != fmt.Sprint([]int{ids[4], ids[3], ids[2], ids[1], ids[0]}) {
+		t.Fatalf("pages gave %v, want %v newest first", seen, ids)
+	}
+	for q, field := range map[string]string{"limt=5": "limt", "status=pending&status=failed": "status", "limit=x": "limit",
+		"after=-1": "after", "limit=0": "limit", "status=bogus": "status"} {
+		code, m := s.call("GET", "/v1/adjustments?"+q, auditorTok, "")
+		if code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), field) {
+			t.Errorf("?%s: %d %v, want 400 naming %s", q, code, m, field)
+		}
+	}
+}
+
+// TestAdjustCommands: the CLI's adjust commands go through the API with a
+// token; without --api and --token they refuse and change nothing, and
+// there is no --as to claim another name. Not parallel: it sets the
+// environment.
+func TestAdjustCommands(t *testing.T) {
+	s := newAdjustStack(t)
+	s.sku("cli-adj", 10)
+	api := []string{"--api", s.api}
+
+	for _, args := range [][]string{
+		{"adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount"},
+		{"adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount", "--api", s.api},
+		{"adjust", "list"},
+	} {
+		if _, _, err := runCLIRaw(args...); !errors.Is(err, apiclient.ErrNotConfigured) || !strings.Contains(err.Error(), "INVLEDGER_API_TOKEN") {
+			t.Fatalf("%v without the API: %v, want a refusal naming INVLEDGER_API_TOKEN", args, err)
+		}
+	}
+	if _, _, err := runCLIRaw("adjust", "approve", "1", "--as", "mallory"); exitCode(err) != exitUsage {
+		t.Fatalf("--as: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+	if m := s.must(200, "GET", "/v1/adjustments", auditorTok, ""); len(m["adjustments"].([]any)) != 0 {
+		t.Fatalf("refused commands wrote: %v", m)
+	}
+
+	out, stderr, err := runCLIRaw(append([]string{"adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount", "--token", aliceOp}, api...)...)
 	if err != nil {
 		t.Fatalf("adjust request: %v %s", err, stderr)
 	}
@@ -198,20 +430,22 @@ func TestAdjustCommands(t *testing.T) {
 		t.Fatalf("request printed %q (%v)", out, err)
 	}
 	id := strconv.FormatInt(adj.ID, 10)
-	if _, _, err := runCLI(t, s, "adjust", "approve", id, "--as", "alice"); !errors.Is(err, domain.ErrSelfApproval) || exitCode(err) != 2 {
-		t.Fatalf("self-approval: %v (exit %d), want ErrSelfApproval and exit 2", err, exitCode(err))
+	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", id, "--token", aliceOp}, api...)...); exitCode(err) != exitInternal || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("approve with an operator token: %v (exit %d), want forbidden", err, exitCode(err))
 	}
-	if _, _, err := runCLI(t, s, "adjust", "approve", "x", "--as", "bob"); err == nil || !strings.Contains(err.Error(), "id") {
+	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", "x", "--token", bobApp}, api...)...); err == nil || !strings.Contains(err.Error(), "id") {
 		t.Fatalf("bad id: %v, want an error naming id", err)
 	}
-	out, stderr, err = runCLI(t, s, "adjust", "approve", id, "--as", "bob")
-	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != string(domain.AdjustmentApplied) {
+	t.Setenv("INVLEDGER_API_URL", s.api)
+	t.Setenv("INVLEDGER_API_TOKEN", bobApp)
+	out, stderr, err = runCLIRaw("adjust", "approve", id)
+	if err != nil || json.Unmarshal([]byte(out), &adj) != nil || adj.Status != string(domain.AdjustmentApplied) || *adj.DecidedBy != "bob" {
 		t.Fatalf("approve: %v %s\n%s", err, stderr, out)
 	}
-	if st, err := s.Service.State(context.Background(), "cli-adj"); err != nil || *st.RedisStock != 13 {
-		t.Fatalf("stock after approval: %v %v, want 13", st.RedisStock, err)
+	if _, m := s.call("GET", "/v1/skus/cli-adj", auditorTok, ""); m["redis_stock"].(float64) != 13 {
+		t.Fatalf("stock after approval: %v, want 13", m["redis_stock"])
 	}
-	out, _, err = runCLI(t, s, "adjust", "list", "--status", "applied")
+	out, _, err = runCLIRaw("adjust", "list", "--status", "applied")
 	if err != nil || !strings.Contains(out, "cli-adj") || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}

@@ -35,7 +35,7 @@ on stderr.`,
 	}
 	cmd.PersistentFlags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
 	cmd.AddCommand(newAuditHistoryCmd(withApp, &format), newAuditBuyersCmd(withApp, &format),
-		newAuditBalanceAtCmd(withApp, &format), newAuditUserCmd(withApp, &format))
+		newAuditBalanceAtCmd(withApp, &format), newAuditUserCmd(withApp, &format), newAuditOperationsCmd(withApp, &format))
 	cmd.AddCommand(extra...)
 	return cmd
 }
@@ -172,6 +172,44 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 		},
 	}
 	cmd.Flags().StringVar(&q.After, "after", "", "cursor of the next page, as a previous run printed it")
+	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most rows to list")
+	return cmd
+}
+
+func newAuditOperationsCmd(withApp appRunner, format *string) *cobra.Command {
+	var q ledger.OperationQuery
+	cmd := &cobra.Command{
+		Use:   "operations SKU [--after ID] [--limit N]",
+		Short: "List who created, warmed, closed, archived, restored, repaired or rebuilt a SKU",
+		Long: `operations lists the SKU's state changes, oldest first, each with its actor: an
+API token's name, system:<component> or cli:<os user>. stderr names the next page.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := output.CheckFormat(*format); err != nil {
+				return err
+			}
+			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+				return err
+			}
+			q.SKU = args[0]
+			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
+				page, err := a.Auditor.Operations(cmd.Context(), q)
+				if err != nil {
+					return err
+				}
+				rows := make([][]string, len(page.Operations))
+				for i, op := range page.Operations {
+					rows[i] = []string{strconv.FormatInt(op.ID, 10), op.SKU, string(op.Action), op.Actor, op.At.UTC().Format(time.RFC3339Nano), op.Detail}
+				}
+				err = output.Records(cmd.OutOrStdout(), *format, httpapi.NewOperationPageJSON(page), []string{"id", "sku", "action", "actor", "at", "detail"}, rows)
+				if err == nil && page.NextAfter != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more rows follow: run again with --after %d\n", *page.NextAfter)
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&q.After, "after", 0, "list operations with an id above this one")
 	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most rows to list")
 	return cmd
 }

@@ -189,7 +189,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 				return nil, nil, err
 			}
 			client.AddHook(hook)
-			svc := ledger.NewService(redisinventory.NewRedisInventory(client, a.Keys, runIDs), a.Adapters.SKUs, a.Adapters.Ledger)
+			svc := ledger.NewService(redisinventory.NewRedisInventory(client, a.Keys, runIDs), a.Adapters.SKUs, a.Adapters.Ledger, a.Adapters.Operations)
 			return &benchLibrary{service: svc, a: a}, func() { _ = client.Close() }, nil
 		},
 		// The projector accepts whatever persistence the measured Redis has:

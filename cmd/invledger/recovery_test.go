@@ -126,7 +126,7 @@ func TestRecoveryCommands(t *testing.T) {
 
 // TestSQLOnlyCommandsWorkWithRedisDown stops Redis: the commands an operator
 // needs after losing it (audit queries, the chain check, rebuilding the
-// balances) read only PostgreSQL and still work, while a command that needs
+// balances, dead letters) read only PostgreSQL and still work, while a command that needs
 // Redis says so and exits as transient.
 func TestSQLOnlyCommandsWorkWithRedisDown(t *testing.T) {
 	s := stacktest.New(t)
@@ -147,7 +147,8 @@ func TestSQLOnlyCommandsWorkWithRedisDown(t *testing.T) {
 		{"audit", "user", "ann"},
 		{"audit", "verify", "--sku", "down-1"},
 		{"rebuild-projections"},
-		{"adjust", "list", "--as", "ops"},
+		{"audit", "operations", "down-1"},
+		{"dead-letters", "list"},
 	} {
 		if out, stderr, err := runCLI(t, s, args...); err != nil {
 			t.Errorf("%v with Redis down: %v\n%s%s", args, err, out, stderr)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"os/user"
 
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
@@ -27,6 +30,8 @@ Every flag can also be set with the environment variable named in its help.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// What a command changes is recorded as done by the OS user.
+			cmd.SetContext(ledger.WithActor(cmd.Context(), cliActor()))
 			return env.Err()
 		},
 	}
@@ -78,7 +83,8 @@ Every flag can also be set with the environment variable named in its help.`,
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),
 		newReconcileCmd(withApp),
-		newAdjustCmd(withApp),
+		newAdjustCmd(),
+		newDeadLettersCmd(withApp),
 		newBenchCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
@@ -100,6 +106,15 @@ func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 			return app.Migrate(cmd.Context(), c.DatabaseURL, newLogger(c.LogLevel))
 		},
 	}
+}
+
+// cliActor names a CLI run in the operations audit trail: cli:<os user>.
+func cliActor() string {
+	u, err := user.Current()
+	if err != nil {
+		return "cli:" + cmp.Or(os.Getenv("USER"), "unknown")
+	}
+	return "cli:" + u.Username
 }
 
 // openMode says what a command needs beyond PostgreSQL.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/invledger/invledger/ledger"
 )
 
 // LoopConfig configures RunLoop.
@@ -53,6 +55,7 @@ func (c LoopConfig) Validate() error {
 // over: purchases refused as recovering resume as soon as their SKU is
 // verified, with no operator action. It returns when ctx is done.
 func (r *Reconciler) RunLoop(ctx context.Context, cfg LoopConfig) error {
+	ctx = ledger.WithDefaultActor(ctx, "system:reconciler")
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err

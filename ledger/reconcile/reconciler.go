@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // LedgerView is the truth side.
@@ -71,8 +72,11 @@ type Config struct {
 	// Journal, if set, lets verification after a restart name acknowledged
 	// deductions that Redis lost before they reached the ledger.
 	Journal LossJournal
-	Metrics *Metrics
-	Logger  *slog.Logger
+	// Operations, if set, records every repair in the operations audit
+	// trail, attributed to the context's actor (ledger.WithActor).
+	Operations ledger.OperationLog
+	Metrics    *Metrics
+	Logger     *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -215,6 +219,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			rep.Drifts = append(rep.Drifts, f)
 			if f.Repaired {
 				rep.Repaired = append(rep.Repaired, f)
+				r.recordRepair(ctx, f)
 			}
 		}
 	}
@@ -492,5 +497,17 @@ func (r *Reconciler) fillAfter(ctx context.Context, rep *Report) {
 				list[i].After = &fig
 			}
 		}
+	}
+}
+
+// recordRepair adds a repair to the operations audit trail. The repair is
+// done and the run records it too, so a failure here is logged, not fatal.
+func (r *Reconciler) recordRepair(ctx context.Context, f Finding) {
+	if r.cfg.Operations == nil {
+		return
+	}
+	op := domain.Operation{SKU: f.SKU, Action: domain.ActionRepair, Actor: ledger.ActorFrom(ctx), Detail: string(f.Class) + ": " + f.Detail}
+	if err := r.cfg.Operations.Record(ctx, op); err != nil {
+		r.cfg.Logger.ErrorContext(ctx, "record a repair in the operations trail", "sku", f.SKU, "class", f.Class, "err", err)
 	}
 }

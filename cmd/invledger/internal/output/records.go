@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -93,4 +94,24 @@ func PrintJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// Adjustments prints a page of adjustments as a table on w, and where the
+// next page starts on more.
+func Adjustments(w, more io.Writer, page httpapi.AdjustmentPageJSON) error {
+	rows := make([][]string, len(page.Adjustments))
+	for i, a := range page.Adjustments {
+		decided := ""
+		if a.DecidedBy != nil {
+			decided = *a.DecidedBy
+		}
+		rows[i] = []string{strconv.FormatInt(a.ID, 10), a.SKU, strconv.FormatInt(a.Delta, 10), a.Status, a.RequestedBy, decided, a.Reason}
+	}
+	if err := Records(w, Table, page, []string{"id", "sku", "delta", "status", "requested_by", "decided_by", "reason"}, rows); err != nil {
+		return err
+	}
+	if page.NextAfter != nil {
+		fmt.Fprintf(more, "more: run again with --after %d\n", *page.NextAfter)
+	}
+	return nil
 }

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/invledger/invledger/ledger"
+)
+
+// DeadLetterFlow lists, replays and resolves dead letters.
+// *ledger.DeadLetters implements it; the actor is the request's principal.
+type DeadLetterFlow interface {
+	List(ctx context.Context, q ledger.DeadLetterQuery) (ledger.DeadLetterPage, error)
+	Replay(ctx context.Context, id int64) (ledger.DeadLetter, error)
+	Resolve(ctx context.Context, id int64, note string) (ledger.DeadLetter, error)
+}
+
+var _ DeadLetterFlow = (*ledger.DeadLetters)(nil)
+
+// DeadLetterJSON is a dead letter as the API answers it and as `invledger
+// dead-letters` prints it.
+type DeadLetterJSON struct {
+	ID        int64             `json:"id"`
+	Stream    string            `json:"stream"`
+	StreamID  string            `json:"stream_id"`
+	Fields    map[string]string `json:"fields"`
+	Error     string            `json:"error"`
+	CreatedAt time.Time         `json:"created_at"`
+	Status    string            `json:"status"`
+	HandledBy *string           `json:"handled_by"`
+	HandledAt *time.Time        `json:"handled_at"`
+	Note      *string           `json:"note"`
+}
+
+// NewDeadLetterJSON maps d into its JSON shape, field by field.
+func NewDeadLetterJSON(d ledger.DeadLetter) DeadLetterJSON {
+	return DeadLetterJSON{ID: d.ID, Stream: d.Stream, StreamID: d.StreamID, Fields: d.Fields, Error: d.Error, CreatedAt: d.CreatedAt,
+		Status: string(d.Status), HandledBy: d.HandledBy, HandledAt: d.HandledAt, Note: d.Note}
+}
+
+// DeadLetterPageJSON is the body of GET /v1/dead-letters: a
+// ledger.DeadLetterPage.
+type DeadLetterPageJSON struct {
+	DeadLetters []DeadLetterJSON `json:"dead_letters"`
+	NextAfter   *int64           `json:"next_after"`
+}
+
+// NewDeadLetterPageJSON maps p into its JSON shape.
+func NewDeadLetterPageJSON(p ledger.DeadLetterPage) DeadLetterPageJSON {
+	return DeadLetterPageJSON{DeadLetters: mapSlice(p.DeadLetters, NewDeadLetterJSON), NextAfter: p.NextAfter}
+}
+
+// listDeadLetters is GET /v1/dead-letters?status=&after=ID&limit=N: oldest
+// first, {"dead_letters":[...],"next_after":ID|null}.
+func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "status", "after", "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	after, err := queryInt(q, "after")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.deadLetters.List(r.Context(), ledger.DeadLetterQuery{Status: q.Get("status"), After: after, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, NewDeadLetterPageJSON(page))
+}
+
+// replayDeadLetter is POST /v1/dead-letters/{id}/replay: 200 with the
+// letter, replayed; 409 conflict when it still cannot be projected.
+func (s *server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := queryParams(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.deadLetters.Replay(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, NewDeadLetterJSON(d))
+}
+
+// resolveDeadLetter is POST /v1/dead-letters/{id}/resolve {"note"}: 200
+// with the letter, resolved.
+func (s *server) resolveDeadLetter(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req struct {
+		Note string `json:"note"`
+	}
+	body, err := s.body(w, r)
+	if err == nil {
+		err = decodeJSON(body, &req)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.deadLetters.Resolve(r.Context(), id, req.Note)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, NewDeadLetterJSON(d))
+}
