@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/demo"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
@@ -247,5 +249,5 @@ func (l *benchLibrary) RedisStock(ctx context.Context, sku string) (int64, error
 }
 
 func (l *benchLibrary) WaitLedger(ctx context.Context, sku string, timeout time.Duration) (bool, time.Duration, error) {
-	return waitLedgerEqualsRedis(ctx, l.a, sku, timeout)
+	return demo.WaitLedgerEqualsRedis(ctx, l.a, sku, timeout)
 }

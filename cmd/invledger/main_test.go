@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/demo"
+
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 )
 
@@ -31,8 +33,8 @@ func stackDir(t *testing.T) string {
 func TestDemoSellsEverythingAndNeverOversells(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	dc := DemoConfig{Dir: stackDir(t), Stock: 150, Buyers: 1500, Concurrency: 64, RetryShare: 0.2, RepeatShare: 0.2}
-	if err := runDemo(context.Background(), dc, &out, io.Discard); err != nil {
+	dc := demo.Config{Dir: stackDir(t), Stock: 150, Buyers: 1500, Concurrency: 64, RetryShare: 0.2, RepeatShare: 0.2}
+	if err := demo.Run(context.Background(), dc, &out, io.Discard); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"sold                   150\n", "oversold               0\n", "errors                 0\n", "ledger equals Redis    yes"} {
