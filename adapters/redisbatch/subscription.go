@@ -31,9 +31,10 @@ type subscription struct {
 	// context until the wait for acks after stop is over.
 	msgCtx     context.Context
 	cancelMsgs context.CancelFunc
-	// abandon is closed CloseTimeout after stop: messages not acked by then
-	// are left pending in Redis.
+	// abandon is closed CloseTimeout after stop, unless run ended before:
+	// messages not acked by then are left pending in Redis.
 	abandon chan struct{}
+	done    chan struct{} // closed when run ends
 
 	slots chan struct{}  // one per read with unresolved messages
 	wg    sync.WaitGroup // message goroutines
@@ -54,6 +55,7 @@ func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscrip
 		msgCtx:     msgCtx,
 		cancelMsgs: cancelMsgs,
 		abandon:    make(chan struct{}),
+		done:       make(chan struct{}),
 		slots:      make(chan struct{}, s.cfg.MaxInFlightReads),
 	}
 	go func() {
@@ -63,6 +65,17 @@ func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscrip
 		case <-runCtx.Done():
 		}
 	}()
+	// The wait for acks starts at stop, while the last read may still be
+	// blocked, so Close takes the longer of the two, not their sum.
+	context.AfterFunc(runCtx, func() {
+		t := time.NewTimer(s.cfg.CloseTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			close(sub.abandon)
+		case <-sub.done:
+		}
+	})
 	return sub
 }
 
@@ -72,9 +85,8 @@ func (sub *subscription) run() {
 	defer sub.s.subs.Done()
 	defer close(sub.out)
 	sub.readLoop()
-	timer := time.AfterFunc(sub.cfg.CloseTimeout, func() { close(sub.abandon) })
 	sub.wg.Wait()
-	timer.Stop()
+	close(sub.done)
 	sub.cancelMsgs()
 	sub.halt()
 }
