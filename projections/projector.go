@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/redisbatch"
 	"github.com/invledger/invledger/adapters/redisinventory"
 )
 
@@ -34,9 +34,9 @@ type DeadLetterStore interface {
 
 // ProjectorConfig configures a Projector.
 type ProjectorConfig struct {
-	// NewRedisClient returns a fresh client per subscriber with a pool of at
-	// least poolSize connections. Watermill's subscriber closes its client on
-	// Close, so it must never be the client that runs the purchase scripts.
+	// NewRedisClient returns a fresh client with a pool of at least poolSize
+	// connections; the projector makes one per run of its router and closes
+	// it after its subscribers.
 	NewRedisClient func(poolSize int) redis.UniversalClient
 	// Streams are the partition streams to project, one Watermill topic each.
 	Streams []string
@@ -45,13 +45,13 @@ type ProjectorConfig struct {
 	// pending entries at once.
 	ConsumerName string
 	// SubscribersPerPartition is how many named consumers read each stream.
+	// Each reads in batches of ReadBatch and holds one connection per stream
+	// plus one for acks, so one is usually enough. Default 1.
 	SubscribersPerPartition int
-	// ReadersPerSubscriber is how many concurrent reads each consumer runs on
-	// each stream. A Watermill subscription holds one message until it is
-	// acked, which happens after its batch commits, so subscribers times
-	// readers is the most events of one partition in flight, and bounds how
-	// fast one hot SKU's partition can be projected.
-	ReadersPerSubscriber int
+	// ReadBatch is the COUNT of each XREADGROUP; a read's entries are handed
+	// to the handlers at once and acked with one XACK once all committed.
+	// Default 1000.
+	ReadBatch int
 	// ReclaimAfter is how long an entry pending on another consumer must be
 	// idle before this projector takes it over.
 	ReclaimAfter time.Duration
@@ -86,10 +86,10 @@ func (c *ProjectorConfig) setDefaults() {
 		c.ConsumerName = host
 	}
 	if c.SubscribersPerPartition == 0 {
-		c.SubscribersPerPartition = 4
+		c.SubscribersPerPartition = 1
 	}
-	if c.ReadersPerSubscriber == 0 {
-		c.ReadersPerSubscriber = 8
+	if c.ReadBatch == 0 {
+		c.ReadBatch = 1000
 	}
 	if c.ReclaimAfter == 0 {
 		c.ReclaimAfter = 30 * time.Second
@@ -121,8 +121,8 @@ func (c ProjectorConfig) Validate() error {
 	if c.SubscribersPerPartition < 1 {
 		errs = append(errs, errors.New("projector: SubscribersPerPartition must be at least 1"))
 	}
-	if c.ReadersPerSubscriber < 1 {
-		errs = append(errs, errors.New("projector: ReadersPerSubscriber must be at least 1"))
+	if c.ReadBatch < 1 {
+		errs = append(errs, errors.New("projector: ReadBatch must be at least 1"))
 	}
 	if c.ReclaimAfter < time.Second {
 		errs = append(errs, errors.New("projector: ReclaimAfter must be at least 1s"))
@@ -180,9 +180,9 @@ func (p *Projector) Run(ctx context.Context) error {
 	backoff := p.cfg.RetryInitialInterval
 	for {
 		// Entries delivered to our consumer names before this attempt began
-		// are left over from an earlier one (or a crashed process): take
-		// them back at once.
-		err := p.route(ctx, time.Now())
+		// are left over from an earlier one (or a crashed process): the
+		// subscribers take them back at once.
+		err := p.route(ctx)
 		if ctx.Err() != nil {
 			// A shutdown, also one that arrives while subscriptions are still
 			// being set up: nothing was read that is not left pending.
@@ -200,7 +200,7 @@ func (p *Projector) Run(ctx context.Context) error {
 
 // route runs one router over fresh subscribers until ctx is done or the
 // router fails; the subscribers, and their Redis clients, are closed after.
-func (p *Projector) route(ctx context.Context, started time.Time) error {
+func (p *Projector) route(ctx context.Context) error {
 	logger := watermill.NewSlogLoggerWithLevelMapping(slog.New(shutdownNoise{p.cfg.Logger.Handler()}),
 		map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second}, logger)
@@ -238,64 +238,44 @@ func (p *Projector) route(ctx context.Context, started time.Time) error {
 		}.Middleware,
 	)
 
-	var subs []*redisstream.Subscriber
+	// The subscribers do not close their client: it is closed after them.
+	client := p.cfg.NewRedisClient(p.cfg.SubscribersPerPartition*(len(p.cfg.Streams)+1) + 4)
+	var subs []*redisbatch.Subscriber
 	defer func() {
 		for _, sub := range subs {
 			_ = sub.Close()
 		}
+		_ = client.Close()
 	}()
 	for i := range p.cfg.SubscribersPerPartition {
 		consumer := fmt.Sprintf("%s-%d", p.cfg.ConsumerName, i)
-		sub, err := p.newSubscriber(consumer, started, logger)
+		sub, err := redisbatch.NewSubscriber(redisbatch.SubscriberConfig{
+			Client:        client,
+			ConsumerGroup: ConsumerGroup,
+			Consumer:      consumer,
+			OldestID:      "0",
+			// The epoch is stamped as the read answers (see entryUnmarshaller).
+			Unmarshaller:    entryUnmarshaller{epoch: &p.epoch},
+			StreamIDKey:     redisinventory.StreamIDField,
+			BatchSize:       int64(p.cfg.ReadBatch),
+			NackResendDelay: 100 * time.Millisecond,
+			ClaimInterval:   5 * time.Second,
+			ClaimMinIdle:    p.cfg.ReclaimAfter,
+			CloseTimeout:    15 * time.Second,
+			Logger:          p.cfg.Logger,
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("projector subscriber %s: %w", consumer, err)
 		}
 		subs = append(subs, sub)
 		for _, stream := range p.cfg.Streams {
-			for r := range p.cfg.ReadersPerSubscriber {
-				router.AddConsumerHandler(fmt.Sprintf("project %s %s/%d", stream, consumer, r), stream, sub, p.handle)
-			}
+			router.AddConsumerHandler(fmt.Sprintf("project %s %s", stream, consumer), stream, sub, p.handle)
 		}
 	}
 	if err := router.Run(ctx); err != nil {
 		return fmt.Errorf("projector: %w", err)
 	}
 	return nil
-}
-
-func (p *Projector) newSubscriber(consumer string, started time.Time, logger watermill.LoggerAdapter) (*redisstream.Subscriber, error) {
-	// Every reader blocks on one connection and acks on another; each
-	// stream's claimer needs one more.
-	client := p.cfg.NewRedisClient(len(p.cfg.Streams)*(2*p.cfg.ReadersPerSubscriber+1) + 4)
-	client.AddHook(streamIDHook{epoch: &p.epoch})
-	sub, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{
-		Client:                        client,
-		Unmarshaller:                  entryUnmarshaller{},
-		Consumer:                      consumer,
-		ConsumerGroup:                 ConsumerGroup,
-		OldestId:                      "0",
-		DisableIndefiniteInitialBlock: true,
-		NackResendSleep:               100 * time.Millisecond,
-		// Idle readers poll once per BlockTime and claimers once per
-		// ClaimInterval; with many readers both cost Redis real work.
-		BlockTime:     time.Second,
-		ClaimInterval: 5 * time.Second,
-		// Pending entries are listed once idle for a second; which of them to
-		// take is ShouldClaimPendingMessage's decision.
-		MaxIdleTime: time.Second,
-		ShouldClaimPendingMessage: func(xp redis.XPendingExt) bool {
-			if xp.Consumer == consumer {
-				// Ours from before this process started: a crash left it.
-				// Anything delivered since is still in flight here.
-				return xp.Idle >= time.Since(started)
-			}
-			return xp.Idle >= p.cfg.ReclaimAfter
-		},
-	}, logger)
-	if err != nil {
-		return nil, fmt.Errorf("projector subscriber %s: %w", consumer, err)
-	}
-	return sub, nil
 }
 
 func (p *Projector) handle(msg *message.Message) error {
