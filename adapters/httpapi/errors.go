@@ -64,7 +64,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		detail = "redis restarted and this sku is being checked against the ledger; retry shortly with the same request_id"
 	case domain.CodeUnavailable:
-		s.log.WarnContext(r.Context(), "httpapi: request timed out", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.WarnContext(r.Context(), "httpapi: request timed out", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
 		w.Header().Set("Retry-After", "1")
 		detail = "timed out; retry with the same request_id"
 	case domain.CodeUnsafeRedis:
