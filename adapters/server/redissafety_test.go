@@ -22,12 +22,13 @@ const testGatewayToken = "shop:gateway:0123456789abcdef0123"
 func TestServeRefusesEvictingRedis(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	if err := s.RedisClient.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
 	err := Serve(ctx, s.App, Config{Components: []string{ComponentAPI}, Listen: "127.0.0.1:0", Tokens: testGatewayToken,
-		OnListening: func(string) { t.Error("serve started listening on an evicting Redis") }})
+		OnListening: func(string) { t.Error("serve started listening on an evicting Redis"); cancel() }})
 	if err == nil || !strings.Contains(err.Error(), "maxmemory-policy") || !strings.Contains(err.Error(), "noeviction") {
 		t.Fatalf("serve = %v, want a refusal naming maxmemory-policy noeviction", err)
 	}
