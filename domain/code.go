@@ -27,7 +27,10 @@ const (
 	CodeRecovering        Code = "recovering"
 	// CodeUnavailable is a server that did not answer, or not in time; the
 	// caller retries with the same request id.
-	CodeUnavailable   Code = "unavailable"
+	CodeUnavailable Code = "unavailable"
+	// CodeUnsafeRedis is a Redis whose persistence or eviction settings
+	// could lose sales: sales stop until an operator fixes them.
+	CodeUnsafeRedis   Code = "unsafe_redis"
 	CodeCorruptLedger Code = "corrupt_ledger"
 	// CodeInternal is every error that matches no sentinel: a failure of
 	// the infrastructure or a bug, never the caller's doing.
@@ -53,6 +56,7 @@ var codes = []struct {
 	{ErrNeedsRestore, CodeNeedsRestore},
 	{ErrConflict, CodeConflict},
 	{ErrRecovering, CodeRecovering},
+	{ErrUnsafeRedis, CodeUnsafeRedis},
 	{ErrUnavailable, CodeUnavailable},
 	{context.DeadlineExceeded, CodeUnavailable},
 	{ErrCorruptLedger, CodeCorruptLedger},

@@ -33,6 +33,11 @@ var (
 	// PostgreSQL) did not answer: nothing is wrong with the request, and
 	// the caller retries it, with the same request id.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrUnsafeRedis means Redis is configured so that it could lose or
+	// evict sales data (persistence off, or an eviction policy that may drop
+	// keys), so sales are stopped until the setting is safe again; the
+	// caller retries later, with the same request id.
+	ErrUnsafeRedis = errors.New("redis settings are unsafe")
 	// ErrCorruptLedger means a SKU's events do not fold into a consistent state.
 	ErrCorruptLedger = errors.New("corrupt ledger")
 )

@@ -109,6 +109,9 @@ type LedgerSummary struct {
 	Count int64
 	// Holders is the number of users holding units after releases.
 	Holders int64
+	// Deductions is the number of distinct request ids of deducted events:
+	// Redis must hold a receipt for each.
+	Deductions int64
 	// Balance is the SKU's balances row, nil if there is none.
 	Balance *LedgerBalance
 }

@@ -102,6 +102,16 @@ func (n *WebhookNotifier) Fenced(_ context.Context, count int) {
 	n.enqueue(webhookAlert{Kind: kindFenced, Severity: severityCritical, At: time.Now().UTC(), Fenced: &webhookFenced{Count: count}})
 }
 
+// UnsafeRedis queues that sales stopped because Redis's settings are unsafe.
+func (n *WebhookNotifier) UnsafeRedis(_ context.Context, reason string) {
+	n.enqueue(webhookAlert{Kind: kindUnsafeRedis, Severity: severityCritical, At: time.Now().UTC(), UnsafeRedis: &webhookUnsafeRedis{Reason: reason}})
+}
+
+// SafeRedis queues that Redis's settings are safe again and sales resumed.
+func (n *WebhookNotifier) SafeRedis(_ context.Context) {
+	n.enqueue(webhookAlert{Kind: kindSafeRedis, Severity: severityWarning, At: time.Now().UTC()})
+}
+
 func (n *WebhookNotifier) enqueue(a webhookAlert) {
 	select {
 	case n.queue <- a:

@@ -12,6 +12,10 @@ const (
 	kindFinding    = "reconciliation_finding"
 	kindDeadLetter = "dead_letter"
 	kindFenced     = "fenced_skus"
+	// kindUnsafeRedis: sales stopped because Redis could lose them;
+	// kindSafeRedis: its settings are safe again and sales resumed.
+	kindUnsafeRedis = "unsafe_redis"
+	kindSafeRedis   = "redis_safe_again"
 )
 
 // Severities of an alert.
@@ -23,7 +27,8 @@ const (
 // webhookAlert is the JSON body POSTed to the webhook. Kind says which of
 // the optional parts is set.
 type webhookAlert struct {
-	// Kind is "reconciliation_finding", "dead_letter" or "fenced_skus".
+	// Kind is "reconciliation_finding", "dead_letter", "fenced_skus",
+	// "unsafe_redis" or "redis_safe_again".
 	Kind     string    `json:"kind"`
 	Severity string    `json:"severity"`
 	At       time.Time `json:"at"`
@@ -34,6 +39,13 @@ type webhookAlert struct {
 	// Fenced is set for fenced_skus: SKUs still refusing purchases after a
 	// verification pass.
 	Fenced *webhookFenced `json:"fenced,omitempty"`
+	// UnsafeRedis is set for unsafe_redis: what is wrong and how to fix it.
+	UnsafeRedis *webhookUnsafeRedis `json:"unsafe_redis,omitempty"`
+}
+
+// webhookUnsafeRedis says why sales stopped.
+type webhookUnsafeRedis struct {
+	Reason string `json:"reason"`
 }
 
 // webhookDeadLetter describes an entry stored in dead_letters.

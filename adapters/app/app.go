@@ -159,7 +159,10 @@ func (a *Application) wire() error {
 	cfg := a.cfg
 	ad := &a.Adapters
 	var err error
-	ad.Inventory = redisinventory.NewRedisInventory(a.Redis, a.Keys, a.RunIDs)
+	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, a.RunIDs,
+		redisinventory.InventoryConfig{Timeout: cfg.RedisTimeout}); err != nil {
+		return err
+	}
 	ad.Restorer = redisinventory.NewRedisRestorer(a.Redis, a.Keys)
 	ad.Archiver = redisinventory.NewRedisArchiver(a.Redis, a.Keys)
 	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, a.RunIDs, redisinventory.ReconcileSourceConfig{}); err != nil {
@@ -280,10 +283,12 @@ func NewRegistry() *prometheus.Registry {
 
 // NewRedisClient makes a client for cfg's Redis or Redis Cluster. poolSize
 // 0 means the go-redis default. runIDs, if not nil, learns the run_id of
-// every node connected to.
+// every node connected to. The client honours context deadlines
+// (ContextTimeoutEnabled): without it go-redis ignores them and a blocked
+// read waits out its own ReadTimeout and retries, beyond any deadline.
 func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (redis.UniversalClient, error) {
 	if len(cfg.RedisCluster) > 0 {
-		opts := &redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize}
+		opts := &redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize, ContextTimeoutEnabled: true}
 		if runIDs != nil {
 			runIDs.AttachCluster(opts)
 		}
@@ -294,6 +299,7 @@ func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (re
 		return nil, fmt.Errorf("--redis-url (INVLEDGER_REDIS_URL): %w", err)
 	}
 	opts.PoolSize = poolSize
+	opts.ContextTimeoutEnabled = true
 	if runIDs != nil {
 		runIDs.Attach(opts)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,6 +53,12 @@ type Config struct {
 	// is latency the script never caused, so the default is generous:
 	// 64 per CPU plus 256.
 	RedisPoolSize int
+	// RedisTimeout bounds each call of the purchase path to Redis (warm,
+	// deduct, release, adjust, state): a stalled Redis is answered with
+	// domain.ErrUnavailable in time for the HTTP answer, so the caller
+	// retries with the same request id instead of losing the answer.
+	// Default redisinventory.DefaultTimeout (2s).
+	RedisTimeout time.Duration
 	// Registry receives every metric. Default: a new registry with the Go,
 	// process and build-info collectors.
 	Registry *prometheus.Registry
@@ -68,6 +75,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Durability == "" {
 		c.Durability = DurabilityStrict
+	}
+	if c.RedisTimeout == 0 {
+		c.RedisTimeout = redisinventory.DefaultTimeout
 	}
 	if c.RedisPoolSize == 0 {
 		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
@@ -98,6 +108,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
 		}
+	}
+	if c.RedisTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--redis-timeout (INVLEDGER_REDIS_TIMEOUT) must not be negative, got %s", c.RedisTimeout))
 	}
 	if c.RedisPoolSize < 0 {
 		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))

@@ -35,7 +35,7 @@ func statusOf(code domain.Code) int {
 	case domain.CodeInsufficientStock, domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed,
 		domain.CodeClosed, domain.CodeNeedsRestore, domain.CodeConflict:
 		return http.StatusConflict
-	case domain.CodeRecovering, domain.CodeUnavailable:
+	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -71,9 +71,12 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		detail = "redis restarted and this sku is being checked against the ledger; retry shortly with the same request_id"
 	case domain.CodeUnavailable:
-		s.log.WarnContext(r.Context(), "httpapi: request timed out", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.WarnContext(r.Context(), "httpapi: request timed out", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
 		w.Header().Set("Retry-After", "1")
 		detail = "timed out; retry with the same request_id"
+	case domain.CodeUnsafeRedis:
+		w.Header().Set("Retry-After", "5")
+		detail = "sales are stopped: Redis persistence or eviction settings could lose purchases; an operator has been alerted. Retry later with the same request_id"
 	case domain.CodeCorruptLedger:
 		s.log.ErrorContext(r.Context(), "httpapi: corrupt ledger", "method", r.Method, "path", r.URL.Path, "err", err)
 		detail = "the ledger of this sku does not fold into a consistent state; see the server log"

@@ -194,6 +194,27 @@ func (r *RedisServer) Kill() error {
 	return nil
 }
 
+// Pause freezes the server with SIGSTOP, like a stall: it keeps its
+// connections and the commands sent on them, but answers nothing until
+// Resume. Pausing a server that is not running does nothing.
+func (r *RedisServer) Pause() error { return r.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on with SIGCONT; it then answers the
+// commands sent while it was paused.
+func (r *RedisServer) Resume() error { return r.signal(syscall.SIGCONT) }
+
+func (r *RedisServer) signal(sig syscall.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return nil
+	}
+	if err := r.proc.signal(sig); err != nil {
+		return fmt.Errorf("localstack: signal redis-server %v: %w", sig, err)
+	}
+	return nil
+}
+
 // Restart starts the server again with the same directory, port and
 // options, so it reloads its AOF, and returns once it answers PING and has
 // loaded its data. If the server is still running, Restart first stops it

@@ -33,7 +33,7 @@ type querier interface {
 }
 
 // LedgerSnapshot folds the ledger of skus (nil: every SKU) into stock, seq,
-// row count and holders, joined with the balances rows, and tells which of
+// row count, holders and distinct deduction request ids, joined with the balances rows, and tells which of
 // eventIDs the ledger holds, all in one REPEATABLE READ snapshot: an event
 // committed meanwhile is either in both answers or in neither, so the
 // reconciler never counts it twice or not at all.
@@ -59,7 +59,8 @@ func (s *PostgresLedgerSnapshotStore) LedgerSnapshot(ctx context.Context, skus, 
 func summaries(ctx context.Context, q querier, skus []string) (map[string]domain.LedgerSummary, error) {
 	rows, err := q.Query(ctx, `
 WITH l AS (
-    SELECT sku, sum(delta) AS stock, max(seq) AS seq, count(*) AS n
+    SELECT sku, sum(delta) AS stock, max(seq) AS seq, count(*) AS n,
+           count(DISTINCT request_id) FILTER (WHERE type = 'deducted') AS deductions
     FROM ledger_entries WHERE $1::text[] IS NULL OR sku = ANY($1) GROUP BY sku
 ), h AS (
     SELECT sku, count(*) AS holders FROM (
@@ -72,7 +73,7 @@ WITH l AS (
     SELECT sku, balance, last_seq, updated_at FROM balances WHERE $1::text[] IS NULL OR sku = ANY($1)
 )
 SELECT COALESCE(l.sku, b.sku), COALESCE(l.stock, 0), COALESCE(l.seq, 0), COALESCE(l.n, 0), COALESCE(h.holders, 0),
-       b.balance, b.last_seq, b.updated_at
+       COALESCE(l.deductions, 0), b.balance, b.last_seq, b.updated_at
 FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku)`, skus)
 	if err != nil {
 		return nil, fmt.Errorf("fold the ledger: %w", translate(err))
@@ -85,7 +86,7 @@ FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku
 		lastSeq   *int64
 		updatedAt *time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&sku, &sum.Stock, &sum.Seq, &sum.Count, &sum.Holders, &bal, &lastSeq, &updatedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&sku, &sum.Stock, &sum.Seq, &sum.Count, &sum.Holders, &sum.Deductions, &bal, &lastSeq, &updatedAt}, func() error {
 		v := sum
 		if bal != nil && lastSeq != nil && updatedAt != nil {
 			v.Balance = &domain.LedgerBalance{Stock: *bal, LastSeq: *lastSeq, UpdatedAt: *updatedAt}
@@ -97,6 +98,20 @@ FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku
 		return nil, fmt.Errorf("fold the ledger: %w", translate(err))
 	}
 	return out, nil
+}
+
+// pingTimeout bounds Ping: the reconciler asks before reading Redis, and a
+// PostgreSQL that does not answer in this long is as good as down.
+const pingTimeout = 2 * time.Second
+
+// Ping checks that PostgreSQL answers; a failure is domain.ErrUnavailable.
+func (s *PostgresLedgerSnapshotStore) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: postgres: %w", domain.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // KnownEventIDs returns which of ids the ledger holds.

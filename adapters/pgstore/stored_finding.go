@@ -16,21 +16,23 @@ const storedFiguresVersion = 1
 // versioned, which carry no version and read as version 1. A change of key
 // or meaning needs a new version and a reader for every older one.
 type storedFiguresV1 struct {
-	Version      int                `json:"version"`
-	RedisStock   *int64             `json:"redis_stock"`
-	RedisSeq     *int64             `json:"redis_seq"`
-	RedisBuyers  *int64             `json:"redis_buyers,omitempty"`
-	LedgerStock  int64              `json:"ledger_stock"`
-	LedgerSeq    int64              `json:"ledger_seq"`
-	LedgerCount  int64              `json:"ledger_count"`
-	Holders      int64              `json:"ledger_holders"`
-	InFlight     int                `json:"in_flight"`
-	InFlightSum  int64              `json:"in_flight_delta"`
-	TruthStock   int64              `json:"truth_stock"`
-	TruthSeq     int64              `json:"truth_seq"`
-	BalanceStock *int64             `json:"balance_stock,omitempty"`
-	BalanceSeq   *int64             `json:"balance_seq,omitempty"`
-	MissingSeqs  []storedSeqRangeV1 `json:"missing_seqs,omitempty"`
+	Version          int                `json:"version"`
+	RedisStock       *int64             `json:"redis_stock"`
+	RedisSeq         *int64             `json:"redis_seq"`
+	RedisBuyers      *int64             `json:"redis_buyers,omitempty"`
+	RedisReceipts    *int64             `json:"redis_receipts,omitempty"`
+	LedgerStock      int64              `json:"ledger_stock"`
+	LedgerSeq        int64              `json:"ledger_seq"`
+	LedgerCount      int64              `json:"ledger_count"`
+	Holders          int64              `json:"ledger_holders"`
+	LedgerDeductions int64              `json:"ledger_deductions,omitempty"`
+	InFlight         int                `json:"in_flight"`
+	InFlightSum      int64              `json:"in_flight_delta"`
+	TruthStock       int64              `json:"truth_stock"`
+	TruthSeq         int64              `json:"truth_seq"`
+	BalanceStock     *int64             `json:"balance_stock,omitempty"`
+	BalanceSeq       *int64             `json:"balance_seq,omitempty"`
+	MissingSeqs      []storedSeqRangeV1 `json:"missing_seqs,omitempty"`
 }
 
 // storedSeqRangeV1 is an inclusive range of missing seqs in storedFiguresV1.
@@ -42,20 +44,22 @@ type storedSeqRangeV1 struct {
 // newStoredFigures maps f and the missing seqs onto the stored form.
 func newStoredFigures(f reconcile.Figures, missing []reconcile.SeqRange) storedFiguresV1 {
 	s := storedFiguresV1{
-		Version:      storedFiguresVersion,
-		RedisStock:   f.RedisStock,
-		RedisSeq:     f.RedisSeq,
-		RedisBuyers:  f.RedisBuyers,
-		LedgerStock:  f.LedgerStock,
-		LedgerSeq:    f.LedgerSeq,
-		LedgerCount:  f.LedgerCount,
-		Holders:      f.Holders,
-		InFlight:     f.InFlight,
-		InFlightSum:  f.InFlightSum,
-		TruthStock:   f.TruthStock,
-		TruthSeq:     f.TruthSeq,
-		BalanceStock: f.BalanceStock,
-		BalanceSeq:   f.BalanceSeq,
+		Version:          storedFiguresVersion,
+		RedisStock:       f.RedisStock,
+		RedisSeq:         f.RedisSeq,
+		RedisBuyers:      f.RedisBuyers,
+		RedisReceipts:    f.RedisReceipts,
+		LedgerDeductions: f.LedgerDeductions,
+		LedgerStock:      f.LedgerStock,
+		LedgerSeq:        f.LedgerSeq,
+		LedgerCount:      f.LedgerCount,
+		Holders:          f.Holders,
+		InFlight:         f.InFlight,
+		InFlightSum:      f.InFlightSum,
+		TruthStock:       f.TruthStock,
+		TruthSeq:         f.TruthSeq,
+		BalanceStock:     f.BalanceStock,
+		BalanceSeq:       f.BalanceSeq,
 	}
 	for _, r := range missing {
 		s.MissingSeqs = append(s.MissingSeqs, storedSeqRangeV1{From: r.From, To: r.To})
@@ -80,19 +84,21 @@ func loadStoredFigures(raw []byte) (storedFiguresV1, error) {
 // figures maps the stored figures onto reconcile's.
 func (s storedFiguresV1) figures() reconcile.Figures {
 	return reconcile.Figures{
-		RedisStock:   s.RedisStock,
-		RedisSeq:     s.RedisSeq,
-		RedisBuyers:  s.RedisBuyers,
-		LedgerStock:  s.LedgerStock,
-		LedgerSeq:    s.LedgerSeq,
-		LedgerCount:  s.LedgerCount,
-		Holders:      s.Holders,
-		InFlight:     s.InFlight,
-		InFlightSum:  s.InFlightSum,
-		TruthStock:   s.TruthStock,
-		TruthSeq:     s.TruthSeq,
-		BalanceStock: s.BalanceStock,
-		BalanceSeq:   s.BalanceSeq,
+		RedisStock:       s.RedisStock,
+		RedisSeq:         s.RedisSeq,
+		RedisBuyers:      s.RedisBuyers,
+		RedisReceipts:    s.RedisReceipts,
+		LedgerDeductions: s.LedgerDeductions,
+		LedgerStock:      s.LedgerStock,
+		LedgerSeq:        s.LedgerSeq,
+		LedgerCount:      s.LedgerCount,
+		Holders:          s.Holders,
+		InFlight:         s.InFlight,
+		InFlightSum:      s.InFlightSum,
+		TruthStock:       s.TruthStock,
+		TruthSeq:         s.TruthSeq,
+		BalanceStock:     s.BalanceStock,
+		BalanceSeq:       s.BalanceSeq,
 	}
 }
 

@@ -17,19 +17,21 @@ type Finding struct {
 
 // Figures are a reconcile.Figures: the numbers a finding compares.
 type Figures struct {
-	RedisStock   *int64 `json:"redis_stock"`
-	RedisSeq     *int64 `json:"redis_seq"`
-	RedisBuyers  *int64 `json:"redis_buyers,omitempty"`
-	LedgerStock  int64  `json:"ledger_stock"`
-	LedgerSeq    int64  `json:"ledger_seq"`
-	LedgerCount  int64  `json:"ledger_count"`
-	Holders      int64  `json:"ledger_holders"`
-	InFlight     int    `json:"in_flight"`
-	InFlightSum  int64  `json:"in_flight_delta"`
-	TruthStock   int64  `json:"truth_stock"`
-	TruthSeq     int64  `json:"truth_seq"`
-	BalanceStock *int64 `json:"balance_stock,omitempty"`
-	BalanceSeq   *int64 `json:"balance_seq,omitempty"`
+	RedisStock       *int64 `json:"redis_stock"`
+	RedisSeq         *int64 `json:"redis_seq"`
+	RedisBuyers      *int64 `json:"redis_buyers,omitempty"`
+	RedisReceipts    *int64 `json:"redis_receipts,omitempty"`
+	LedgerStock      int64  `json:"ledger_stock"`
+	LedgerSeq        int64  `json:"ledger_seq"`
+	LedgerCount      int64  `json:"ledger_count"`
+	Holders          int64  `json:"ledger_holders"`
+	LedgerDeductions int64  `json:"ledger_deductions,omitempty"`
+	InFlight         int    `json:"in_flight"`
+	InFlightSum      int64  `json:"in_flight_delta"`
+	TruthStock       int64  `json:"truth_stock"`
+	TruthSeq         int64  `json:"truth_seq"`
+	BalanceStock     *int64 `json:"balance_stock,omitempty"`
+	BalanceSeq       *int64 `json:"balance_seq,omitempty"`
 }
 
 // SeqRange is a reconcile.SeqRange: seqs From to To, both included.
@@ -61,8 +63,9 @@ func NewFinding(f reconcile.Finding) Finding {
 // NewFigures maps f field by field.
 func NewFigures(f reconcile.Figures) Figures {
 	return Figures{
-		RedisStock: f.RedisStock, RedisSeq: f.RedisSeq, RedisBuyers: f.RedisBuyers,
-		LedgerStock: f.LedgerStock, LedgerSeq: f.LedgerSeq, LedgerCount: f.LedgerCount, Holders: f.Holders,
+		RedisStock: f.RedisStock, RedisSeq: f.RedisSeq, RedisBuyers: f.RedisBuyers, RedisReceipts: f.RedisReceipts,
+		LedgerDeductions: f.LedgerDeductions,
+		LedgerStock:      f.LedgerStock, LedgerSeq: f.LedgerSeq, LedgerCount: f.LedgerCount, Holders: f.Holders,
 		InFlight: f.InFlight, InFlightSum: f.InFlightSum, TruthStock: f.TruthStock, TruthSeq: f.TruthSeq,
 		BalanceStock: f.BalanceStock, BalanceSeq: f.BalanceSeq,
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -41,12 +43,44 @@ var (
 	adjustScript  = redis.NewScript(chainSource + adjustSource)
 )
 
+// DefaultTimeout is InventoryConfig.Timeout's default.
+const DefaultTimeout = 2 * time.Second
+
+// InventoryConfig configures a RedisInventory.
+type InventoryConfig struct {
+	// Timeout bounds every call of the purchase path (warm, deduct,
+	// release, adjust, state), connection wait included. It must stay well
+	// below the HTTP server's WriteTimeout, so a stalled Redis is answered
+	// with unavailable instead of a dropped connection; the client must
+	// have ContextTimeoutEnabled for a deadline to cut a blocked read.
+	// Default DefaultTimeout.
+	Timeout time.Duration
+}
+
+func (c *InventoryConfig) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (c InventoryConfig) Validate() error {
+	if c.Timeout < 0 {
+		return errors.New("redis inventory: Timeout must not be negative")
+	}
+	return nil
+}
+
 // RedisInventory runs the purchase scripts. Its client must not be shared
 // with Watermill, whose subscriber closes the client it was given.
 type RedisInventory struct {
 	client redis.UniversalClient
 	keys   Keyspace
 	runIDs *RunIDs
+	cfg    InventoryConfig
+	// stopped, when set, is why sales are stopped: the writing calls
+	// return it without touching Redis. One atomic load per call.
+	stopped atomic.Pointer[error]
 }
 
 var (
@@ -57,8 +91,42 @@ var (
 // NewRedisInventory returns an inventory over client using keys' layout.
 // runIDs must be attached to client (RunIDs.Attach) so that purchases carry
 // the run_id of the Redis they run on.
-func NewRedisInventory(client redis.UniversalClient, keys Keyspace, runIDs *RunIDs) *RedisInventory {
-	return &RedisInventory{client: client, keys: keys, runIDs: runIDs}
+func NewRedisInventory(client redis.UniversalClient, keys Keyspace, runIDs *RunIDs, cfg InventoryConfig) (*RedisInventory, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &RedisInventory{client: client, keys: keys, runIDs: runIDs, cfg: cfg}, nil
+}
+
+// StopSales makes Warm, Deduct, Release and Adjust fail with reason, which
+// should wrap domain.ErrUnsafeRedis, until ResumeSales: nothing may be
+// sold on a Redis that could lose it. State still answers.
+func (r *RedisInventory) StopSales(reason error) { r.stopped.Store(&reason) }
+
+// ResumeSales undoes StopSales.
+func (r *RedisInventory) ResumeSales() { r.stopped.Store(nil) }
+
+// begin starts one purchase-path call: it refuses while sales are stopped
+// (writes only) and bounds the call by the configured timeout.
+func (r *RedisInventory) begin(ctx context.Context, writes bool) (context.Context, context.CancelFunc, error) {
+	if writes {
+		if reason := r.stopped.Load(); reason != nil {
+			return ctx, func() {}, *reason
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	return ctx, cancel, nil
+}
+
+// failed wraps the error of a Redis call made under ctx. A call cut by the
+// deadline is domain.ErrUnavailable: the script may or may not have run, so
+// the caller retries with the same request id, which replays its receipt.
+func (r *RedisInventory) failed(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, domain.ErrUnavailable) {
+		return fmt.Errorf("%s: %w: redis did not answer within %s (%w): %w", op, domain.ErrUnavailable, r.cfg.Timeout, ctx.Err(), err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // Load preloads the purchase scripts and the reconciler's compare-and-set
@@ -77,12 +145,17 @@ func (r *RedisInventory) Load(ctx context.Context) error {
 // returned state is the live one.
 func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eventID string) (state domain.StockState, stocked bool, err error) {
 	sku := def.SKU().String()
+	ctx, cancel, err := r.begin(ctx, true)
+	defer cancel()
+	if err != nil {
+		return domain.StockState{}, false, err
+	}
 	v, err := warmScript.Run(ctx, r.client,
 		[]string{r.keys.SKUKey(sku), r.keys.SKUStreamKey(sku)},
 		sku, def.InitialStock(), def.PerUserLimit(), eventID,
 	).Slice()
 	if err != nil {
-		return domain.StockState{}, false, fmt.Errorf("warm %s: %w", sku, err)
+		return domain.StockState{}, false, r.failed(ctx, "warm "+sku, err)
 	}
 	rp := newReply("warm "+sku, v)
 	code := rp.Int(0, "code")
@@ -102,14 +175,20 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 // qty FieldError) and write nothing.
 func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error) {
 	s := sku.String()
-	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
+	ctx, cancel, err := r.begin(ctx, true)
+	defer cancel()
 	if err != nil {
 		return domain.Receipt{}, err
 	}
+	op := fmt.Sprintf("deduct %s request_id %q", s, req.String())
+	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
+	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
+	if err != nil {
+		return domain.Receipt{}, r.failed(ctx, op, err)
+	}
 	v, err := deductScript.Run(ctx, r.client, keys, s, user.String(), qty.Int64(), req.String(), eventID, runID).Slice()
 	if err != nil {
-		return domain.Receipt{}, fmt.Errorf("deduct %s: %w", s, err)
+		return domain.Receipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("deduct "+s, v)
 	code := rp.Int(0, "code")
@@ -156,14 +235,20 @@ func errRecovering(sku string) error {
 // once. Unknown deductions are ErrNotFound; a deduction of another user is ErrConflict.
 func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error) {
 	s := sku.String()
-	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
+	ctx, cancel, err := r.begin(ctx, true)
+	defer cancel()
 	if err != nil {
 		return domain.ReleaseReceipt{}, err
 	}
+	op := fmt.Sprintf("release %s request_id %q", s, req.String())
+	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
+	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
+	if err != nil {
+		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
+	}
 	v, err := releaseScript.Run(ctx, r.client, keys, s, user.String(), req.String(), eventID, reason.String(), runID).Slice()
 	if err != nil {
-		return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w", s, err)
+		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("release "+s, v)
 	code := rp.Int(0, "code")
@@ -197,14 +282,19 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 // domain.ErrInsufficientStock and writes nothing.
 func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmentID, delta int64, eventID, actor, reason string) (domain.Receipt, error) {
 	s := sku.String()
-	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
-	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
+	ctx, cancel, err := r.begin(ctx, true)
+	defer cancel()
 	if err != nil {
 		return domain.Receipt{}, err
 	}
+	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
+	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
+	if err != nil {
+		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
+	}
 	v, err := adjustScript.Run(ctx, r.client, keys, s, delta, eventID, actor, reason, runID, adjustmentID).Slice()
 	if err != nil {
-		return domain.Receipt{}, fmt.Errorf("adjust %s: %w", s, err)
+		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
 	}
 	rp := newReply("adjust "+s, v)
 	code := rp.Int(0, "code")
@@ -262,14 +352,16 @@ func (r *RedisInventory) Applied(ctx context.Context, sku domain.SKUID, adjustme
 // Redis is ErrNotWarmed.
 func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.StockState, error) {
 	s := sku.String()
+	ctx, cancel, _ := r.begin(ctx, false)
+	defer cancel()
 	key := r.keys.SKUKey(s)
 	runID, err := r.runIDs.forKey(ctx, r.client, key)
 	if err != nil {
-		return domain.StockState{}, err
+		return domain.StockState{}, r.failed(ctx, "state "+s, err)
 	}
 	v, err := stateScript.Run(ctx, r.client, []string{key}, runID).Slice()
 	if err != nil {
-		return domain.StockState{}, fmt.Errorf("state %s: %w", s, err)
+		return domain.StockState{}, r.failed(ctx, "state "+s, err)
 	}
 	if len(v) == 0 {
 		return domain.StockState{}, domain.ErrNotWarmed

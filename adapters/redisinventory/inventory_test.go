@@ -45,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{srv: srv, client: client, keys: keys, runIDs: runIDs,
-		inv:       redisinventory.NewRedisInventory(client, keys, runIDs),
+		inv:       must(redisinventory.NewRedisInventory(client, keys, runIDs, redisinventory.InventoryConfig{})),
 		restorer:  redisinventory.NewRedisRestorer(client, keys),
 		archiver:  redisinventory.NewRedisArchiver(client, keys),
 		reconcile: must(redisinventory.NewRedisReconcileSource(client, keys, runIDs, redisinventory.ReconcileSourceConfig{})),

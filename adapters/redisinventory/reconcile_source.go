@@ -36,6 +36,12 @@ type ReconcileSourceConfig struct {
 	// ChunkSize is how many SKUs one MULTI reads at most, so one transaction
 	// never holds Redis for long. Default 1000.
 	ChunkSize int
+	// TailLimit is how many unacked stream entries one MULTI reads at most
+	// (XRANGE ... COUNT), so a backlog (PostgreSQL down, the projector
+	// stopped) never holds Redis for more than a millisecond or two. The
+	// SKUs of a partition with a longer tail are reported TailTruncated:
+	// lagging, too far behind to compare exactly. Default 1000.
+	TailLimit int
 }
 
 func (c *ReconcileSourceConfig) setDefaults() {
@@ -45,13 +51,16 @@ func (c *ReconcileSourceConfig) setDefaults() {
 	if c.ChunkSize == 0 {
 		c.ChunkSize = 1000
 	}
+	if c.TailLimit == 0 {
+		c.TailLimit = 1000
+	}
 }
 
 // Validate reports every invalid setting at once.
 func (c ReconcileSourceConfig) Validate() error {
 	var errs []error
-	if c.ChunkSize < 1 {
-		errs = append(errs, errors.New("redis reconcile source: ChunkSize must be at least 1"))
+	if c.ChunkSize < 1 || c.TailLimit < 1 {
+		errs = append(errs, errors.New("redis reconcile source: ChunkSize and TailLimit must be at least 1"))
 	}
 	return errors.Join(errs...)
 }
@@ -80,8 +89,9 @@ func NewRedisReconcileSource(client redis.UniversalClient, keys Keyspace, runIDs
 }
 
 // Snapshot reads the SKUs partition by partition, at most ChunkSize SKUs per
-// MULTI/EXEC, each transaction holding the SKUs' states and the partition
-// stream's unacked tail, so the reconciler compares a state with exactly the
+// MULTI/EXEC, each transaction holding the SKUs' states, the sizes of their
+// buyers and requests hashes, and the partition stream's unacked tail (at
+// most TailLimit entries), so the reconciler compares a state with exactly the
 // events that explain it. All keys of one transaction share the partition's
 // hash tag, so it is valid under Redis Cluster too. Entries below the
 // group's lowest pending id are acked, and the projector acks only after
@@ -116,32 +126,36 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		return err
 	}
 	var (
-		states  = make([]*redis.SliceCmd, len(skus))
-		buyers  = make([]*redis.IntCmd, len(skus))
-		epoch   *redis.IntCmd
-		entries *redis.XMessageSliceCmd
+		states   = make([]*redis.SliceCmd, len(skus))
+		buyers   = make([]*redis.IntCmd, len(skus))
+		receipts = make([]*redis.IntCmd, len(skus))
+		epoch    *redis.IntCmd
+		entries  *redis.XMessageSliceCmd
 	)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		epoch = p.LastSave(ctx)
 		for i, sku := range skus {
 			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "epoch", "archived_at")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
+			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
 		}
-		entries = p.XRange(ctx, stream, from, "+")
+		// One entry beyond the limit tells a tail that is longer.
+		entries = p.XRangeN(ctx, stream, from, "+", int64(r.cfg.TailLimit)+1)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("snapshot of partition %d: %w", partition, err)
 	}
 	lastSave := strconv.FormatInt(epoch.Val(), 10)
+	truncated := len(entries.Val()) > r.cfg.TailLimit
 	for i, sku := range skus {
 		v := states[i].Val()
 		if len(v) == 6 && v[0] == nil {
-			snap.SKUs[sku] = reconcile.LiveSKU{}
+			snap.SKUs[sku] = reconcile.LiveSKU{TailTruncated: truncated}
 			continue
 		}
 		rp := newReply("snapshot of "+sku.String(), v)
-		live := reconcile.LiveSKU{Present: true, Buyers: buyers[i].Val()}
+		live := reconcile.LiveSKU{Present: true, Buyers: buyers[i].Val(), Receipts: receipts[i].Val(), TailTruncated: truncated}
 		live.Stock = rp.Decimal(0, "stock")
 		live.Seq = rp.Decimal(1, "seq")
 		live.Status = rp.OptString(2, "status")
@@ -151,6 +165,9 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 			return err
 		}
 		snap.SKUs[sku] = live
+	}
+	if truncated {
+		return nil // an incomplete tail explains nothing exactly
 	}
 	for _, m := range entries.Val() {
 		e, err := ParseMessage(m)

@@ -66,6 +66,10 @@ type Config struct {
 	// ArchiveAfter archives the buyers of SKUs closed this long ago; 0
 	// disables it. Serve does not default it: 24h is the CLI's default.
 	ArchiveAfter time.Duration
+	// RedisCheckInterval is how often the API re-reads Redis's persistence
+	// and eviction settings while serving; unsafe ones stop sales with
+	// 503 unsafe_redis until they are fixed. Default 1s.
+	RedisCheckInterval time.Duration
 	// OnListening, if set, is told the API's address once it accepts connections.
 	OnListening func(addr string)
 }
@@ -91,6 +95,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = time.Minute
+	}
+	if c.RedisCheckInterval == 0 {
+		c.RedisCheckInterval = time.Second
 	}
 }
 
@@ -122,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReconcileInterval < 0 {
 		errs = append(errs, errors.New("--reconcile-interval (INVLEDGER_RECONCILE_INTERVAL) must be positive"))
+	}
+	if c.RedisCheckInterval < 0 {
+		errs = append(errs, errors.New("redis check interval must not be negative"))
 	}
 	if c.ArchiveAfter < 0 {
 		errs = append(errs, errors.New("--archive-after (INVLEDGER_ARCHIVE_AFTER) must not be negative"))
@@ -220,7 +230,9 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		if err != nil {
 			return err
 		}
-		components = append(components, c)
+		components = append(components, c, component{"redis-safety", safetyWatcher{client: a.Redis,
+			mode: a.Config().Durability, allowVolatile: sc.AllowVolatileRedis, sales: a.Adapters.Inventory,
+			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run})
 	}
 	err = runAll(ctx, components)
 	a.Log.Info("stopped")
@@ -444,27 +456,4 @@ func LoadTokens(inline, file string) ([]httpapi.Token, error) {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return tokens, nil
-}
-
-// checkDurability refuses a Redis whose persistence cannot keep the promises
-// of the chosen mode: strict needs every write fsynced before it is answered.
-func checkDurability(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool, log *slog.Logger) error {
-	cfg, err := client.ConfigGet(ctx, "append*").Result()
-	if err != nil {
-		return fmt.Errorf("read Redis persistence settings (CONFIG GET): %w", err)
-	}
-	appendOnly, fsync := cfg["appendonly"], cfg["appendfsync"]
-	switch {
-	case appendOnly != "yes":
-		if !allowVolatile {
-			return errors.New("redis persistence is off (appendonly no): a restart would lose acknowledged sales. " +
-				"Set `appendonly yes` and `appendfsync always` in redis.conf, or pass --allow-volatile-redis to accept the risk")
-		}
-		log.Warn("running with Redis persistence off: a Redis restart loses acknowledged sales until restore-redis")
-	case mode == app.DurabilityStrict && fsync != "always":
-		return fmt.Errorf("durability strict needs Redis `appendfsync always`, but it is %q: run CONFIG SET appendfsync always, or use --durability everysec", fsync)
-	case mode == app.DurabilityEverysec && fsync != "always" && fsync != "everysec":
-		return fmt.Errorf("durability everysec needs Redis appendfsync everysec or always, but it is %q", fsync)
-	}
-	return nil
 }

@@ -55,6 +55,7 @@ type Option func(*options)
 
 type options struct {
 	redis           []func(*localstack.RedisConfig)
+	app             []func(*app.Config)
 	privatePostgres bool
 }
 
@@ -65,6 +66,12 @@ func WithPrivatePostgres() Option { return func(o *options) { o.privatePostgres 
 // WithRedisConfig changes the private Redis server's configuration.
 func WithRedisConfig(f func(*localstack.RedisConfig)) Option {
 	return func(o *options) { o.redis = append(o.redis, f) }
+}
+
+// WithAppConfig changes the application's configuration before app.New,
+// e.g. a short RedisTimeout or a logger the test reads.
+func WithAppConfig(f func(*app.Config)) Option {
+	return func(o *options) { o.app = append(o.app, f) }
 }
 
 // New starts Redis, creates and migrates a fresh database, and wires the
@@ -93,8 +100,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 		durability = app.DurabilityEverysec
 	}
 	Migrate(t, s.DatabaseURL)
-	a, err := app.New(ctx, app.Config{RedisURL: s.Redis.URL(), DatabaseURL: s.DatabaseURL, Durability: durability,
-		RedisPoolSize: 256, Logger: quiet})
+	cfg := app.Config{RedisURL: s.Redis.URL(), DatabaseURL: s.DatabaseURL, Durability: durability,
+		RedisPoolSize: 256, Logger: quiet}
+	for _, f := range o.app {
+		f(&cfg)
+	}
+	a, err := app.New(ctx, cfg)
 	if err != nil {
 		t.Fatalf("open the application: %v", err)
 	}

@@ -22,6 +22,8 @@ type Config struct {
 	DatabaseURL  string
 	Partitions   int
 	LogLevel     string
+	// RedisTimeout is --redis-timeout, the purchase path's deadline.
+	RedisTimeout time.Duration
 	// Durability is serve's --durability; other commands run strict.
 	Durability string
 }
@@ -43,7 +45,7 @@ func (c Config) Validate() error {
 // appConfig is the application's configuration for these settings.
 func (c Config) appConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, DatabaseURL: c.DatabaseURL,
-		Partitions: c.Partitions, Durability: c.Durability, Logger: newLogger(c.LogLevel)}
+		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Logger: newLogger(c.LogLevel)}
 }
 
 func newLogger(level string) *slog.Logger {

@@ -53,7 +53,7 @@ func exitCode(err error) int {
 		domain.CodeConflict, domain.CodeNotFound, domain.CodeNeedsRestore, domain.CodeSelfApproval,
 		domain.CodeInsufficientStock:
 		return exitRefused
-	case domain.CodeRecovering, domain.CodeUnavailable:
+	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return exitTransient
 	}
 	return exitInternal

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -41,6 +42,8 @@ Every flag can also be set with the environment variable named in its help.`,
 	env.URL(&cfg.DatabaseURL, "database-url", "INVLEDGER_DATABASE_URL", "", "PostgreSQL URL")
 	env.Int(&cfg.Partitions, "partitions", "INVLEDGER_PARTITIONS", 16, "partition streams; fixed for a deployment")
 	env.String(&cfg.LogLevel, "log-level", "INVLEDGER_LOG_LEVEL", "info", "debug, info, warn or error")
+	env.Duration(&cfg.RedisTimeout, "redis-timeout", "INVLEDGER_REDIS_TIMEOUT", redisinventory.DefaultTimeout,
+		"deadline of each purchase-path call to Redis; keep it well below the HTTP write timeout (15s)")
 
 	// config returns the validated settings for a command that needs them.
 	config := func() (Config, error) {

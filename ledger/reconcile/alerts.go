@@ -18,11 +18,20 @@ type DeadLetterAlerter interface {
 	DeadLetter(ctx context.Context, stream, streamID, reason string)
 }
 
+// UnsafeRedisAlerter is told when Redis's persistence or eviction settings
+// become unsafe, so sales stop (reason says what is wrong and how to fix
+// it), and when they are safe again and sales resume. It must not block.
+type UnsafeRedisAlerter interface {
+	UnsafeRedis(ctx context.Context, reason string)
+	SafeRedis(ctx context.Context)
+}
+
 // Notifier takes every kind of alert beyond the process, e.g. to a webhook.
 type Notifier interface {
 	Alerter
 	FencedAlerter
 	DeadLetterAlerter
+	UnsafeRedisAlerter
 }
 
 // LogAlerter raises every alert as an slog ERROR line with its figures, and
@@ -66,5 +75,23 @@ func (a *LogAlerter) Fenced(ctx context.Context, count int) {
 	a.log.ErrorContext(ctx, "skus still fenced after verification; purchases get recovering", "count", count)
 	if a.next != nil {
 		a.next.Fenced(ctx, count)
+	}
+}
+
+// UnsafeRedis logs that sales stopped because Redis's settings could lose
+// them, and passes it on.
+func (a *LogAlerter) UnsafeRedis(ctx context.Context, reason string) {
+	a.log.ErrorContext(ctx, "redis settings are unsafe; sales stopped (503 unsafe_redis)", "reason", reason)
+	if a.next != nil {
+		a.next.UnsafeRedis(ctx, reason)
+	}
+}
+
+// SafeRedis logs that Redis's settings are safe again and sales resumed,
+// and passes it on.
+func (a *LogAlerter) SafeRedis(ctx context.Context) {
+	a.log.WarnContext(ctx, "redis settings are safe again; sales resumed")
+	if a.next != nil {
+		a.next.SafeRedis(ctx)
 	}
 }

@@ -16,6 +16,10 @@ func (n *notifierRecord) DeadLetter(_ context.Context, _, streamID, _ string) {
 	n.got = append(n.got, "dead letter "+streamID)
 }
 func (n *notifierRecord) Fenced(_ context.Context, _ int) { n.got = append(n.got, "fenced") }
+func (n *notifierRecord) UnsafeRedis(_ context.Context, _ string) {
+	n.got = append(n.got, "unsafe redis")
+}
+func (n *notifierRecord) SafeRedis(_ context.Context) { n.got = append(n.got, "safe redis") }
 
 func TestLogAlerterLogsEveryAlertAndPassesItOn(t *testing.T) {
 	ctx := context.Background()

@@ -19,15 +19,16 @@ type check struct {
 // figures derives the truth from the ledger plus the in-flight events.
 func (c check) figures() Figures {
 	f := Figures{LedgerStock: c.ledger.Stock, LedgerSeq: c.ledger.Seq, LedgerCount: c.ledger.Count,
-		Holders: c.ledger.Holders, InFlight: len(c.inFlight), TruthStock: c.ledger.Stock, TruthSeq: c.ledger.Seq}
+		Holders: c.ledger.Holders, LedgerDeductions: c.ledger.Deductions, InFlight: len(c.inFlight),
+		TruthStock: c.ledger.Stock, TruthSeq: c.ledger.Seq}
 	for _, e := range c.inFlight {
 		f.InFlightSum += e.Delta
 		f.TruthSeq = max(f.TruthSeq, e.Seq)
 	}
 	f.TruthStock += f.InFlightSum
 	if c.live.Present {
-		stock, seq, buyers := c.live.Stock, c.live.Seq, c.live.Buyers
-		f.RedisStock, f.RedisSeq, f.RedisBuyers = &stock, &seq, &buyers
+		stock, seq, buyers, receipts := c.live.Stock, c.live.Seq, c.live.Buyers, c.live.Receipts
+		f.RedisStock, f.RedisSeq, f.RedisBuyers, f.RedisReceipts = &stock, &seq, &buyers, &receipts
 	}
 	if b := c.ledger.Balance; b != nil {
 		stock, seq := b.Stock, b.LastSeq
@@ -38,7 +39,10 @@ func (c check) figures() Figures {
 
 // classify compares one SKU's Redis state with the ledger and the events in
 // flight. It reports lagging, never drift, for any difference the in-flight
-// events explain exactly: a sale at full speed is not an incident.
+// events explain exactly: a sale at full speed is not an incident. A SKU
+// whose in-flight events were too many to read (TailTruncated) is lagging:
+// its stock and seq are not compared, only what needs no in-flight events
+// (receipts, balances).
 func classify(c check) (Class, []Finding) {
 	f := c.figures()
 	known := c.ledger.Count + int64(len(c.inFlight))
@@ -56,6 +60,8 @@ func classify(c check) (Class, []Finding) {
 	}
 	redisSide := ClassOK
 	switch {
+	case c.live.TailTruncated:
+		// Too far behind to compare exactly: lagging, whatever the figures.
 	// Behind first: a Redis that lost writes must never go on issuing seqs the
 	// ledger already holds, gap or no gap.
 	case c.live.Seq < f.TruthSeq:
@@ -74,6 +80,14 @@ func classify(c check) (Class, []Finding) {
 			c.live.Stock, f.TruthStock-c.live.Stock, f.TruthStock, f.LedgerStock, f.InFlightSum)
 	}
 
+	// Redis writes a receipt with every deduction and never drops one, and
+	// the ledger only holds what Redis wrote: fewer receipts than the
+	// ledger's deductions means Redis lost some, in flight or not.
+	if redisSide == ClassOK && !c.live.Archived && c.live.Receipts < c.ledger.Deductions {
+		add(ClassReceiptsMissing, "Redis holds %d receipts, the ledger has %d deductions: a retry of a lost receipt would buy again",
+			c.live.Receipts, c.ledger.Deductions)
+	}
+
 	b := c.ledger.Balance
 	if c.ledger.Count > 0 && (b == nil || b.Stock != c.ledger.Stock || b.LastSeq != c.ledger.Seq) {
 		if b == nil {
@@ -85,13 +99,13 @@ func classify(c check) (Class, []Finding) {
 	}
 	// Buyers are compared only when nothing is in flight: the ledger's
 	// holders are exact then, and a sale in progress cannot look like drift.
-	if len(c.inFlight) == 0 && redisSide == ClassOK && !c.live.Archived && c.live.Buyers != c.ledger.Holders {
+	if len(c.inFlight) == 0 && !c.live.TailTruncated && redisSide == ClassOK && !c.live.Archived && c.live.Buyers != c.ledger.Holders {
 		add(ClassBuyersDrift, "Redis buyers hash has %d users, the ledger has %d holders", c.live.Buyers, c.ledger.Holders)
 	}
 	switch {
 	case len(findings) > 0:
 		return findings[0].Class, findings
-	case len(c.inFlight) > 0:
+	case len(c.inFlight) > 0 || c.live.TailTruncated:
 		return ClassLagging, nil
 	}
 	return ClassOK, nil

@@ -34,23 +34,32 @@ const (
 	// ClassBuyersDrift means Redis's buyers hash disagrees with the ledger's
 	// holders, e.g. after a DEL of the buyers key.
 	ClassBuyersDrift Class = "buyers_drift"
+	// ClassReceiptsMissing means Redis's requests hash holds fewer receipts
+	// than the ledger has deductions, e.g. after Redis evicted or lost the
+	// key: a retry of a lost receipt would buy again, and its release would
+	// answer not found.
+	ClassReceiptsMissing Class = "receipts_missing"
 )
 
 // Figures are the numbers a finding compares.
 type Figures struct {
-	RedisStock   *int64
-	RedisSeq     *int64
-	RedisBuyers  *int64
-	LedgerStock  int64
-	LedgerSeq    int64
-	LedgerCount  int64
-	Holders      int64
-	InFlight     int
-	InFlightSum  int64
-	TruthStock   int64
-	TruthSeq     int64
-	BalanceStock *int64
-	BalanceSeq   *int64
+	RedisStock  *int64
+	RedisSeq    *int64
+	RedisBuyers *int64
+	// RedisReceipts is the size of Redis's requests hash; LedgerDeductions
+	// the ledger's distinct deduction request ids.
+	RedisReceipts    *int64
+	LedgerDeductions int64
+	LedgerStock      int64
+	LedgerSeq        int64
+	LedgerCount      int64
+	Holders          int64
+	InFlight         int
+	InFlightSum      int64
+	TruthStock       int64
+	TruthSeq         int64
+	BalanceStock     *int64
+	BalanceSeq       *int64
 }
 
 // SeqRange is an inclusive range of missing seqs.

@@ -38,6 +38,12 @@ type LiveSKU struct {
 	Buyers int64
 	// Archived is true once the buyers were archived to SQL.
 	Archived bool
+	// Receipts is the number of request ids Redis holds receipts for.
+	Receipts int64
+	// TailTruncated is true when the SKU's partition had more events in
+	// flight than one snapshot reads: InFlight then lacks some of this
+	// SKU's events, so its figures cannot be compared exactly.
+	TailTruncated bool
 }
 
 // Snapshot is the live state of some SKUs and their events in flight.

@@ -15,6 +15,9 @@ import (
 
 // LedgerView is the truth side.
 type LedgerView interface {
+	// Ping checks, quickly, that the ledger answers; a failure is
+	// domain.ErrUnavailable.
+	Ping(ctx context.Context) error
 	// LedgerSnapshot folds the ledger of skus (nil: every SKU) together with
 	// the balances rows, and says which of eventIDs the ledger holds, all
 	// from one snapshot.
@@ -192,6 +195,9 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		if class == ClassRedisBehind {
 			class, findings = r.confirmBehind(ctx, c, findings)
 		}
+		if hasClass(findings, ClassReceiptsMissing) {
+			class, findings = r.confirmReceipts(ctx, c, class, findings)
+		}
 		if class == ClassLagging {
 			rep.Lagging++
 		}
@@ -207,7 +213,9 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 		if c.live.Present && !c.live.Verified {
 			unverified++
-			if safeToStamp(findings) {
+			// A SKU whose tail was too long to read is not compared
+			// exactly, so it is not verified either; a later pass is.
+			if safeToStamp(findings) && !c.live.TailTruncated {
 				stampSKUs, stampSeqs = append(stampSKUs, c.id), append(stampSeqs, c.live.Seq)
 			}
 		}
@@ -238,7 +246,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 	for _, f := range rep.Repaired {
 		// Repairs of Redis-side drift restore or correct and stamp the SKU.
 		switch f.Class {
-		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
+		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift, ClassReceiptsMissing:
 			if checks[f.SKU].live.Present && !checks[f.SKU].live.Verified {
 				rep.Unverified--
 			}
@@ -254,7 +262,9 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 // check reads Redis first, then the ledger. The order matters: an event is
 // either acked before the Redis snapshot, so committed before the ledger
 // read, or still unacked in the snapshot's tail. Events committed in between
-// are recognised by event id.
+// are recognised by event id. The ledger is pinged before Redis is read: with
+// PostgreSQL down the projector stops acking, the unacked tail grows, and
+// reading it would only cost Redis time for a run that cannot finish.
 func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[string]check, error) {
 	ids := make([]domain.SKUID, len(skus))
 	for i, sku := range skus {
@@ -263,6 +273,9 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 			return nil, fmt.Errorf("reconcile %q: %w", sku, err)
 		}
 		ids[i] = id
+	}
+	if err := r.cfg.Ledger.Ping(ctx); err != nil {
+		return nil, fmt.Errorf("reconcile: the ledger does not answer, so Redis was not read: %w", err)
 	}
 	snap, err := r.cfg.Inventory.Snapshot(ctx, ids)
 	if err != nil {
@@ -307,18 +320,60 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 // behind a ledger read before it has lost events, and one that is not was
 // only read too early. It returns the class and findings to go on with.
 func (r *Reconciler) confirmBehind(ctx context.Context, c check, findings []Finding) (Class, []Finding) {
-	summaries, _, err := r.cfg.Ledger.LedgerSnapshot(ctx, []string{c.sku}, nil)
+	ledger, live, err := r.reread(ctx, c)
 	if err != nil {
 		return ClassRedisBehind, unconfirmed(findings, err)
 	}
-	snap, err := r.cfg.Inventory.Snapshot(ctx, []domain.SKUID{c.id})
-	if err != nil {
-		return ClassRedisBehind, unconfirmed(findings, err)
-	}
-	if live := snap.SKUs[c.id]; live.Present && live.Seq >= summaries[c.sku].Seq {
+	if live.Present && live.Seq >= ledger.Seq {
 		return ClassLagging, nil
 	}
 	return ClassRedisBehind, findings
+}
+
+// confirmReceipts looks again, ledger first as confirmBehind does, at a SKU
+// whose Redis seemed to hold fewer receipts than its ledger has deductions:
+// deductions sold and projected between check's two reads look like that
+// too. Redis keeps every receipt it ever wrote, so one still short of a
+// ledger read before it has lost some. It returns the class and findings
+// to go on with.
+func (r *Reconciler) confirmReceipts(ctx context.Context, c check, class Class, findings []Finding) (Class, []Finding) {
+	ledger, live, err := r.reread(ctx, c)
+	if err != nil {
+		for i := range findings {
+			if findings[i].Class == ClassReceiptsMissing {
+				unconfirmed(findings[i:i+1], err)
+			}
+		}
+		return class, findings
+	}
+	if live.Present && live.Receipts < ledger.Deductions {
+		return class, findings
+	}
+	findings = slices.DeleteFunc(findings, func(f Finding) bool { return f.Class == ClassReceiptsMissing })
+	switch {
+	case len(findings) > 0:
+		return findings[0].Class, findings
+	case class == ClassReceiptsMissing:
+		return ClassLagging, nil // the ledger moved on between the reads
+	}
+	return class, findings
+}
+
+// reread reads c's SKU again, ledger first, then Redis.
+func (r *Reconciler) reread(ctx context.Context, c check) (domain.LedgerSummary, LiveSKU, error) {
+	summaries, _, err := r.cfg.Ledger.LedgerSnapshot(ctx, []string{c.sku}, nil)
+	if err != nil {
+		return domain.LedgerSummary{}, LiveSKU{}, err
+	}
+	snap, err := r.cfg.Inventory.Snapshot(ctx, []domain.SKUID{c.id})
+	if err != nil {
+		return domain.LedgerSummary{}, LiveSKU{}, err
+	}
+	return summaries[c.sku], snap.SKUs[c.id], nil
+}
+
+func hasClass(findings []Finding, class Class) bool {
+	return slices.ContainsFunc(findings, func(f Finding) bool { return f.Class == class })
 }
 
 // unconfirmed marks findings that a second look could not confirm, so that
@@ -370,7 +425,7 @@ func (r *Reconciler) lostAcknowledged(ctx context.Context, c check) (Finding, bo
 func safeToStamp(findings []Finding) bool {
 	for _, f := range findings {
 		switch f.Class {
-		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
+		case ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift, ClassReceiptsMissing:
 			return false
 		}
 	}
@@ -420,8 +475,8 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 			return
 		}
 		f.Repaired = true
-	case ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift:
-		if len(c.inFlight) > 0 {
+	case ClassRedisBehind, ClassRedisMissing, ClassBuyersDrift, ClassReceiptsMissing:
+		if len(c.inFlight) > 0 || c.live.TailTruncated {
 			fail(fmt.Errorf("%d events are still in flight; restoring now would drop them, retrying after the projector catches up", len(c.inFlight)))
 			return
 		}

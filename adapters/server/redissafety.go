@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/reconcile"
+)
+
+// checkDurability refuses a Redis whose persistence or eviction settings
+// cannot keep the promises of the chosen mode: strict needs every write
+// fsynced before it is answered, and no mode survives Redis evicting a
+// receipt (a retry would then buy again).
+func checkDurability(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool, log *slog.Logger) error {
+	volatile, err := redisSafety(ctx, client, mode, allowVolatile)
+	if err != nil {
+		return err
+	}
+	if volatile {
+		log.Warn("running with Redis persistence off: a Redis restart loses acknowledged sales until restore-redis")
+	}
+	return nil
+}
+
+// redisSafety reads the persistence and eviction settings of every Redis
+// node. An unsafe setting is an error wrapping domain.ErrUnsafeRedis that
+// says how to fix it; any other error means the settings could not be read.
+// volatile reports persistence off, accepted because allowVolatile is set.
+func redisSafety(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool) (volatile bool, err error) {
+	check := func(ctx context.Context, node *redis.Client) error {
+		v, err := nodeSafety(ctx, node, mode, allowVolatile)
+		volatile = volatile || v
+		return err
+	}
+	switch c := client.(type) {
+	case *redis.Client:
+		return volatile, check(ctx, c)
+	case *redis.ClusterClient:
+		// Sequential on purpose: check writes volatile.
+		var errs []error
+		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			errs = append(errs, check(ctx, node))
+			return nil
+		})
+		return volatile, errors.Join(append(errs, err)...)
+	}
+	return false, fmt.Errorf("unsupported redis client %T", client)
+}
+
+func nodeSafety(ctx context.Context, node *redis.Client, mode string, allowVolatile bool) (volatile bool, err error) {
+	cfg, err := node.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		return false, fmt.Errorf("read Redis persistence settings (CONFIG GET): %w", err)
+	}
+	info, err := node.Info(ctx, "memory", "keyspace").Result()
+	if err != nil {
+		return false, fmt.Errorf("read Redis eviction settings (INFO memory keyspace): %w", err)
+	}
+	addr := node.Options().Addr
+	appendOnly, fsync := cfg["appendonly"], cfg["appendfsync"]
+	switch {
+	case appendOnly != "yes":
+		if !allowVolatile {
+			return false, fmt.Errorf("%w: redis %s persistence is off (appendonly no): a restart would lose acknowledged sales. "+
+				"Set `appendonly yes` and `appendfsync always` in redis.conf, or pass --allow-volatile-redis to accept the risk",
+				domain.ErrUnsafeRedis, addr)
+		}
+		volatile = true
+	case mode == app.DurabilityStrict && fsync != "always":
+		return false, fmt.Errorf("%w: durability strict needs Redis `appendfsync always`, but redis %s has %q: "+
+			"run CONFIG SET appendfsync always, or use --durability everysec", domain.ErrUnsafeRedis, addr, fsync)
+	case mode == app.DurabilityEverysec && fsync != "always" && fsync != "everysec":
+		return false, fmt.Errorf("%w: durability everysec needs Redis appendfsync everysec or always, but redis %s has %q",
+			domain.ErrUnsafeRedis, addr, fsync)
+	}
+	policy, expiring := evictionSettings(info)
+	switch {
+	case policy == "noeviction":
+	case strings.HasPrefix(policy, "volatile-") && expiring == 0:
+		// Only keys with a TTL can be evicted, and there are none.
+	default:
+		why := ""
+		if strings.HasPrefix(policy, "volatile-") {
+			why = fmt.Sprintf(" and %d keys have a TTL", expiring)
+		}
+		return false, fmt.Errorf("%w: redis %s has maxmemory-policy %q%s: under memory pressure Redis may evict purchase "+
+			"records (receipts, buyers), and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction "+
+			"and set `maxmemory-policy noeviction` in redis.conf", domain.ErrUnsafeRedis, addr, policy, why)
+	}
+	return volatile, nil
+}
+
+// evictionSettings reads maxmemory_policy and the number of keys with a
+// TTL, summed over the databases, from INFO memory and INFO keyspace.
+func evictionSettings(info string) (policy string, expiring int64) {
+	for line := range strings.Lines(info) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "maxmemory_policy:"); ok {
+			policy = v
+			continue
+		}
+		// db0:keys=12,expires=0,avg_ttl=0
+		if !strings.HasPrefix(line, "db") || !strings.Contains(line, ":keys=") {
+			continue
+		}
+		_, fields, _ := strings.Cut(line, ":")
+		for f := range strings.SplitSeq(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "expires="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				expiring += n
+			}
+		}
+	}
+	return policy, expiring
+}
+
+// salesStopper is the inventory whose sales a safety watcher stops.
+type salesStopper interface {
+	StopSales(reason error)
+	ResumeSales()
+}
+
+// safetyWatcher re-reads Redis's persistence and eviction settings every
+// interval while serving. When they become unsafe it stops sales (the
+// inventory answers domain.ErrUnsafeRedis, one atomic load per call) and
+// alerts; when they are safe again sales resume. A Redis that does not
+// answer changes nothing: purchases fail as unavailable on their own.
+type safetyWatcher struct {
+	client        redis.UniversalClient
+	mode          string
+	allowVolatile bool
+	sales         salesStopper
+	alerts        reconcile.UnsafeRedisAlerter
+	interval      time.Duration
+	log           *slog.Logger
+}
+
+// run watches until ctx ends.
+func (w safetyWatcher) run(ctx context.Context) error {
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	stopped := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		readCtx, cancel := context.WithTimeout(ctx, w.interval)
+		_, err := redisSafety(readCtx, w.client, w.mode, w.allowVolatile)
+		cancel()
+		switch {
+		case errors.Is(err, domain.ErrUnsafeRedis):
+			w.sales.StopSales(err) // the latest reason, alerted once
+			if !stopped {
+				w.alerts.UnsafeRedis(ctx, err.Error())
+				stopped = true
+			}
+		case err != nil:
+			if ctx.Err() == nil {
+				w.log.Debug("read redis safety settings", "err", err)
+			}
+		case stopped:
+			w.sales.ResumeSales()
+			w.alerts.SafeRedis(ctx)
+			stopped = false
+		}
+	}
+}
