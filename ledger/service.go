@@ -207,8 +207,13 @@ type SKUView struct {
 	RedisStock  *int64
 	RedisSeq    *int64
 	LedgerStock *int64
-	LedgerSeq   *int64
-	Status      domain.SKUStatus
+	// LedgerSeq is the highest seq the ledger has seen. It can run ahead of
+	// a gap: seqs below it may still be on their way.
+	LedgerSeq *int64
+	// LedgerWatermark is the highest seq with no gap below it: the ledger
+	// holds every event up to it. State fills it; lists leave it nil.
+	LedgerWatermark *int64
+	Status          domain.SKUStatus
 }
 
 // State shows a SKU from both sides. An undefined SKU is domain.ErrNotFound.
@@ -232,10 +237,10 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 	case !errors.Is(err, domain.ErrNotWarmed):
 		return SKUView{}, err
 	}
-	bal, err := s.ledger.Balance(ctx, sku)
+	bal, watermark, err := s.ledger.Balance(ctx, sku)
 	switch {
 	case err == nil:
-		view.LedgerStock, view.LedgerSeq = &bal.Stock, &bal.LastSeq
+		view.LedgerStock, view.LedgerSeq, view.LedgerWatermark = &bal.Stock, &bal.LastSeq, &watermark
 	case !errors.Is(err, domain.ErrNotFound):
 		return SKUView{}, err
 	}

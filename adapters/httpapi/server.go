@@ -438,14 +438,17 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 // skuViewJSON is GET /v1/skus/{sku}: null where a side does not know yet
 // (Redis before warm, the ledger before the first projection).
 type skuViewJSON struct {
-	SKU          string `json:"sku"`
-	RedisStock   *int64 `json:"redis_stock"`
-	LedgerStock  *int64 `json:"ledger_stock"`
-	RedisSeq     *int64 `json:"redis_seq"`
-	LedgerSeq    *int64 `json:"ledger_seq"`
-	State        string `json:"state"`
-	InitialStock int64  `json:"initial_stock"`
-	PerUserLimit int64  `json:"per_user_limit"`
+	SKU         string `json:"sku"`
+	RedisStock  *int64 `json:"redis_stock"`
+	LedgerStock *int64 `json:"ledger_stock"`
+	RedisSeq    *int64 `json:"redis_seq"`
+	// LedgerSeq is the highest seq the ledger has seen, LedgerWatermark the
+	// highest with no gap below it.
+	LedgerSeq       *int64 `json:"ledger_seq"`
+	LedgerWatermark *int64 `json:"ledger_watermark"`
+	State           string `json:"state"`
+	InitialStock    int64  `json:"initial_stock"`
+	PerUserLimit    int64  `json:"per_user_limit"`
 }
 
 func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
@@ -455,13 +458,14 @@ func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, skuViewJSON{
-		SKU:          v.Definition.SKU().String(),
-		RedisStock:   v.RedisStock,
-		LedgerStock:  v.LedgerStock,
-		RedisSeq:     v.RedisSeq,
-		LedgerSeq:    v.LedgerSeq,
-		State:        string(v.Status),
-		InitialStock: v.Definition.InitialStock(),
-		PerUserLimit: v.Definition.PerUserLimit(),
+		SKU:             v.Definition.SKU().String(),
+		RedisStock:      v.RedisStock,
+		LedgerStock:     v.LedgerStock,
+		RedisSeq:        v.RedisSeq,
+		LedgerSeq:       v.LedgerSeq,
+		LedgerWatermark: v.LedgerWatermark,
+		State:           string(v.Status),
+		InitialStock:    v.Definition.InitialStock(),
+		PerUserLimit:    v.Definition.PerUserLimit(),
 	})
 }

@@ -170,7 +170,7 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 					return err
 				}
 				return output.PrintJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "redis_stock": v.RedisStock, "redis_seq": v.RedisSeq,
-					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "state": v.Status,
+					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "ledger_watermark": v.LedgerWatermark, "state": v.Status,
 					"initial_stock": v.Definition.InitialStock(), "per_user_limit": v.Definition.PerUserLimit()})
 			})
 		},
