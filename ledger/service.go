@@ -230,10 +230,7 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 	live, err := s.inventory.State(ctx, sku)
 	switch {
 	case err == nil:
-		view.RedisStock, view.RedisSeq, view.Status = &live.Stock, &live.Seq, live.Status
-		if !live.Verified {
-			view.Status = domain.StatusRecovering
-		}
+		view.setLive(live)
 	case !errors.Is(err, domain.ErrNotWarmed):
 		return SKUView{}, err
 	}
@@ -245,6 +242,15 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 		return SKUView{}, err
 	}
 	return view, nil
+}
+
+// setLive fills the Redis side of v from live: a SKU not verified under
+// the current Redis run shows as recovering, whatever its status.
+func (v *SKUView) setLive(live domain.StockState) {
+	v.RedisStock, v.RedisSeq, v.Status = &live.Stock, &live.Seq, live.Status
+	if !live.Verified {
+		v.Status = domain.StatusRecovering
+	}
 }
 
 // newEventID makes time-ordered UUIDs (v7), so ledger primary-key inserts

@@ -78,7 +78,9 @@ type Application struct {
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
 	Auditor     *ledger.Auditor
-	Reconciler  *reconcile.Reconciler
+	// Catalog lists the SKUs with their state in Redis and the ledger.
+	Catalog    *ledger.Catalog
+	Reconciler *reconcile.Reconciler
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
 	// lines and passes them on to Webhook.
 	Alerts *reconcile.LogAlerter
@@ -184,6 +186,7 @@ func (a *Application) wire() error {
 	}
 	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs)
+	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
 		Redis: ad.Restorer, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -93,4 +94,24 @@ func PrintJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// skuHeader is the columns of SKUs, in GET /v1/skus' field order.
+var skuHeader = []string{"sku", "initial_stock", "per_user_limit", "state", "redis_stock", "redis_seq", "ledger_stock", "ledger_seq"}
+
+// SKUs prints a page of `sku list`: as GET /v1/skus answers it with --format
+// json, else one row per SKU, with an empty cell where the API has null.
+func SKUs(w io.Writer, format string, page httpapi.SKUPageJSON) error {
+	rows := make([][]string, len(page.SKUs))
+	opt := func(n *int64) string {
+		if n == nil {
+			return ""
+		}
+		return strconv.FormatInt(*n, 10)
+	}
+	for i, s := range page.SKUs {
+		rows[i] = []string{s.SKU, strconv.FormatInt(s.InitialStock, 10), strconv.FormatInt(s.PerUserLimit, 10), s.State,
+			opt(s.RedisStock), opt(s.RedisSeq), opt(s.LedgerStock), opt(s.LedgerSeq)}
+	}
+	return Records(w, format, page, skuHeader, rows)
 }
