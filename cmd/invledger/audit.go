@@ -108,7 +108,7 @@ When more users follow, stderr names the --after of the next page.`, ledger.MaxA
 				if err := output.Records(cmd.OutOrStdout(), *format, httpapi.NewBuyersJSON(view), []string{"user_id", "qty"}, rows); err != nil {
 					return err
 				}
-				nextPageHint(cmd.ErrOrStderr(), view.NextAfter)
+				output.NextPage(cmd.ErrOrStderr(), view.NextAfter)
 				return nil
 			})
 		},
@@ -178,7 +178,7 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 				if err := writeEntries(cmd.OutOrStdout(), *format, httpapi.NewUserPageJSON(page), page.Events); err != nil {
 					return err
 				}
-				nextPageHint(cmd.ErrOrStderr(), page.NextAfter)
+				output.NextPage(cmd.ErrOrStderr(), page.NextAfter)
 				return nil
 			})
 		},
@@ -186,13 +186,6 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 	cmd.Flags().StringVar(&q.After, "after", "", "cursor of the next page, as a previous run printed it")
 	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most rows to list")
 	return cmd
-}
-
-// nextPageHint tells on stderr where the next page starts, when one follows.
-func nextPageHint(w io.Writer, next *string) {
-	if next != nil {
-		fmt.Fprintf(w, "more rows follow: run again with --after %s\n", *next)
-	}
 }
 
 var entryHeader = []string{"sku", "seq", "type", "delta", "qty", "balance_after", "user_id", "request_id",

@@ -208,7 +208,7 @@ SKUs follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
 				if err := output.SKUs(c.OutOrStdout(), format, httpapi.NewSKUPageJSON(page)); err != nil {
 					return err
 				}
-				nextPageHint(c.ErrOrStderr(), page.NextAfter)
+				output.NextPage(c.ErrOrStderr(), page.NextAfter)
 				return nil
 			})
 		},

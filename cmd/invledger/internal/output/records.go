@@ -115,3 +115,10 @@ func SKUs(w io.Writer, format string, page httpapi.SKUPageJSON) error {
 	}
 	return Records(w, format, page, skuHeader, rows)
 }
+
+// NextPage tells on w (stderr) where the next page starts, when one follows.
+func NextPage(w io.Writer, next *string) {
+	if next != nil {
+		fmt.Fprintf(w, "more rows follow: run again with --after %s\n", *next)
+	}
+}
