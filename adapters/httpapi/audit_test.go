@@ -161,7 +161,7 @@ func TestAuditEndpoints(t *testing.T) {
 		{"/v1/skus/au-1/balance", "at"},
 		{"/v1/skus/au-1/balance?at=yesterday", "at"},
 		{"/v1/skus/au-1/balance?at=2026-05-01T20:00:00+08:00", "%2B"}, // the + arrived as a space
-		{"/v1/skus/au-1/buyers?limit=0", "limit"}, // limit is a parameter since buyers are paged (issue 10, item 21)
+		{"/v1/skus/au-1/buyers?limit=0", "limit"},                     // limit is a parameter since buyers are paged (issue 10, item 21)
 		{"/v1/skus/bad%7B/events", "sku"},
 		{"/v1/skus/bad%7B/balance?at=2026-05-01T12:00:00Z", "sku"},
 		{"/v1/skus/bad%7B/buyers", "sku"},
