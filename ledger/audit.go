@@ -122,9 +122,10 @@ type AuditStore interface {
 	// SKUEntries returns up to limit rows of sku whose seq is above after,
 	// in seq order.
 	SKUEntries(ctx context.Context, sku domain.SKUID, after int64, limit int) ([]AuditEntry, error)
-	// Holders returns every user whose deducted units of sku exceed their
-	// released ones, with the difference, ordered by user.
-	Holders(ctx context.Context, sku domain.SKUID) ([]Holding, error)
+	// Holders returns up to limit users whose deducted units of sku exceed
+	// their released ones, with the difference, ordered by the bytes of
+	// their ids, starting after the user id after ("" from the first).
+	Holders(ctx context.Context, sku domain.SKUID, after string, limit int) ([]Holding, error)
 	// StockAt returns the sum of the deltas of sku's rows that occurred at
 	// or before at: 0 before the SKU was stocked.
 	StockAt(ctx context.Context, sku domain.SKUID, at time.Time) (int64, error)
@@ -200,29 +201,55 @@ func (a *Auditor) History(ctx context.Context, q HistoryQuery) (HistoryPage, err
 	return page, nil
 }
 
-// BuyersView is who holds units of a SKU, ordered by user.
-type BuyersView struct {
-	SKU    string
-	Buyers []Holding
+// BuyersQuery asks for the holders of a SKU ordered by user id, after the
+// user id After (a previous page's next_after; empty: from the first), at
+// most Limit of them (0: DefaultAuditLimit).
+type BuyersQuery struct {
+	SKU   string
+	After string
+	Limit int
 }
 
-// Buyers returns who holds units of the SKU now, after releases, with how
-// many: deducted minus released units per user, where that is above zero.
-// It folds the ledger, so it also answers once archive-buyers removed the
-// buyers from Redis.
-func (a *Auditor) Buyers(ctx context.Context, skuID string) (BuyersView, error) {
-	sku, err := domain.NewSKUID(skuID)
+// BuyersView is one page of who holds units of a SKU, ordered by the bytes
+// of the user ids. NextAfter is the After of the next page, nil on the last.
+type BuyersView struct {
+	SKU       string
+	Buyers    []Holding
+	NextAfter *string
+}
+
+// Buyers returns a page of who holds units of the SKU now, after releases,
+// with how many: deducted minus released units per user, where that is
+// above zero. It folds the ledger, so it also answers once archive-buyers
+// removed the buyers from Redis. An After that is not a valid user id is a
+// *domain.FieldError naming "after".
+func (a *Auditor) Buyers(ctx context.Context, q BuyersQuery) (BuyersView, error) {
+	sku, err := domain.NewSKUID(q.SKU)
+	if err != nil {
+		return BuyersView{}, err
+	}
+	if q.After != "" {
+		if _, err := domain.NewUserID(q.After); err != nil {
+			return BuyersView{}, domain.NewFieldError("after", fmt.Errorf("%w: %w", errCursor, err))
+		}
+	}
+	limit, err := auditLimit(q.Limit)
 	if err != nil {
 		return BuyersView{}, err
 	}
 	if err := a.defined(ctx, sku); err != nil {
 		return BuyersView{}, err
 	}
-	holders, err := a.store.Holders(ctx, sku)
+	holders, err := a.store.Holders(ctx, sku, q.After, limit+1)
 	if err != nil {
 		return BuyersView{}, fmt.Errorf("buyers of %s: %w", sku, err)
 	}
-	return BuyersView{SKU: sku.String(), Buyers: nonNil(holders)}, nil
+	view := BuyersView{SKU: sku.String(), Buyers: nonNil(holders)}
+	if len(holders) > limit {
+		view.Buyers = holders[:limit]
+		view.NextAfter = &holders[limit-1].UserID
+	}
+	return view, nil
 }
 
 // StockAt is a SKU's stock at an instant.

@@ -186,7 +186,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 	check(mid, rows[6].BalanceAfter)
 
 	// buyers: the domain fold's, and they survive the archive of Redis's set.
-	buyers, err := a.Buyers(ctx, "aud-1")
+	buyers, err := a.Buyers(ctx, ledger.BuyersQuery{SKU: "aud-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 	if n, err := s.RedisClient.Exists(ctx, s.Keyspace.BuyersKey("aud-2")).Result(); err != nil || n != 0 {
 		t.Fatalf("the buyers hash of aud-2 is still in Redis after archive-buyers: %d %v", n, err)
 	}
-	if b, err := a.Buyers(ctx, "aud-2"); err != nil || len(b.Buyers) != 1 || b.Buyers[0] != (ledger.Holding{UserID: "bob", Qty: 1}) {
+	if b, err := a.Buyers(ctx, ledger.BuyersQuery{SKU: "aud-2"}); err != nil || len(b.Buyers) != 1 || b.Buyers[0] != (ledger.Holding{UserID: "bob", Qty: 1}) {
 		t.Fatalf("buyers of aud-2 after archive-buyers: %+v %v", b, err)
 	}
 
@@ -277,7 +277,7 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	}
 	_, err = a.BalanceAt(ctx, "no braces{}", now)
 	field("sku", err)
-	_, err = a.Buyers(ctx, "a/b")
+	_, err = a.Buyers(ctx, ledger.BuyersQuery{SKU: "a/b"})
 	field("sku", err)
 	_, err = a.UserEvents(ctx, ledger.UserQuery{User: ""})
 	field("user_id", err)
@@ -301,7 +301,7 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	// A SKU that was never defined is not found, rather than empty.
 	for name, call := range map[string]func() error{
 		"history":    func() error { _, err := a.History(ctx, ledger.HistoryQuery{SKU: "ghost"}); return err },
-		"buyers":     func() error { _, err := a.Buyers(ctx, "ghost"); return err },
+		"buyers":     func() error { _, err := a.Buyers(ctx, ledger.BuyersQuery{SKU: "ghost"}); return err },
 		"balance-at": func() error { _, err := a.BalanceAt(ctx, "ghost", now); return err },
 	} {
 		if err := call(); !errors.Is(err, domain.ErrNotFound) || !strings.Contains(err.Error(), "never defined") {
@@ -318,7 +318,7 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	if b, err := a.BalanceAt(ctx, "aud-cold", now); err != nil || b.Stock != 0 {
 		t.Fatalf("balance of an unwarmed sku: %+v %v", b, err)
 	}
-	if b, err := a.Buyers(ctx, "aud-cold"); err != nil || b.Buyers == nil || len(b.Buyers) != 0 {
+	if b, err := a.Buyers(ctx, ledger.BuyersQuery{SKU: "aud-cold"}); err != nil || b.Buyers == nil || len(b.Buyers) != 0 {
 		t.Fatalf("buyers of an unwarmed sku: %+v %v", b, err)
 	}
 }

@@ -25,5 +25,8 @@ type SKUStore interface {
 // LedgerReader answers what the append-only ledger already knows about a SKU.
 type LedgerReader interface {
 	HasEvents(ctx context.Context, sku domain.SKUID) (bool, error)
-	Balance(ctx context.Context, sku domain.SKUID) (domain.LedgerBalance, error)
+	// Balance returns the SKU's balances row and its watermark, the highest
+	// seq with no gap below it, read together; domain.ErrNotFound before the
+	// first projection.
+	Balance(ctx context.Context, sku domain.SKUID) (bal domain.LedgerBalance, watermark int64, err error)
 }

@@ -218,8 +218,13 @@ type SKUView struct {
 	RedisStock  *int64
 	RedisSeq    *int64
 	LedgerStock *int64
-	LedgerSeq   *int64
-	Status      domain.SKUStatus
+	// LedgerSeq is the highest seq the ledger has seen. It can run ahead of
+	// a gap: seqs below it may still be on their way.
+	LedgerSeq *int64
+	// LedgerWatermark is the highest seq with no gap below it: the ledger
+	// holds every event up to it. State fills it; lists leave it nil.
+	LedgerWatermark *int64
+	Status          domain.SKUStatus
 }
 
 // State shows a SKU from both sides. An undefined SKU is domain.ErrNotFound.
@@ -236,21 +241,27 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 	live, err := s.inventory.State(ctx, sku)
 	switch {
 	case err == nil:
-		view.RedisStock, view.RedisSeq, view.Status = &live.Stock, &live.Seq, live.Status
-		if !live.Verified {
-			view.Status = domain.StatusRecovering
-		}
+		view.setLive(live)
 	case !errors.Is(err, domain.ErrNotWarmed):
 		return SKUView{}, err
 	}
-	bal, err := s.ledger.Balance(ctx, sku)
+	bal, watermark, err := s.ledger.Balance(ctx, sku)
 	switch {
 	case err == nil:
-		view.LedgerStock, view.LedgerSeq = &bal.Stock, &bal.LastSeq
+		view.LedgerStock, view.LedgerSeq, view.LedgerWatermark = &bal.Stock, &bal.LastSeq, &watermark
 	case !errors.Is(err, domain.ErrNotFound):
 		return SKUView{}, err
 	}
 	return view, nil
+}
+
+// setLive fills the Redis side of v from live: a SKU not verified under
+// the current Redis run shows as recovering, whatever its status.
+func (v *SKUView) setLive(live domain.StockState) {
+	v.RedisStock, v.RedisSeq, v.Status = &live.Stock, &live.Seq, live.Status
+	if !live.Verified {
+		v.Status = domain.StatusRecovering
+	}
 }
 
 // newEventID makes time-ordered UUIDs (v7), so ledger primary-key inserts

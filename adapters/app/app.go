@@ -83,7 +83,9 @@ type Application struct {
 	// dead-lettered.
 	DeadLetters *ledger.DeadLetters
 	Auditor     *ledger.Auditor
-	Reconciler  *reconcile.Reconciler
+	// Catalog lists the SKUs with their state in Redis and the ledger.
+	Catalog    *ledger.Catalog
+	Reconciler *reconcile.Reconciler
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
 	// lines and passes them on to Webhook.
 	Alerts *reconcile.LogAlerter
@@ -195,6 +197,7 @@ func (a *Application) wire() error {
 	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger, ad.Operations)
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
+	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
 		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err

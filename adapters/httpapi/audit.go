@@ -20,7 +20,7 @@ import (
 // invalid_request naming it; a SKU never defined is 404.
 type Auditor interface {
 	History(ctx context.Context, q ledger.HistoryQuery) (ledger.HistoryPage, error)
-	Buyers(ctx context.Context, sku string) (ledger.BuyersView, error)
+	Buyers(ctx context.Context, q ledger.BuyersQuery) (ledger.BuyersView, error)
 	BalanceAt(ctx context.Context, sku string, at time.Time) (ledger.StockAt, error)
 	UserEvents(ctx context.Context, q ledger.UserQuery) (ledger.UserPage, error)
 	Operations(ctx context.Context, q ledger.OperationQuery) (ledger.OperationPage, error)
@@ -94,15 +94,16 @@ type HoldingJSON struct {
 // BuyersJSON is the body of GET /v1/skus/{sku}/buyers and what
 // `audit buyers --format json` prints: a ledger.BuyersView.
 type BuyersJSON struct {
-	SKU    string        `json:"sku"`
-	Buyers []HoldingJSON `json:"buyers"`
+	SKU       string        `json:"sku"`
+	Buyers    []HoldingJSON `json:"buyers"`
+	NextAfter *string       `json:"next_after"`
 }
 
 // NewBuyersJSON maps v into its JSON shape, field by field.
 func NewBuyersJSON(v ledger.BuyersView) BuyersJSON {
 	return BuyersJSON{SKU: v.SKU, Buyers: mapSlice(v.Buyers, func(h ledger.Holding) HoldingJSON {
 		return HoldingJSON{UserID: h.UserID, Qty: h.Qty}
-	})}
+	}), NextAfter: v.NextAfter}
 }
 
 // StockAtJSON is the body of GET /v1/skus/{sku}/balance and what
@@ -170,14 +171,22 @@ func (s *server) balanceAt(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, NewStockAtJSON(res))
 }
 
-// buyers is GET /v1/skus/{sku}/buyers: who holds units now, after
-// releases, {"sku","buyers":[{"user_id","qty"}]}.
+// buyers is GET /v1/skus/{sku}/buyers?after=USER&limit=N: who holds units
+// now, after releases, ordered by user id, {"sku","buyers":[{"user_id",
+// "qty"}],"next_after":USER|null}; after is the last user id of the
+// previous page, limit 1-1000, default 100.
 func (s *server) buyers(w http.ResponseWriter, r *http.Request) {
-	if _, err := queryParams(r); err != nil {
+	q, err := queryParams(r, "after", "limit")
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.auditor.Buyers(r.Context(), r.PathValue("sku"))
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.auditor.Buyers(r.Context(), ledger.BuyersQuery{SKU: r.PathValue("sku"), After: q.Get("after"), Limit: limit})
 	if err != nil {
 		s.fail(w, r, err)
 		return

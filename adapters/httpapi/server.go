@@ -27,6 +27,13 @@ type Ledger interface {
 
 var _ Ledger = (*ledger.Service)(nil)
 
+// SKULister pages through the defined SKUs. *ledger.Catalog satisfies it.
+type SKULister interface {
+	List(ctx context.Context, q ledger.SKUListQuery) (ledger.SKUPage, error)
+}
+
+var _ SKULister = (*ledger.Catalog)(nil)
+
 // Config configures the handler: the application services behind every
 // route, the credentials and the limits. Zero limits get defaults
 // (setDefaults); every service is required.
@@ -39,6 +46,8 @@ type Config struct {
 	TokenSet *TokenSet
 	// Ledger serves the SKU and purchase routes.
 	Ledger Ledger
+	// SKUs serves GET /v1/skus.
+	SKUs SKULister
 	// Closer serves POST /v1/skus/{sku}/close.
 	Closer SKUCloser
 	// Auditor serves the read-only audit queries.
@@ -95,6 +104,7 @@ func (c Config) Validate() error {
 		missing bool
 	}{
 		{"Ledger", c.Ledger == nil},
+		{"SKUs", c.SKUs == nil},
 		{"Closer", c.Closer == nil},
 		{"Auditor", c.Auditor == nil},
 		{"Reconciler", c.Reconciler == nil},
@@ -121,6 +131,7 @@ func (c Config) Validate() error {
 
 type server struct {
 	ledger       Ledger
+	skus         SKULister
 	closer       SKUCloser
 	auditor      Auditor
 	reconciler   Reconciler
@@ -153,6 +164,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	}
 	s := &server{
 		ledger:       cfg.Ledger,
+		skus:         cfg.SKUs,
 		closer:       cfg.Closer,
 		auditor:      cfg.Auditor,
 		reconciler:   cfg.Reconciler,
@@ -191,6 +203,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/readyz", public, s.readyz},
 		{http.MethodGet, "/metrics", public, s.metrics.ServeHTTP},
 
+		{http.MethodGet, "/v1/skus", readers, s.listSKUs},
 		{http.MethodPut, "/v1/skus/{sku}", operatorOnly, s.createSKU},
 		{http.MethodGet, "/v1/skus/{sku}", readers, s.getSKU},
 		{http.MethodPost, "/v1/skus/{sku}/warm", operatorOnly, s.warm},
@@ -449,14 +462,17 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 // skuViewJSON is GET /v1/skus/{sku}: null where a side does not know yet
 // (Redis before warm, the ledger before the first projection).
 type skuViewJSON struct {
-	SKU          string `json:"sku"`
-	RedisStock   *int64 `json:"redis_stock"`
-	LedgerStock  *int64 `json:"ledger_stock"`
-	RedisSeq     *int64 `json:"redis_seq"`
-	LedgerSeq    *int64 `json:"ledger_seq"`
-	State        string `json:"state"`
-	InitialStock int64  `json:"initial_stock"`
-	PerUserLimit int64  `json:"per_user_limit"`
+	SKU         string `json:"sku"`
+	RedisStock  *int64 `json:"redis_stock"`
+	LedgerStock *int64 `json:"ledger_stock"`
+	RedisSeq    *int64 `json:"redis_seq"`
+	// LedgerSeq is the highest seq the ledger has seen, LedgerWatermark the
+	// highest with no gap below it.
+	LedgerSeq       *int64 `json:"ledger_seq"`
+	LedgerWatermark *int64 `json:"ledger_watermark"`
+	State           string `json:"state"`
+	InitialStock    int64  `json:"initial_stock"`
+	PerUserLimit    int64  `json:"per_user_limit"`
 }
 
 func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
@@ -466,13 +482,66 @@ func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, skuViewJSON{
-		SKU:          v.Definition.SKU().String(),
-		RedisStock:   v.RedisStock,
-		LedgerStock:  v.LedgerStock,
-		RedisSeq:     v.RedisSeq,
-		LedgerSeq:    v.LedgerSeq,
-		State:        string(v.Status),
-		InitialStock: v.Definition.InitialStock(),
-		PerUserLimit: v.Definition.PerUserLimit(),
+		SKU:             v.Definition.SKU().String(),
+		RedisStock:      v.RedisStock,
+		LedgerStock:     v.LedgerStock,
+		RedisSeq:        v.RedisSeq,
+		LedgerSeq:       v.LedgerSeq,
+		LedgerWatermark: v.LedgerWatermark,
+		State:           string(v.Status),
+		InitialStock:    v.Definition.InitialStock(),
+		PerUserLimit:    v.Definition.PerUserLimit(),
 	})
+}
+
+// SKUItemJSON is one SKU of GET /v1/skus: GET /v1/skus/{sku} without the
+// watermark, which would cost a scan per SKU.
+type SKUItemJSON struct {
+	SKU          string `json:"sku"`
+	InitialStock int64  `json:"initial_stock"`
+	PerUserLimit int64  `json:"per_user_limit"`
+	State        string `json:"state"`
+	RedisStock   *int64 `json:"redis_stock"`
+	RedisSeq     *int64 `json:"redis_seq"`
+	LedgerStock  *int64 `json:"ledger_stock"`
+	LedgerSeq    *int64 `json:"ledger_seq"`
+}
+
+// SKUPageJSON is the body of GET /v1/skus and what `sku list --format
+// json` prints: a ledger.SKUPage.
+type SKUPageJSON struct {
+	SKUs      []SKUItemJSON `json:"skus"`
+	NextAfter *string       `json:"next_after"`
+}
+
+// NewSKUPageJSON maps p into its JSON shape, field by field.
+func NewSKUPageJSON(p ledger.SKUPage) SKUPageJSON {
+	return SKUPageJSON{NextAfter: p.NextAfter, SKUs: mapSlice(p.SKUs, func(v ledger.SKUView) SKUItemJSON {
+		return SKUItemJSON{SKU: v.Definition.SKU().String(), InitialStock: v.Definition.InitialStock(),
+			PerUserLimit: v.Definition.PerUserLimit(), State: string(v.Status), RedisStock: v.RedisStock,
+			RedisSeq: v.RedisSeq, LedgerStock: v.LedgerStock, LedgerSeq: v.LedgerSeq}
+	})}
+}
+
+// listSKUs is GET /v1/skus?after=SKU&limit=N: the defined SKUs in byte
+// order of their ids, {"skus":[...],"next_after":SKU|null}; after is the
+// last SKU of the previous page, limit 1-1000, default 100. Redis fields
+// are null for a SKU Redis does not hold.
+func (s *server) listSKUs(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "after", "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.skus.List(r.Context(), ledger.SKUListQuery{After: q.Get("after"), Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, NewSKUPageJSON(page))
 }

@@ -117,6 +117,9 @@ func stubbed(t testing.TB, cfg Config) Config {
 	if cfg.Ledger == nil {
 		cfg.Ledger = u
 	}
+	if cfg.SKUs == nil {
+		cfg.SKUs = struct{ SKULister }{} // apart from unused: AdjustmentFlow has a List too
+	}
 	if cfg.Closer == nil {
 		cfg.Closer = u
 	}

@@ -70,18 +70,19 @@ func (s *PostgresAuditStore) auditEntries(ctx context.Context, query string, arg
 }
 
 // Holders folds sku's deductions and releases per user, as restore and
-// reconcile do, and returns the users who still hold units, in byte order
-// of their ids whatever the database's collation, so every deployment
-// lists them alike.
-func (s *PostgresAuditStore) Holders(ctx context.Context, sku domain.SKUID) ([]ledger.Holding, error) {
+// reconcile do, and returns up to limit users after the user id after who
+// still hold units, in byte order of their ids whatever the database's
+// collation, so every deployment lists and pages them alike. Each page
+// folds the SKU's rows of users above after.
+func (s *PostgresAuditStore) Holders(ctx context.Context, sku domain.SKUID, after string, limit int) ([]ledger.Holding, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT user_id, held FROM (
     SELECT user_id, sum(CASE type WHEN 'deducted' THEN qty ELSE -qty END) AS held
     FROM ledger_entries
-    WHERE sku = $1 AND type IN ('deducted', 'released')
+    WHERE sku = $1 AND type IN ('deducted', 'released') AND user_id COLLATE "C" > $2
     GROUP BY user_id
 ) per_user
-WHERE held > 0 ORDER BY user_id COLLATE "C"`, sku.String())
+WHERE held > 0 ORDER BY user_id COLLATE "C" LIMIT $3`, sku.String(), after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("fold buyers: %w", translate(err))
 	}

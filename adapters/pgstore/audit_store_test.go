@@ -31,7 +31,7 @@ func TestAuditStore(t *testing.T) {
 		e.Delta != -1 || e.BalanceAfter != 9 || !e.OccurredAt.Equal(events[1].OccurredAt) || e.RecordedAt.IsZero() {
 		t.Fatalf("audit entry: %+v", e)
 	}
-	holders, err := audit.Holders(ctx, sku)
+	holders, err := audit.Holders(ctx, sku, "", 10)
 	if err != nil || len(holders) != 1 || holders[0] != (ledger.Holding{UserID: "u1", Qty: 2}) {
 		t.Fatalf("holders: %+v %v, want u1 holding 2", holders, err)
 	}

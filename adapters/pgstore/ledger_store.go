@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,11 @@ var (
 // It never writes: the projector writes through PostgresProjectionStore.
 type PostgresLedgerStore struct {
 	pool *pgxpool.Pool
+	// watermarks remembers each SKU's last watermark (string → int64). The
+	// ledger is append-only and a seq is unique per SKU, so a seq once
+	// gap-free below stays so, and the next Balance scans only the rows
+	// above it.
+	watermarks sync.Map
 }
 
 // NewPostgresLedgerStore returns a store over pool.
@@ -39,19 +45,44 @@ func (s *PostgresLedgerStore) HasEvents(ctx context.Context, sku domain.SKUID) (
 	return exists, nil
 }
 
-// Balance returns the SKU's projected balance, or domain.ErrNotFound when no
-// event of the SKU has been projected yet.
-func (s *PostgresLedgerStore) Balance(ctx context.Context, sku domain.SKUID) (domain.LedgerBalance, error) {
-	var b domain.LedgerBalance
-	err := s.pool.QueryRow(ctx, `SELECT balance, last_seq, updated_at FROM balances WHERE sku = $1`, sku.String()).
-		Scan(&b.Stock, &b.LastSeq, &b.UpdatedAt)
+// Balance returns the SKU's projected balance and its ledger watermark,
+// both read in one snapshot, or domain.ErrNotFound when no event of the SKU
+// has been projected yet. bal.LastSeq is the highest seq the ledger has
+// seen; watermark is the highest seq with no gap below it (every seq from 1
+// to it is in the ledger), so watermark <= bal.LastSeq, and they differ
+// while a batch with lower seqs is still being committed.
+//
+// The watermark costs an index-only scan of the SKU's rows above the last
+// watermark this store computed: a count and max first, and only when they
+// show a gap, a row_number() window that stops at the first one. The first
+// call for a SKU scans all of its rows (about 0.1-0.5 s for a million, on a
+// small machine); later calls scan only what was projected since.
+func (s *PostgresLedgerStore) Balance(ctx context.Context, sku domain.SKUID) (bal domain.LedgerBalance, watermark int64, err error) {
+	var known int64
+	if v, ok := s.watermarks.Load(sku.String()); ok {
+		known = v.(int64)
+	}
+	err = s.pool.QueryRow(ctx, `
+SELECT b.balance, b.last_seq, b.updated_at, (
+    SELECT CASE
+        WHEN above.n = 0 THEN $2
+        WHEN above.m - $2 = above.n THEN above.m
+        ELSE (SELECT $2 + t.rn - 1 FROM (
+                  SELECT seq, row_number() OVER (ORDER BY seq) AS rn
+                  FROM ledger_entries WHERE sku = $1 AND seq > $2) t
+              WHERE t.seq <> $2 + t.rn LIMIT 1)
+    END
+    FROM (SELECT count(*) AS n, max(seq) AS m FROM ledger_entries WHERE sku = $1 AND seq > $2) above)
+FROM balances b WHERE b.sku = $1`, sku.String(), known).
+		Scan(&bal.Stock, &bal.LastSeq, &bal.UpdatedAt, &watermark)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return domain.LedgerBalance{}, fmt.Errorf("balance of %s: %w", sku, domain.ErrNotFound)
+			return domain.LedgerBalance{}, 0, fmt.Errorf("balance of %s: %w", sku, domain.ErrNotFound)
 		}
-		return domain.LedgerBalance{}, fmt.Errorf("balance of %s: %w", sku, translate(err))
+		return domain.LedgerBalance{}, 0, fmt.Errorf("balance of %s: %w", sku, translate(err))
 	}
-	return b, nil
+	s.watermarks.Store(sku.String(), watermark)
+	return bal, watermark, nil
 }
 
 // eventColumns are a ledger row's event, in scanEvents' order.

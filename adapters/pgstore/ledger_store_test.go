@@ -21,7 +21,7 @@ func TestProjectionAndLedgerStores(t *testing.T) {
 	if has, err := ledger.HasEvents(ctx, mustSKU(t, "a")); err != nil || has {
 		t.Fatalf("has events before append: %v %v", has, err)
 	}
-	if _, err := ledger.Balance(ctx, mustSKU(t, "a")); !errors.Is(err, domain.ErrNotFound) {
+	if _, _, err := ledger.Balance(ctx, mustSKU(t, "a")); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("balance before append: %v, want ErrNotFound", err)
 	}
 	// Order does not matter: b's row, then a's out of seq order.
@@ -35,7 +35,7 @@ func TestProjectionAndLedgerStores(t *testing.T) {
 	if has, err := ledger.HasEvents(ctx, mustSKU(t, "a")); err != nil || !has {
 		t.Fatalf("has events: %v %v", has, err)
 	}
-	if bal, err := ledger.Balance(ctx, mustSKU(t, "a")); err != nil || bal.Stock != 8 || bal.LastSeq != 3 {
+	if bal, _, err := ledger.Balance(ctx, mustSKU(t, "a")); err != nil || bal.Stock != 8 || bal.LastSeq != 3 {
 		t.Fatalf("balance: %+v %v, want 8 at seq 3", bal, err)
 	}
 

@@ -17,6 +17,7 @@ var (
 	_ ledger.SKUStore       = (*PostgresSKUStore)(nil)
 	_ ledger.SKUDefinitions = (*PostgresSKUStore)(nil)
 	_ ledger.SKUCatalog     = (*PostgresSKUStore)(nil)
+	_ ledger.SKUPager       = (*PostgresSKUStore)(nil)
 	_ reconcile.SKULister   = (*PostgresSKUStore)(nil)
 )
 
@@ -90,6 +91,46 @@ func (s *PostgresSKUStore) List(ctx context.Context) ([]domain.SKUID, error) {
 		return nil, fmt.Errorf("list skus: %w", translate(err))
 	}
 	return ids, nil
+}
+
+// Page returns up to limit SKUs after the id after, in byte order of their
+// ids whatever the database's collation, each with its balances row: one
+// query for the page.
+func (s *PostgresSKUStore) Page(ctx context.Context, after string, limit int) ([]ledger.SKUListing, error) {
+	rows, err := s.pool.Query(ctx, `
+SELECT s.sku, s.initial_stock, s.per_user_limit, b.balance, b.last_seq, b.updated_at
+FROM skus s LEFT JOIN balances b ON b.sku = s.sku
+WHERE s.sku COLLATE "C" > $1 ORDER BY s.sku COLLATE "C" LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list skus: %w", translate(err))
+	}
+	listings, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.SKUListing, error) {
+		var (
+			sku          string
+			stock, limit int64
+			balance, seq *int64
+			updatedAt    *time.Time
+		)
+		if err := row.Scan(&sku, &stock, &limit, &balance, &seq, &updatedAt); err != nil {
+			return ledger.SKUListing{}, err
+		}
+		id, err := domain.NewSKUID(sku)
+		if err != nil {
+			return ledger.SKUListing{}, err
+		}
+		l := ledger.SKUListing{}
+		if l.Definition, err = domain.NewSKUDefinition(id, stock, limit); err != nil {
+			return ledger.SKUListing{}, err
+		}
+		if balance != nil {
+			l.Balance = &domain.LedgerBalance{Stock: *balance, LastSeq: *seq, UpdatedAt: *updatedAt}
+		}
+		return l, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list skus: %w", translate(err))
+	}
+	return listings, nil
 }
 
 // scanSKUID reads a row of one sku column, validating the id.

@@ -84,8 +84,9 @@ type RedisInventory struct {
 }
 
 var (
-	_ ledger.Inventory     = (*RedisInventory)(nil)
-	_ ledger.StockAdjuster = (*RedisInventory)(nil)
+	_ ledger.Inventory       = (*RedisInventory)(nil)
+	_ ledger.StockAdjuster   = (*RedisInventory)(nil)
+	_ ledger.InventoryStates = (*RedisInventory)(nil)
 )
 
 // NewRedisInventory returns an inventory over client using keys' layout.
@@ -366,8 +367,56 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 	if len(v) == 0 {
 		return domain.StockState{}, domain.ErrNotWarmed
 	}
-	rp := newReply("state "+s, v)
-	st := domain.StockState{SKU: s}
+	return parseState(s, v)
+}
+
+// States reads the live inventory of skus with state.lua in one pipeline:
+// one round trip per Redis node. SKUs not in Redis are absent from the
+// map. A Redis that lost the script is given it once, and asked again.
+func (r *RedisInventory) States(ctx context.Context, skus []domain.SKUID) (map[domain.SKUID]domain.StockState, error) {
+	cmds := make([]*redis.Cmd, len(skus))
+	run := func() error {
+		pipe := r.client.Pipeline()
+		for i, sku := range skus {
+			key := r.keys.SKUKey(sku.String())
+			runID, err := r.runIDs.forKey(ctx, r.client, key)
+			if err != nil {
+				return err
+			}
+			cmds[i] = stateScript.EvalSha(ctx, pipe, []string{key}, runID)
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	err := run()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err = stateScript.Load(ctx, r.client).Err(); err == nil {
+			err = run()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("states of %d skus: %w", len(skus), err)
+	}
+	states := make(map[domain.SKUID]domain.StockState, len(skus))
+	for i, sku := range skus {
+		v, err := cmds[i].Slice()
+		if err != nil {
+			return nil, fmt.Errorf("state %s: %w", sku, err)
+		}
+		if len(v) == 0 {
+			continue
+		}
+		if states[sku], err = parseState(sku.String(), v); err != nil {
+			return nil, err
+		}
+	}
+	return states, nil
+}
+
+// parseState decodes state.lua's reply for a warmed SKU.
+func parseState(sku string, v []any) (domain.StockState, error) {
+	rp := newReply("state "+sku, v)
+	st := domain.StockState{SKU: sku}
 	st.Stock = rp.Int(0, "stock")
 	st.Seq = rp.Int(1, "seq")
 	st.Limit = rp.Int(2, "limit")

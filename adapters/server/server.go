@@ -311,6 +311,7 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 	return httpapi.NewHandler(httpapi.Config{
 		TokenSet:    tokens,
 		Ledger:      a.Service,
+		SKUs:        a.Catalog,
 		Closer:      a.Archiver,
 		Auditor:     a.Auditor,
 		Reconciler:  a.Reconciler,

@@ -78,19 +78,26 @@ When more rows follow, stderr names the --after of the next page.`, ledger.MaxAu
 }
 
 func newAuditBuyersCmd(withApp appRunner, format *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "buyers SKU",
-		Short: "List who holds units of a SKU now, after releases",
-		Long: `buyers lists every user who holds units of the SKU now, with how many: the
+	var q ledger.BuyersQuery
+	cmd := &cobra.Command{
+		Use:   "buyers SKU [--after USER] [--limit N]",
+		Short: "List who holds units of a SKU now, after releases, a page at a time",
+		Long: fmt.Sprintf(`buyers lists the users who hold units of the SKU now, with how many: the
 units each one bought minus those released, folded from the ledger. It also
-answers after archive-buyers removed the buyers from Redis.`,
+answers after archive-buyers removed the buyers from Redis. Users come in
+byte order of their ids, after --after, at most --limit of them (1-%d).
+When more users follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
+			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+				return err
+			}
+			q.SKU = args[0]
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
-				view, err := a.Auditor.Buyers(cmd.Context(), args[0])
+				view, err := a.Auditor.Buyers(cmd.Context(), q)
 				if err != nil {
 					return err
 				}
@@ -98,10 +105,17 @@ answers after archive-buyers removed the buyers from Redis.`,
 				for i, h := range view.Buyers {
 					rows[i] = []string{h.UserID, strconv.FormatInt(h.Qty, 10)}
 				}
-				return output.Records(cmd.OutOrStdout(), *format, httpapi.NewBuyersJSON(view), []string{"user_id", "qty"}, rows)
+				if err := output.Records(cmd.OutOrStdout(), *format, httpapi.NewBuyersJSON(view), []string{"user_id", "qty"}, rows); err != nil {
+					return err
+				}
+				output.NextPage(cmd.ErrOrStderr(), view.NextAfter)
+				return nil
 			})
 		},
 	}
+	cmd.Flags().StringVar(&q.After, "after", "", "list users after this user id, as a previous run printed it")
+	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most users to list")
+	return cmd
 }
 
 func newAuditBalanceAtCmd(withApp appRunner, format *string) *cobra.Command {
@@ -164,9 +178,7 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 				if err := writeEntries(cmd.OutOrStdout(), *format, httpapi.NewUserPageJSON(page), page.Events); err != nil {
 					return err
 				}
-				if page.NextAfter != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more rows follow: run again with --after %s\n", *page.NextAfter)
-				}
+				output.NextPage(cmd.ErrOrStderr(), page.NextAfter)
 				return nil
 			})
 		},

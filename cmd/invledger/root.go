@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger"
 )
@@ -188,12 +189,51 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 					return err
 				}
 				return output.PrintJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "redis_stock": v.RedisStock, "redis_seq": v.RedisSeq,
-					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "state": v.Status,
+					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "ledger_watermark": v.LedgerWatermark, "state": v.Status,
 					"initial_stock": v.Definition.InitialStock(), "per_user_limit": v.Definition.PerUserLimit()})
 			})
 		},
 	}
-	cmd.AddCommand(create, warm, show, newSKUCloseCmd(withApp))
+	cmd.AddCommand(create, warm, show, newSKUListCmd(withApp), newSKUCloseCmd(withApp))
+	return cmd
+}
+
+func newSKUListCmd(withApp appRunner) *cobra.Command {
+	var (
+		q      ledger.SKUListQuery
+		format string
+	)
+	cmd := &cobra.Command{
+		Use:   "list [--after SKU] [--limit N] [--format table|json|csv]",
+		Short: "List the SKUs with their state in Redis and the ledger, a page at a time",
+		Long: fmt.Sprintf(`list prints every defined SKU in byte order of its id, after --after, at
+most --limit of them (1-%d), as GET /v1/skus answers: state, Redis stock and
+seq (empty when Redis does not hold the SKU), ledger stock and seq. When more
+SKUs follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := output.CheckFormat(format); err != nil {
+				return err
+			}
+			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+				return err
+			}
+			return withApp(c.Context(), withRedis, func(a *app.Application) error {
+				page, err := a.Catalog.List(c.Context(), q)
+				if err != nil {
+					return err
+				}
+				if err := output.SKUs(c.OutOrStdout(), format, httpapi.NewSKUPageJSON(page)); err != nil {
+					return err
+				}
+				output.NextPage(c.ErrOrStderr(), page.NextAfter)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&q.After, "after", "", "list SKUs after this one, as a previous run printed it")
+	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most SKUs to list")
+	cmd.Flags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
 	return cmd
 }
 

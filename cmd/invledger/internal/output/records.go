@@ -111,7 +111,35 @@ func Adjustments(w, more io.Writer, page httpapi.AdjustmentPageJSON) error {
 		return err
 	}
 	if page.NextAfter != nil {
-		fmt.Fprintf(more, "more: run again with --after %d\n", *page.NextAfter)
+		next := strconv.FormatInt(*page.NextAfter, 10)
+		NextPage(more, &next)
 	}
 	return nil
+}
+
+// skuHeader is the columns of SKUs, in GET /v1/skus' field order.
+var skuHeader = []string{"sku", "initial_stock", "per_user_limit", "state", "redis_stock", "redis_seq", "ledger_stock", "ledger_seq"}
+
+// SKUs prints a page of `sku list`: as GET /v1/skus answers it with --format
+// json, else one row per SKU, with an empty cell where the API has null.
+func SKUs(w io.Writer, format string, page httpapi.SKUPageJSON) error {
+	rows := make([][]string, len(page.SKUs))
+	opt := func(n *int64) string {
+		if n == nil {
+			return ""
+		}
+		return strconv.FormatInt(*n, 10)
+	}
+	for i, s := range page.SKUs {
+		rows[i] = []string{s.SKU, strconv.FormatInt(s.InitialStock, 10), strconv.FormatInt(s.PerUserLimit, 10), s.State,
+			opt(s.RedisStock), opt(s.RedisSeq), opt(s.LedgerStock), opt(s.LedgerSeq)}
+	}
+	return Records(w, format, page, skuHeader, rows)
+}
+
+// NextPage tells on w (stderr) where the next page starts, when one follows.
+func NextPage(w io.Writer, next *string) {
+	if next != nil {
+		fmt.Fprintf(w, "more rows follow: run again with --after %s\n", *next)
+	}
 }
