@@ -41,6 +41,7 @@ func NewRedisArchiver(client redis.UniversalClient, keys Keyspace) *RedisArchive
 // purchases. already is true, and closedAt the original time, when it was
 // closed before. A SKU that is not in Redis is domain.ErrNotWarmed.
 func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID) (closedAt time.Time, already bool, err error) {
+	defer translateInto(&err)
 	v, err := closeScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}).Slice()
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
@@ -68,6 +69,7 @@ func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID) (closedA
 // pages are not one snapshot: callers check that the SKU's seq did not move
 // across the read.
 func (r *RedisArchiver) Buyers(ctx context.Context, sku domain.SKUID) (buyers map[string]int64, archived bool, err error) {
+	defer translateInto(&err)
 	s := sku.String()
 	archived, err = r.client.HExists(ctx, r.keys.SKUKey(s), "archived_at").Result()
 	if err != nil {
@@ -99,7 +101,8 @@ func (r *RedisArchiver) Buyers(ctx context.Context, sku domain.SKUID) (buyers ma
 // provided its seq is still seq; otherwise it is ledger.ErrSeqMoved and
 // nothing changes. Dropping again is a no-op. An open SKU is
 // ledger.ErrSKUOpen; a SKU not in Redis is domain.ErrNotWarmed.
-func (r *RedisArchiver) DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) error {
+func (r *RedisArchiver) DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) (err error) {
+	defer translateInto(&err)
 	s := sku.String()
 	v, err := dropBuyersScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.BuyersKey(s)}, seq).Slice()
 	if err != nil {

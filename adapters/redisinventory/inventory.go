@@ -121,18 +121,20 @@ func (r *RedisInventory) begin(ctx context.Context, writes bool) (context.Contex
 }
 
 // failed wraps the error of a Redis call made under ctx. A call cut by the
-// deadline is domain.ErrUnavailable: the script may or may not have run, so
-// the caller retries with the same request id, which replays its receipt.
+// deadline, or a Redis that cannot be reached, is domain.ErrUnavailable: the
+// script may or may not have run, so the caller retries with the same
+// request id, which replays its receipt.
 func (r *RedisInventory) failed(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil && !errors.Is(err, domain.ErrUnavailable) {
 		return fmt.Errorf("%s: %w: redis did not answer within %s (%w): %w", op, domain.ErrUnavailable, r.cfg.Timeout, ctx.Err(), err)
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return fmt.Errorf("%s: %w", op, translate(err))
 }
 
 // Load preloads the purchase scripts and the reconciler's compare-and-set
 // scripts, so the first purchases and repairs do not pay for EVAL.
-func (r *RedisInventory) Load(ctx context.Context) error {
+func (r *RedisInventory) Load(ctx context.Context) (err error) {
+	defer translateInto(&err)
 	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript} {
 		if err := s.Load(ctx, r.client).Err(); err != nil {
 			return fmt.Errorf("load redis scripts: %w", err)
@@ -329,7 +331,8 @@ func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmen
 // Applied reads the marker adjust.lua leaves on the SKU hash when it
 // applies adjustment adjustmentID: its receipt, and true, if it was applied.
 // A SKU not in Redis has no markers.
-func (r *RedisInventory) Applied(ctx context.Context, sku domain.SKUID, adjustmentID int64) (domain.Receipt, bool, error) {
+func (r *RedisInventory) Applied(ctx context.Context, sku domain.SKUID, adjustmentID int64) (_ domain.Receipt, _ bool, err error) {
+	defer translateInto(&err)
 	s := sku.String()
 	raw, err := r.client.HGet(ctx, r.keys.SKUKey(s), "adjustment:"+strconv.FormatInt(adjustmentID, 10)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -373,7 +376,8 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 // States reads the live inventory of skus with state.lua in one pipeline:
 // one round trip per Redis node. SKUs not in Redis are absent from the
 // map. A Redis that lost the script is given it once, and asked again.
-func (r *RedisInventory) States(ctx context.Context, skus []domain.SKUID) (map[domain.SKUID]domain.StockState, error) {
+func (r *RedisInventory) States(ctx context.Context, skus []domain.SKUID) (_ map[domain.SKUID]domain.StockState, err error) {
+	defer translateInto(&err)
 	cmds := make([]*redis.Cmd, len(skus))
 	run := func() error {
 		pipe := r.client.Pipeline()
@@ -388,7 +392,7 @@ func (r *RedisInventory) States(ctx context.Context, skus []domain.SKUID) (map[d
 		_, err := pipe.Exec(ctx)
 		return err
 	}
-	err := run()
+	err = run()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
 		if err = stateScript.Load(ctx, r.client).Err(); err == nil {
 			err = run()

@@ -97,7 +97,8 @@ func NewRedisReconcileSource(client redis.UniversalClient, keys Keyspace, runIDs
 // group's lowest pending id are acked, and the projector acks only after
 // its commit, so any event not in the snapshot's tail is in the ledger
 // already.
-func (r *RedisReconcileSource) Snapshot(ctx context.Context, skus []domain.SKUID) (reconcile.Snapshot, error) {
+func (r *RedisReconcileSource) Snapshot(ctx context.Context, skus []domain.SKUID) (_ reconcile.Snapshot, err error) {
+	defer translateInto(&err)
 	byPartition := map[int][]domain.SKUID{}
 	for _, sku := range skus {
 		p := r.keys.Partition(sku.String())
@@ -214,7 +215,8 @@ func (r *RedisReconcileSource) unackedFrom(ctx context.Context, stream string) (
 // StreamEvents returns the events of sku that its partition stream still
 // holds with one of seqs, for re-projecting ledger gaps. Entries that cannot
 // be decoded are left out: they are dead letters, not events.
-func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUID, seqs []int64) ([]domain.Event, error) {
+func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUID, seqs []int64) (_ []domain.Event, err error) {
+	defer translateInto(&err)
 	want := make(map[int64]bool, len(seqs))
 	for _, s := range seqs {
 		want[s] = true
@@ -249,6 +251,7 @@ func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUI
 // the check. One pipeline for all: after a restart every SKU needs its
 // stamp, and a round trip (and fsync) per SKU would keep sales closed for seconds.
 func (r *RedisReconcileSource) StampMany(ctx context.Context, skus []domain.SKUID, seqs []int64) (stamped []bool, err error) {
+	defer translateInto(&err)
 	if err := stampScript.Load(ctx, r.client).Err(); err != nil {
 		return nil, fmt.Errorf("load stamp script: %w", err)
 	}
@@ -276,12 +279,14 @@ func (r *RedisReconcileSource) StampMany(ctx context.Context, skus []domain.SKUI
 // Fence takes the SKU out of sale (purchases get recovering) if its seq is
 // still seq. fenced is false when a purchase moved the seq meanwhile.
 func (r *RedisReconcileSource) Fence(ctx context.Context, sku domain.SKUID, seq int64) (fenced bool, err error) {
+	defer translateInto(&err)
 	return r.casScript(ctx, fenceScript, "fence", sku, seq)
 }
 
 // Correct sets the SKU's stock and stamps it verified if its seq is still
 // seq. corrected is false when a purchase moved the seq meanwhile.
 func (r *RedisReconcileSource) Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (corrected bool, err error) {
+	defer translateInto(&err)
 	return r.casScript(ctx, correctScript, "correct", sku, seq, stock)
 }
 

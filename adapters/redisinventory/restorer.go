@@ -61,7 +61,8 @@ func NewRedisRestorer(client redis.UniversalClient, keys Keyspace) *RedisRestore
 // entry, not at its end, so an event appended before the group was created
 // (a warm right after the wipe) is still projected; projection is
 // idempotent by event_id, so this never adds a ledger row twice.
-func (r *RedisRestorer) EnsureStreams(ctx context.Context, group string) error {
+func (r *RedisRestorer) EnsureStreams(ctx context.Context, group string) (err error) {
+	defer translateInto(&err)
 	for _, stream := range r.keys.StreamKeys() {
 		err := r.client.XGroupCreateMkStream(ctx, stream, group, "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
@@ -79,7 +80,8 @@ func (r *RedisRestorer) EnsureStreams(ctx context.Context, group string) error {
 // SKU at a higher seq than img is ledger.ErrRedisAhead, and nothing is
 // written. A restore that fails midway leaves the SKU fenced, never half
 // open; running it again completes it.
-func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) error {
+func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err error) {
+	defer translateInto(&err)
 	st := img.State
 	keys := []string{r.keys.SKUKey(st.SKU), r.keys.BuyersKey(st.SKU), r.keys.RequestsKey(st.SKU)}
 	token := restoreTokenPrefix + uuid.NewString()

@@ -137,6 +137,16 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 		r.body != `{"status":"not_ready","error":"not_ready","redis":"unreachable","postgres":"unreachable"}` {
 		t.Fatalf("readyz with redis down: %d %s", r.status, r.body)
 	}
+	// A Redis that is down is unavailable, not a bug: 503 with Retry-After on
+	// the purchase path and the SKU view alike.
+	for _, c := range []struct{ method, path, secret, body string }{
+		{"POST", "/v1/skus/ready-1/deduct", secretGateway, `{"user_id":"u2","qty":1,"request_id":"r2"}`},
+		{"POST", "/v1/skus/ready-1/release", secretGateway, `{"user_id":"u1","request_id":"r1"}`},
+	} {
+		if r := call(t, c.method, api+c.path, c.secret, c.body); r.status != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"unavailable"`) {
+			t.Fatalf("%s %s with redis down: %d %v %s, want 503 unavailable with Retry-After", c.method, c.path, r.status, r.header, r.body)
+		}
+	}
 }
 
 // rawGet sends GET path on conn and reads the answer, leaving the
