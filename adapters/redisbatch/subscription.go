@@ -92,7 +92,8 @@ func (sub *subscription) run() {
 }
 
 // readLoop first re-reads this consumer's own pending entries, then reads
-// new ones, and every ClaimInterval claims a round of idle ones.
+// new ones, and every ClaimInterval claims a round of idle ones. After any
+// failed read it re-reads its own pending entries first.
 func (sub *subscription) readLoop() {
 	pendingFrom := "0" // "" once the own pending list has been read through
 	claimFrom := ""    // XAUTOCLAIM cursor; "" between claim rounds
@@ -139,6 +140,12 @@ func (sub *subscription) readLoop() {
 				return
 			}
 			sub.log.Warn("redisbatch: read failed; retrying", "source", source, "err", err, "in", backoff)
+			// A read that failed, a Redis that crashed or a connection lost,
+			// may have been delivered without its reply reaching us: its
+			// entries are in this consumer's pending list, and only a read
+			// of that list gets them back before they idle long enough to be
+			// claimed. Entries still being handled are not delivered twice.
+			pendingFrom = "0"
 			if strings.HasPrefix(err.Error(), "NOGROUP") {
 				// The stream or the group is gone (a Redis that lost its
 				// data, or a deleted key): make them again, as Subscribe did.

@@ -40,9 +40,10 @@ func (c check) figures() Figures {
 // classify compares one SKU's Redis state with the ledger and the events in
 // flight. It reports lagging, never drift, for any difference the in-flight
 // events explain exactly: a sale at full speed is not an incident. A SKU
-// whose in-flight events were too many to read (TailTruncated) is lagging:
-// its stock and seq are not compared, only what needs no in-flight events
-// (receipts, balances).
+// whose in-flight events were too many to read (TailTruncated) is lagging
+// unless Redis is behind the ledger: its stock is not compared, only what
+// needs no in-flight events (its seq against the ledger's, receipts,
+// balances).
 func classify(c check) (Class, []Finding) {
 	f := c.figures()
 	known := c.ledger.Count + int64(len(c.inFlight))
@@ -60,13 +61,14 @@ func classify(c check) (Class, []Finding) {
 	}
 	redisSide := ClassOK
 	switch {
-	case c.live.TailTruncated:
-		// Too far behind to compare exactly: lagging, whatever the figures.
 	// Behind first: a Redis that lost writes must never go on issuing seqs the
-	// ledger already holds, gap or no gap.
+	// ledger already holds, gap or no gap. That needs no in-flight events, so
+	// it is checked even when the tail was too long to read.
 	case c.live.Seq < f.TruthSeq:
 		redisSide = ClassRedisBehind
 		add(ClassRedisBehind, "Redis is at seq %d, the ledger and stream at %d: Redis lost %d events", c.live.Seq, f.TruthSeq, f.TruthSeq-c.live.Seq)
+	case c.live.TailTruncated:
+		// Too far behind to compare stock exactly: lagging.
 	case known < f.TruthSeq || c.live.Seq > f.TruthSeq:
 		redisSide = ClassLedgerGap
 		add(ClassLedgerGap, "seqs up to %d: %d known to the ledger and the stream, Redis is at seq %d", max(f.TruthSeq, c.live.Seq), known, c.live.Seq)

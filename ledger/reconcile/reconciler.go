@@ -213,9 +213,11 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 		if c.live.Present && !c.live.Verified {
 			unverified++
-			// A SKU whose tail was too long to read is not compared
-			// exactly, so it is not verified either; a later pass is.
-			if safeToStamp(findings) && !c.live.TailTruncated {
+			// A SKU whose tail was too long to read is verified by its seq
+			// alone: a Redis that kept every event the ledger has lost
+			// nothing the ledger could hand back, and the unread tail is in
+			// its own stream, restored from the same AOF.
+			if safeToStamp(findings) {
 				stampSKUs, stampSeqs = append(stampSKUs, c.id), append(stampSeqs, c.live.Seq)
 			}
 		}

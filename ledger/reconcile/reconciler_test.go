@@ -59,7 +59,9 @@ func waitCaughtUp(t testing.TB, s *stacktest.Stack, sku string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		v, err := s.Service.State(context.Background(), sku)
-		if err == nil && v.LedgerSeq != nil && *v.LedgerSeq == *v.RedisSeq {
+		// The watermark, not the highest seq: batches commit out of order,
+		// so the highest seq can be there while a gap below it is not.
+		if err == nil && v.LedgerWatermark != nil && *v.LedgerWatermark == *v.RedisSeq {
 			return
 		}
 		if time.Now().After(deadline) {
