@@ -49,8 +49,9 @@ type ProjectorConfig struct {
 	// plus one for acks, so one is usually enough. Default 1.
 	SubscribersPerPartition int
 	// ReadBatch is the COUNT of each XREADGROUP; a read's entries are handed
-	// to the handlers at once and acked with one XACK once all committed.
-	// Default 1000.
+	// to the handlers at once, committed together by the group-commit
+	// writer, and acked with one XACK. Default Batch.MaxBatch, so one read
+	// fits one transaction.
 	ReadBatch int
 	// ReclaimAfter is how long an entry pending on another consumer must be
 	// idle before this projector takes it over.
@@ -88,9 +89,6 @@ func (c *ProjectorConfig) setDefaults() {
 	if c.SubscribersPerPartition == 0 {
 		c.SubscribersPerPartition = 1
 	}
-	if c.ReadBatch == 0 {
-		c.ReadBatch = 1000
-	}
 	if c.ReclaimAfter == 0 {
 		c.ReclaimAfter = 30 * time.Second
 	}
@@ -107,6 +105,9 @@ func (c *ProjectorConfig) setDefaults() {
 		c.EpochPoll = 200 * time.Millisecond
 	}
 	c.Batch.setDefaults()
+	if c.ReadBatch == 0 {
+		c.ReadBatch = c.Batch.MaxBatch
+	}
 }
 
 // Validate reports every invalid setting at once.
@@ -286,7 +287,8 @@ func (p *Projector) handle(msg *message.Message) error {
 	if err := p.checkNotLost(msg); err != nil {
 		return err
 	}
-	return p.writer.Submit(msg.Context(), event)
+	read, _ := redisbatch.ReadOf(msg.Context())
+	return p.writer.Submit(msg.Context(), event, read)
 }
 
 // checkNotLost refuses an entry read under an earlier Redis run that the
