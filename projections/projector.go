@@ -54,8 +54,11 @@ type ProjectorConfig struct {
 	// fits one transaction.
 	ReadBatch int
 	// ReclaimAfter is how long an entry pending on another consumer must be
-	// idle before this projector takes it over.
+	// idle before this projector takes it over (XAUTOCLAIM). Default 30s.
 	ReclaimAfter time.Duration
+	// ClaimInterval is how often each stream is scanned for such entries.
+	// Default 5s.
+	ClaimInterval time.Duration
 	// RetryInitialInterval and RetryMaxInterval shape the backoff while
 	// PostgreSQL is unavailable; retries never give up.
 	RetryInitialInterval time.Duration
@@ -92,6 +95,9 @@ func (c *ProjectorConfig) setDefaults() {
 	if c.ReclaimAfter == 0 {
 		c.ReclaimAfter = 30 * time.Second
 	}
+	if c.ClaimInterval == 0 {
+		c.ClaimInterval = 5 * time.Second
+	}
 	if c.RetryInitialInterval == 0 {
 		c.RetryInitialInterval = 100 * time.Millisecond
 	}
@@ -127,6 +133,9 @@ func (c ProjectorConfig) Validate() error {
 	}
 	if c.ReclaimAfter < time.Second {
 		errs = append(errs, errors.New("projector: ReclaimAfter must be at least 1s"))
+	}
+	if c.ClaimInterval < 10*time.Millisecond {
+		errs = append(errs, errors.New("projector: ClaimInterval must be at least 10ms"))
 	}
 	if c.Metrics == nil {
 		errs = append(errs, errors.New("projector: Metrics is required"))
@@ -260,7 +269,7 @@ func (p *Projector) route(ctx context.Context) error {
 			StreamIDKey:     redisinventory.StreamIDField,
 			BatchSize:       int64(p.cfg.ReadBatch),
 			NackResendDelay: 100 * time.Millisecond,
-			ClaimInterval:   5 * time.Second,
+			ClaimInterval:   p.cfg.ClaimInterval,
 			ClaimMinIdle:    p.cfg.ReclaimAfter,
 			CloseTimeout:    15 * time.Second,
 			Logger:          p.cfg.Logger,
