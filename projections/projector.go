@@ -49,12 +49,16 @@ type ProjectorConfig struct {
 	// plus one for acks, so one is usually enough. Default 1.
 	SubscribersPerPartition int
 	// ReadBatch is the COUNT of each XREADGROUP; a read's entries are handed
-	// to the handlers at once and acked with one XACK once all committed.
-	// Default 1000.
+	// to the handlers at once, committed together by the group-commit
+	// writer, and acked with one XACK. Default Batch.MaxBatch, so one read
+	// fits one transaction.
 	ReadBatch int
 	// ReclaimAfter is how long an entry pending on another consumer must be
-	// idle before this projector takes it over.
+	// idle before this projector takes it over (XAUTOCLAIM). Default 30s.
 	ReclaimAfter time.Duration
+	// ClaimInterval is how often each stream is scanned for such entries.
+	// Default 5s.
+	ClaimInterval time.Duration
 	// RetryInitialInterval and RetryMaxInterval shape the backoff while
 	// PostgreSQL is unavailable; retries never give up.
 	RetryInitialInterval time.Duration
@@ -88,11 +92,11 @@ func (c *ProjectorConfig) setDefaults() {
 	if c.SubscribersPerPartition == 0 {
 		c.SubscribersPerPartition = 1
 	}
-	if c.ReadBatch == 0 {
-		c.ReadBatch = 1000
-	}
 	if c.ReclaimAfter == 0 {
 		c.ReclaimAfter = 30 * time.Second
+	}
+	if c.ClaimInterval == 0 {
+		c.ClaimInterval = 5 * time.Second
 	}
 	if c.RetryInitialInterval == 0 {
 		c.RetryInitialInterval = 100 * time.Millisecond
@@ -107,6 +111,9 @@ func (c *ProjectorConfig) setDefaults() {
 		c.EpochPoll = 200 * time.Millisecond
 	}
 	c.Batch.setDefaults()
+	if c.ReadBatch == 0 {
+		c.ReadBatch = c.Batch.MaxBatch
+	}
 }
 
 // Validate reports every invalid setting at once.
@@ -126,6 +133,9 @@ func (c ProjectorConfig) Validate() error {
 	}
 	if c.ReclaimAfter < time.Second {
 		errs = append(errs, errors.New("projector: ReclaimAfter must be at least 1s"))
+	}
+	if c.ClaimInterval < 10*time.Millisecond {
+		errs = append(errs, errors.New("projector: ClaimInterval must be at least 10ms"))
 	}
 	if c.Metrics == nil {
 		errs = append(errs, errors.New("projector: Metrics is required"))
@@ -259,7 +269,7 @@ func (p *Projector) route(ctx context.Context) error {
 			StreamIDKey:     redisinventory.StreamIDField,
 			BatchSize:       int64(p.cfg.ReadBatch),
 			NackResendDelay: 100 * time.Millisecond,
-			ClaimInterval:   5 * time.Second,
+			ClaimInterval:   p.cfg.ClaimInterval,
 			ClaimMinIdle:    p.cfg.ReclaimAfter,
 			CloseTimeout:    15 * time.Second,
 			Logger:          p.cfg.Logger,
@@ -286,7 +296,8 @@ func (p *Projector) handle(msg *message.Message) error {
 	if err := p.checkNotLost(msg); err != nil {
 		return err
 	}
-	return p.writer.Submit(msg.Context(), event)
+	read, _ := redisbatch.ReadOf(msg.Context())
+	return p.writer.Submit(msg.Context(), event, read)
 }
 
 // checkNotLost refuses an entry read under an earlier Redis run that the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,12 @@ import (
 	"github.com/invledger/invledger/projections"
 )
 
-func TestMain(m *testing.M) { localstacktest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childStreamsEnv) != "" {
+		os.Exit(projectorChild())
+	}
+	localstacktest.Main(m)
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/invledger/invledger/adapters/redisbatch"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 )
@@ -19,13 +20,19 @@ type LedgerAppender interface {
 
 // GroupCommitConfig tunes the group-commit writer.
 type GroupCommitConfig struct {
-	// MaxBatch is the most events committed in one transaction.
+	// MaxBatch is the most events committed in one transaction. The
+	// projector reads this many entries at a time, so one read fits one
+	// transaction.
 	MaxBatch int
 	// MaxWait is how long a batch may linger for more events after taking
-	// every event already queued. Zero commits what is queued at once: each
-	// consumer holds only one message until its commit, so lingering mostly
-	// waits for events that cannot come.
+	// every event already queued. Zero commits what is queued at once
+	// (after ReadWait, for a read not yet complete).
 	MaxWait time.Duration
+	// ReadWait is how long a batch holding part of a read waits for the
+	// read's other events: the router hands a read's messages to the
+	// handlers one goroutine each, so they reach the writer over a few
+	// milliseconds. Past it, the batch commits what it has. Default 50ms.
+	ReadWait time.Duration
 	// Writers is how many transactions may commit at once; two overlap one
 	// batch's commit with the next one's gathering.
 	Writers int
@@ -37,6 +44,9 @@ type GroupCommitConfig struct {
 func (c *GroupCommitConfig) setDefaults() {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 500
+	}
+	if c.ReadWait == 0 {
+		c.ReadWait = 50 * time.Millisecond
 	}
 	if c.Writers == 0 {
 		c.Writers = 2
@@ -55,6 +65,9 @@ func (c GroupCommitConfig) Validate() error {
 	if c.MaxWait < 0 {
 		errs = append(errs, errors.New("group commit: MaxWait must not be negative"))
 	}
+	if c.ReadWait < 0 {
+		errs = append(errs, errors.New("group commit: ReadWait must not be negative"))
+	}
 	if c.Writers < 1 {
 		errs = append(errs, errors.New("group commit: Writers must be at least 1"))
 	}
@@ -66,14 +79,17 @@ func (c GroupCommitConfig) Validate() error {
 
 type submission struct {
 	event domain.Event
+	read  *redisbatch.Read
 	done  chan error
 }
 
 // GroupCommitWriter gathers events from many concurrent handlers and commits
-// them together: each free writer takes every queued event, up to MaxBatch,
-// lingers up to MaxWait for more, and commits them in one transaction.
-// Submit returns only once its event's transaction committed, so a handler
-// acks its message strictly after the commit.
+// them together. One goroutine gathers: it takes every queued event, up to
+// MaxBatch, waits for the rest of every read the batch holds part of (up
+// to ReadWait), lingers up to MaxWait, and hands the batch to one of
+// Writers committers; while all of them are busy it keeps adding to the
+// batch. Submit returns only once its event's transaction committed, so a
+// handler acks its message strictly after the commit.
 type GroupCommitWriter struct {
 	cfg     GroupCommitConfig
 	store   LedgerAppender
@@ -90,11 +106,13 @@ func NewGroupCommitWriter(cfg GroupCommitConfig, store LedgerAppender, metrics *
 	return &GroupCommitWriter{cfg: cfg, store: store, metrics: metrics, in: make(chan submission)}, nil
 }
 
-// Submit queues e for the next batch and waits for its commit. It returns the
-// commit's error, or ctx's when the caller gives up first; in that case the
-// event may still commit, which is harmless because the insert is idempotent.
-func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event) error {
-	s := submission{event: e, done: make(chan error, 1)}
+// Submit queues e for the next batch and waits for its commit. read, if
+// not nil, is the read that delivered e: the writer tries to commit all of
+// a read's events in one transaction. Submit returns the commit's error,
+// or ctx's when the caller gives up first; in that case the event may
+// still commit, which is harmless because the insert is idempotent.
+func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event, read *redisbatch.Read) error {
+	s := submission{event: e, read: read, done: make(chan error, 1)}
 	select {
 	case w.in <- s:
 	case <-ctx.Done():
@@ -111,52 +129,114 @@ func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event) error {
 // Run commits batches until ctx is done. A batch being gathered when ctx ends
 // is still committed, so no submitter is left without an answer.
 func (w *GroupCommitWriter) Run(ctx context.Context) {
+	batches := make(chan []submission)
 	var wg sync.WaitGroup
 	for range w.cfg.Writers {
-		wg.Go(func() { w.loop(ctx) })
+		wg.Go(func() {
+			for b := range batches {
+				w.commit(b)
+			}
+		})
 	}
+	w.gather(ctx, batches)
+	close(batches)
 	wg.Wait()
 }
 
-func (w *GroupCommitWriter) loop(ctx context.Context) {
-	batch := make([]submission, 0, w.cfg.MaxBatch)
+// gather forms batches and sends each to a free committer, until ctx is
+// done; it then sends the batch it holds, if any, and returns.
+func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []submission) {
+	g := gathering{seen: map[*redisbatch.Read]int{}, open: map[*redisbatch.Read]struct{}{}}
+	var started time.Time
 	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	defer timer.Stop()
 	for {
-		batch = batch[:0]
-		select {
-		case s := <-w.in:
-			batch = append(batch, s)
-		case <-ctx.Done():
-			return
-		}
-		// Group commit: take everything queued while the last commit ran.
-	drain:
-		for len(batch) < w.cfg.MaxBatch {
+		if len(g.batch) == 0 {
 			select {
 			case s := <-w.in:
-				batch = append(batch, s)
+				g.add(s)
+				started = time.Now()
+			case <-ctx.Done():
+				return
+			}
+		}
+	drain:
+		for len(g.batch) < w.cfg.MaxBatch {
+			select {
+			case s := <-w.in:
+				g.add(s)
 			default:
 				break drain
 			}
 		}
-		if w.cfg.MaxWait > 0 && len(batch) < w.cfg.MaxBatch {
-			timer.Reset(w.cfg.MaxWait)
-		linger:
-			for len(batch) < w.cfg.MaxBatch {
-				select {
-				case s := <-w.in:
-					batch = append(batch, s)
-				case <-timer.C:
-					break linger
-				case <-ctx.Done():
-					break linger
-				}
-			}
-			timer.Stop()
+		full := len(g.batch) >= w.cfg.MaxBatch
+		wait := w.cfg.MaxWait
+		if len(g.open) > 0 {
+			wait = max(wait, w.cfg.ReadWait)
 		}
-		w.commit(batch)
+		left := time.Until(started.Add(wait))
+		var (
+			in     = w.in
+			out    chan<- []submission
+			expiry <-chan time.Time
+		)
+		if full {
+			in = nil
+		}
+		if full || left <= 0 {
+			out = batches
+		} else {
+			timer.Reset(left)
+			expiry = timer.C
+		}
+		select {
+		case s := <-in:
+			g.add(s)
+		case out <- g.batch:
+			g.sent(!full)
+		case <-expiry:
+		case <-ctx.Done():
+			batches <- g.batch
+			return
+		}
+		timer.Stop()
 	}
+}
+
+// gathering is the batch being formed, and how much of each read it and
+// the batches before it held.
+type gathering struct {
+	batch []submission
+	seen  map[*redisbatch.Read]int      // events received of reads not yet complete
+	open  map[*redisbatch.Read]struct{} // reads of this batch not yet complete
+}
+
+func (g *gathering) add(s submission) {
+	g.batch = append(g.batch, s)
+	if s.read == nil {
+		return
+	}
+	g.seen[s.read]++
+	if g.seen[s.read] >= s.read.Size {
+		delete(g.seen, s.read)
+		delete(g.open, s.read)
+		return
+	}
+	g.open[s.read] = struct{}{}
+}
+
+// sent starts a new batch. A read still incomplete when its wait ran out
+// (some of its messages never reach the writer: malformed entries go to
+// dead_letters instead) is forgotten, so the map cannot grow; a read cut by
+// MaxBatch is remembered, its next events complete it.
+func (g *gathering) sent(expired bool) {
+	if expired {
+		for r := range g.open {
+			delete(g.seen, r)
+		}
+	}
+	clear(g.open)
+	g.batch = make([]submission, 0, cap(g.batch))
 }
 
 // commit runs detached from the router's context: a batch that started

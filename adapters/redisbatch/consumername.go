@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // InstanceIDFile is the file, under a data dir, that keeps the instance id
@@ -82,4 +83,44 @@ func readInstanceID(path string) (string, error) {
 		return "", fmt.Errorf("redisbatch: consumer name: %s is empty", path)
 	}
 	return id, nil
+}
+
+// LockFile is the file, under a data dir, that ClaimConsumerName locks.
+const LockFile = "consumer.lock"
+
+// ClaimConsumerName is ConsumerName for a process that will use the name
+// until release is called: when the name comes from dataDir, it also takes
+// an exclusive lock on dataDir/LockFile (flock, released by release or
+// when the process dies, kill -9 included), so a second live process on
+// the same data dir is refused instead of sharing the name. An explicit
+// name is not locked: whoever sets it owns its uniqueness.
+func ClaimConsumerName(explicit, dataDir string) (name string, release func(), err error) {
+	name, err = ConsumerName(explicit, dataDir)
+	if err != nil || explicit != "" {
+		return name, func() {}, err
+	}
+	f, err := os.OpenFile(filepath.Join(dataDir, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("redisbatch: consumer name: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(f.Name())
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return "", nil, fmt.Errorf("redisbatch: data dir %s is in use by another process (pid %s): give each process its own data dir or consumer name",
+				dataDir, strings.TrimSpace(string(holder)))
+		}
+		return "", nil, fmt.Errorf("redisbatch: consumer name: lock %s: %w", f.Name(), err)
+	}
+	// The pid is only for the message above; the lock is what counts.
+	if err := errors.Join(f.Truncate(0), writeAt0(f, fmt.Sprintln(os.Getpid()))); err != nil {
+		_ = f.Close()
+		return "", nil, fmt.Errorf("redisbatch: consumer name: %w", err)
+	}
+	return name, func() { _ = f.Close() }, nil
+}
+
+func writeAt0(f *os.File, s string) error {
+	_, err := f.WriteAt([]byte(s), 0)
+	return err
 }

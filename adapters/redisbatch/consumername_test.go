@@ -77,3 +77,31 @@ func TestConsumerNameCreatedConcurrentlyIsAgreedOn(t *testing.T) {
 		t.Fatalf("data dir holds %d files, want only %s", len(entries), redisbatch.InstanceIDFile)
 	}
 }
+
+// TestClaimConsumerNameRefusesASecondLiveProcess: two processes on one data
+// dir would share a consumer name and take each other's pending entries as
+// their own; the second is refused until the first releases the dir.
+func TestClaimConsumerNameRefusesASecondLiveProcess(t *testing.T) {
+	dir := t.TempDir()
+	name, release, err := redisbatch.ClaimConsumerName("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flock locks belong to an open file, so a second claim in this process
+	// is refused just as another process's would be.
+	if _, _, err := redisbatch.ClaimConsumerName("", dir); err == nil || !strings.Contains(err.Error(), "in use by another process") {
+		t.Fatalf("second claim of %s: %v, want refused", dir, err)
+	}
+	// An explicit name is the operator's to keep unique.
+	if n, rel, err := redisbatch.ClaimConsumerName("explicit", dir); err != nil || n != "explicit" {
+		t.Fatalf("explicit name: %q %v", n, err)
+	} else {
+		rel()
+	}
+	release()
+	again, release2, err := redisbatch.ClaimConsumerName("", dir)
+	if err != nil || again != name {
+		t.Fatalf("after release: %q %v, want %q", again, err, name)
+	}
+	release2()
+}

@@ -21,6 +21,10 @@
 //     any consumer of the group (dead ones, in practice) to itself with
 //     XAUTOCLAIM, in batches of ClaimBatchSize, and delivers them like a read.
 //
+// Every message's context tells which read delivered it and how many
+// messages that read delivered (ReadOf), so a handler that writes in
+// batches can commit one read in one transaction.
+//
 // Delivery is at least once: an entry is acked only after its message is,
 // and entries not acked when a subscription ends stay pending in Redis,
 // for this consumer's next start or for another consumer's XAUTOCLAIM.

@@ -169,7 +169,7 @@ func (sub *subscription) readLoop() {
 		if sub.cfg.Hooks.Read != nil {
 			sub.cfg.Hooks.Read(sub.topic, source, len(msgs))
 		}
-		sub.deliver(msgs)
+		sub.deliver(msgs, source)
 	}
 }
 
@@ -246,8 +246,9 @@ func (b *batch) finish() {
 // deliver hands the messages of one read to out, in stream order, and
 // starts a goroutine per message to wait for its ack. Entries already in
 // flight here are skipped; entries deleted from the stream since they were
-// delivered (no fields) are acked without delivery.
-func (sub *subscription) deliver(xms []redis.XMessage) {
+// delivered (no fields) are acked without delivery. Every delivered
+// message's context carries the Read it came with (see ReadOf).
+func (sub *subscription) deliver(xms []redis.XMessage, source string) {
 	ids := make([]string, len(xms))
 	for i, xm := range xms {
 		ids[i] = xm.ID
@@ -287,8 +288,9 @@ func (sub *subscription) deliver(xms []redis.XMessage) {
 		msg.Metadata.Set(sub.cfg.StreamIDKey, xm.ID)
 		todo = append(todo, delivery{xm.ID, msg})
 	}
+	read := &Read{Topic: sub.topic, Source: source, Size: len(todo)}
 	for i, d := range todo {
-		cancel := sub.bind(d.msg)
+		cancel := sub.bind(d.msg, read)
 		if !sub.send(d.msg) {
 			cancel()
 			for _, rest := range todo[i:] {
@@ -302,9 +304,13 @@ func (sub *subscription) deliver(xms []redis.XMessage) {
 }
 
 // bind gives msg a fresh context, done when cancel is called or the
-// subscription's messages are cancelled.
-func (sub *subscription) bind(msg *message.Message) context.CancelFunc {
-	ctx, cancel := context.WithCancel(sub.msgCtx)
+// subscription's messages are cancelled, and carrying read unless it is nil.
+func (sub *subscription) bind(msg *message.Message, read *Read) context.CancelFunc {
+	parent := sub.msgCtx
+	if read != nil {
+		parent = context.WithValue(parent, readKey{}, read)
+	}
+	ctx, cancel := context.WithCancel(parent)
 	msg.SetContext(ctx)
 	return cancel
 }
@@ -340,8 +346,10 @@ func (sub *subscription) await(b *batch, id string, msg *message.Message, cancel
 			b.resolve(id, false)
 			return
 		}
+		// A message sent again travels alone: it is no longer part of the
+		// read that first delivered it.
 		msg = msg.Copy()
-		cancel = sub.bind(msg)
+		cancel = sub.bind(msg, nil)
 		if !sub.send(msg) {
 			cancel()
 			b.resolve(id, false)

@@ -32,6 +32,9 @@ func startServe(t *testing.T, st *stacktest.Stack, sc Config) string {
 		sc.Components = []string{ComponentAPI}
 	}
 	sc.Listen = "127.0.0.1:0"
+	if sc.DataDir == "" {
+		sc.DataDir = t.TempDir()
+	}
 	listening := make(chan string, 1)
 	sc.OnListening = func(addr string) { listening <- addr }
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/redisbatch"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections"
@@ -51,7 +53,8 @@ type Config struct {
 	TokensFile string
 	// AllowVolatileRedis runs although Redis persistence is off.
 	AllowVolatileRedis bool
-	// Subscribers is the projector's consumers per partition stream. Default 4.
+	// Subscribers is the projector's consumers per partition stream. Each
+	// reads in batches and holds one Redis connection per stream. Default 1.
 	Subscribers int
 	// BatchSize bounds the events of one ledger transaction. Default 500.
 	BatchSize int
@@ -59,8 +62,14 @@ type Config struct {
 	BatchWait time.Duration
 	// StreamRetention keeps acked stream entries this long. Default 1h.
 	StreamRetention time.Duration
-	// ConsumerName prefixes the projector's consumer names. Default: host name.
+	// ConsumerName prefixes the projector's consumer names. Default:
+	// "<host name>-<instance id>", the id kept under DataDir (see
+	// redisbatch.ClaimConsumerName), so a restart takes back its own pending
+	// entries and two processes never share a name.
 	ConsumerName string
+	// DataDir keeps this process instance's state: the projector's
+	// instance id, locked while it runs. Default DefaultDataDir().
+	DataDir string
 	// ReconcileInterval is the time between reconciliations with repair. Default 60s.
 	ReconcileInterval time.Duration
 	// ArchiveAfter archives the buyers of SKUs closed this long ago; 0
@@ -85,7 +94,10 @@ func (c *Config) setDefaults() {
 		c.MaxConns = DefaultMaxConns
 	}
 	if c.Subscribers == 0 {
-		c.Subscribers = 4
+		c.Subscribers = 1
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
@@ -187,10 +199,11 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 
 	var components []component
 	if sc.has(ComponentProjector) {
-		c, err := projectorComponents(a, sc)
+		c, release, err := projectorComponents(a, sc)
 		if err != nil {
 			return err
 		}
+		defer release()
 		components = append(components, c...)
 	}
 	if a.Webhook != nil {
@@ -269,10 +282,20 @@ func runAll(ctx context.Context, components []component) error {
 	return errors.Join(errs...)
 }
 
-// projectorComponents builds the projector and the stream janitor. Each
-// projector subscriber gets a client of its own: Watermill's subscriber
-// closes its client on Close, so it must never share the script client.
-func projectorComponents(a *app.Application, sc Config) ([]component, error) {
+// projectorComponents builds the projector and the stream janitor, and
+// claims the projector's consumer name until release is called. The
+// projector's reads get a client of their own, so blocked reads never take
+// connections the purchase scripts need.
+func projectorComponents(a *app.Application, sc Config) (_ []component, release func(), err error) {
+	name, release, err := redisbatch.ClaimConsumerName(sc.ConsumerName, sc.DataDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("projector consumer name (--consumer-name, --data-dir): %w", err)
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	streams := a.Keys.StreamKeys()
 	cfg := a.Config()
 	p, err := projections.NewProjector(projections.ProjectorConfig{
@@ -281,7 +304,7 @@ func projectorComponents(a *app.Application, sc Config) ([]component, error) {
 			return client
 		},
 		Streams:                 streams,
-		ConsumerName:            sc.ConsumerName,
+		ConsumerName:            name,
 		SubscribersPerPartition: sc.Subscribers,
 		Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
 		Epoch:                   a.Adapters.Epoch.Epoch,
@@ -291,18 +314,27 @@ func projectorComponents(a *app.Application, sc Config) ([]component, error) {
 		Metrics:                 a.Metrics.Projection,
 	}, a.Adapters.Projection, a.Adapters.Projection)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	j, err := projections.NewJanitor(projections.JanitorConfig{Client: a.Redis, Streams: streams,
 		Retention: sc.StreamRetention, Logger: a.Log, Metrics: a.Metrics.Projection})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers)
+	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers, "consumer", name)
 	return []component{
 		{"projector", p.Run},
 		{"janitor", func(ctx context.Context) error { j.Run(ctx); return nil }},
-	}, nil
+	}, release, nil
+}
+
+// DefaultDataDir is Config.DataDir's default: $XDG_STATE_HOME/invledger,
+// or ./.invledger-state when XDG_STATE_HOME is not set.
+func DefaultDataDir() string {
+	if state := os.Getenv("XDG_STATE_HOME"); state != "" {
+		return filepath.Join(state, "invledger")
+	}
+	return ".invledger-state"
 }
 
 // Handler is the HTTP API over a's services, for a process running

@@ -40,7 +40,7 @@ func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func
 	}
 	ready := make(chan string, 1)
 	ss := serveSettings{Durability: app.DurabilityStrict, Config: server.Config{Listen: "127.0.0.1:0", Tokens: tokens,
-		Subscribers: 2, BatchSize: 100, OnListening: func(addr string) { ready <- addr }}}
+		Subscribers: 2, BatchSize: 100, DataDir: t.TempDir(), OnListening: func(addr string) { ready <- addr }}}
 	serveCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- serve(serveCtx, cfg, ss) }()

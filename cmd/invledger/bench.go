@@ -207,7 +207,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		},
 		Serve: func(ctx context.Context, tokens string, ready chan<- string) error {
 			return serve(ctx, cfg, serveSettings{Durability: b.durability, Config: server.Config{
-				Listen: "127.0.0.1:0", Tokens: tokens, Components: []string{server.ComponentAPI, server.ComponentProjector},
+				Listen: "127.0.0.1:0", Tokens: tokens, Components: []string{server.ComponentAPI, server.ComponentProjector}, ConsumerName: "invledger-bench",
 				OnListening: func(addr string) { ready <- addr }}})
 		},
 		Close: a.Close,

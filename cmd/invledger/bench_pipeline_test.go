@@ -27,9 +27,17 @@ import (
 // a VM, does not drown the difference in CPU and system calls:
 //
 //	go test -run '^$' -bench DeductScriptPipelining -benchtime 100000x ./cmd/invledger/
-func BenchmarkDeductScriptPipelining(b *testing.B) {
+func BenchmarkDeductScriptPipelining(b *testing.B) { benchDeductScriptPipelining(b, "everysec") }
+
+// BenchmarkDeductScriptPipeliningStrict is BenchmarkDeductScriptPipelining
+// with appendfsync always, serve's default (--durability strict): there
+// Redis fsyncs the AOF before it answers a batch of commands, so
+// coalescing calls also coalesces fsyncs.
+func BenchmarkDeductScriptPipeliningStrict(b *testing.B) { benchDeductScriptPipelining(b, "always") }
+
+func benchDeductScriptPipelining(b *testing.B, appendFsync string) {
 	ctx := context.Background()
-	srv := localstacktest.Redis(b, func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" })
+	srv := localstacktest.Redis(b, func(c *localstack.RedisConfig) { c.AppendFsync = appendFsync })
 	dbURL := localstacktest.Postgres(b)
 	if err := app.Migrate(ctx, dbURL, quietLogger()); err != nil {
 		b.Fatal(err)

@@ -49,6 +49,7 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 			if ss.Tokens, err = devTokens(abs); err != nil {
 				return err
 			}
+			ss.DataDir = abs
 			ss.OnListening = func(addr string) { printDevBanner(cmd, c, ss, addr) }
 			return serve(ctx, c, ss)
 		},

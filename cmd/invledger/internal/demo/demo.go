@@ -97,7 +97,7 @@ func Run(ctx context.Context, dc Config, out, progress io.Writer) error {
 	projCtx, stopProjector := context.WithCancel(ctx)
 	projDone := make(chan error, 1)
 	go func() {
-		projDone <- server.Serve(projCtx, a, server.Config{Components: []string{server.ComponentProjector}})
+		projDone <- server.Serve(projCtx, a, server.Config{Components: []string{server.ComponentProjector}, DataDir: dir})
 	}()
 	defer func() {
 		stopProjector()
