@@ -3,6 +3,7 @@ package stacktest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -100,8 +101,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 		durability = app.DurabilityEverysec
 	}
 	Migrate(t, s.DatabaseURL)
+	// Tests fire thousands of goroutines under the race detector on two
+	// cores, where waiting for one of the pool's connections alone can take
+	// seconds: the purchase deadline is generous here, and a test of the
+	// deadline itself sets a short one WithAppConfig.
 	cfg := app.Config{RedisURL: s.Redis.URL(), DatabaseURL: s.DatabaseURL, Durability: durability,
-		RedisPoolSize: 256, Logger: quiet}
+		RedisPoolSize: 256, RedisTimeout: 10 * time.Second, Logger: quiet}
 	for _, f := range o.app {
 		f(&cfg)
 	}
