@@ -21,7 +21,7 @@ const readmeCLIEnv = "INVLEDGER_README_TEST_CLI"
 
 // readmeBlock is one ```sh block of README.md with the marker before it.
 type readmeBlock struct {
-	line  int    // line of the first line inside the fence
+	line  int // line of the first line inside the fence
 	lines []string
 	skip  string // the reason, for a block marked skip
 }
