@@ -14,5 +14,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Alert webhook deliveries, by result: delivered, failed (after retries) or dropped (queue full).",
 	}, []string{"result"})}
 	reg.MustRegister(m.deliveries)
+	// Every result has its series from the start, at zero, so that a rate
+	// or an alert on failures works before the first webhook fires.
+	for _, result := range []string{"delivered", "failed", "dropped"} {
+		m.deliveries.WithLabelValues(result)
+	}
 	return m
 }

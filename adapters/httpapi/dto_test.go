@@ -63,7 +63,9 @@ func TestBodiesKeepTheirJSONKeys(t *testing.T) {
 	}
 
 	run := newRecordedRunJSON(reconcile.RecordedRun{Findings: []reconcile.RecordedFinding{{}}})
-	pinKeys(t, "recorded run", run, "checked drifts error findings finished_at id repaired started_at trigger")
+	// Issue 17 (F13): the runs listing counts in drift_count and repaired_count;
+	// drifts and repaired are the report's lists, one type per key.
+	pinKeys(t, "recorded run", run, "checked drift_count error findings finished_at id repaired_count started_at trigger")
 	pinKeys(t, "recorded finding", run.Findings[0], "after before class detail repair_error repaired sku")
 
 	adj := NewAdjustmentJSON(domain.Adjustment{ID: 1, RequestedAt: now, Status: domain.AdjustmentApplied,

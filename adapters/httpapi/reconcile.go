@@ -52,17 +52,19 @@ func newReportJSON(r reconcile.Report) reportJSON {
 	}
 }
 
-// recordedRunJSON is one run of GET /v1/reconciliations.
+// recordedRunJSON is one run of GET /v1/reconciliations. Its counts are
+// drift_count and repaired_count: in the report of POST /v1/reconcile,
+// drifts and repaired are the lists, and one key has one type across the API.
 type recordedRunJSON struct {
-	ID       int64                 `json:"id"`
-	Trigger  string                `json:"trigger"`
-	Started  string                `json:"started_at"`
-	Finished string                `json:"finished_at"`
-	Checked  int                   `json:"checked"`
-	Drifts   int                   `json:"drifts"`
-	Repaired int                   `json:"repaired"`
-	Error    *string               `json:"error"`
-	Findings []recordedFindingJSON `json:"findings"`
+	ID            int64                 `json:"id"`
+	Trigger       string                `json:"trigger"`
+	Started       string                `json:"started_at"`
+	Finished      string                `json:"finished_at"`
+	Checked       int                   `json:"checked"`
+	DriftCount    int                   `json:"drift_count"`
+	RepairedCount int                   `json:"repaired_count"`
+	Error         *string               `json:"error"`
+	Findings      []recordedFindingJSON `json:"findings"`
 }
 
 // recordedFindingJSON is a stored finding. Before carries the missing seqs
@@ -85,7 +87,7 @@ type recordedFiguresJSON struct {
 func newRecordedRunJSON(r reconcile.RecordedRun) recordedRunJSON {
 	return recordedRunJSON{
 		ID: r.ID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished,
-		Checked: r.Checked, Drifts: r.Drifts, Repaired: r.Repaired, Error: r.Error,
+		Checked: r.Checked, DriftCount: r.Drifts, RepairedCount: r.Repaired, Error: r.Error,
 		Findings: mapSlice(r.Findings, func(f reconcile.RecordedFinding) recordedFindingJSON {
 			return recordedFindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail,
 				Before: recordedFiguresJSON{Figures: reconcilejson.NewFigures(f.Before.Figures),

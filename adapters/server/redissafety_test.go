@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -213,5 +214,44 @@ func TestSafetyWatcherAlertsOnceAndResumes(t *testing.T) {
 	}
 	if _, err := s.Service.Deduct(bg, cmd); err != nil {
 		t.Fatalf("deduct after the fix: %v", err)
+	}
+}
+
+// TestREADMEQuotesEveryRedisRefusal: "Against your own servers" in README.md
+// quotes, word for word, the refusal each unsafe Redis setting gives, with
+// the README's example address.
+func TestREADMEQuotesEveryRedisRefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := stacktest.New(t)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		mode           string
+		setting, value string
+		restore        string
+	}{
+		{"strict", "appendonly", "no", "yes"},
+		{"strict", "appendfsync", "everysec", "always"},
+		{"everysec", "appendfsync", "no", "always"},
+		{"strict", "maxmemory-policy", "allkeys-lru", "noeviction"},
+	} {
+		if err := s.RedisClient.ConfigSet(ctx, tc.setting, tc.value).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := checkDurability(ctx, s.RedisClient, tc.mode, false, quiet)
+		if err := s.RedisClient.ConfigSet(ctx, tc.setting, tc.restore).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err == nil {
+			t.Fatalf("%s %s: no refusal", tc.setting, tc.value)
+		}
+		msg := strings.ReplaceAll(err.Error(), s.RedisClient.Options().Addr, "10.0.0.5:6379")
+		if !strings.Contains(string(readme), msg) {
+			t.Errorf("README.md does not quote the refusal for %s %s:\n%s", tc.setting, tc.value, msg)
+		}
 	}
 }

@@ -27,6 +27,14 @@ import (
 // SIGTERM would and returns serve's result.
 func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func() error) {
 	t.Helper()
+	api, stack, stop := startServeStack(t, tokens)
+	return api, stack.DatabaseURL, stop
+}
+
+// startServeStack is startServe that also returns the private stack, for
+// tests that run the CLI against it too.
+func startServeStack(t *testing.T, tokens string) (api string, stack *localstack.Stack, stop func() error) {
+	t.Helper()
 	ctx := context.Background()
 	stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: stackDir(t), Logger: quietLogger()})
 	if err != nil {
@@ -64,13 +72,13 @@ func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func
 	})
 	select {
 	case addr := <-ready:
-		return "http://" + addr, cfg.DatabaseURL, stop
+		return "http://" + addr, stack, stop
 	case err := <-done:
 		t.Fatalf("serve ended early: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not start listening")
 	}
-	return "", "", nil
+	return "", nil, nil
 }
 
 type apiClient struct {

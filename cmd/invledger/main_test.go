@@ -17,7 +17,13 @@ import (
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 )
 
-func TestMain(m *testing.M) { localstacktest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(readmeCLIEnv) == "1" { // the invledger of TestREADMERunsAsWritten
+		main()
+		os.Exit(0)
+	}
+	localstacktest.Main(m)
+}
 
 // stackDir is a directory the postgres OS user can reach when tests run as root.
 func stackDir(t *testing.T) string {
