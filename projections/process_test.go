@@ -61,7 +61,13 @@ func projectorChild() int {
 		},
 		Streams:       strings.Split(os.Getenv(childStreamsEnv), ","),
 		ConsumerName:  os.Getenv(childConsumerEnv),
-		ReclaimAfter:  time.Second,
+		// A whole read in one transaction even when the machine is so busy
+		// that the read's messages take longer than the default ReadWait to
+		// pass the router: the test holds the first batch of a full read.
+		Batch: projections.GroupCommitConfig{ReadWait: 20 * time.Second},
+		// Long enough that the victim still holds its entries when the test
+		// looks, short enough that the survivor takes them soon after.
+		ReclaimAfter:  3 * time.Second,
 		ClaimInterval: 200 * time.Millisecond,
 		Logger:        quiet,
 		Metrics:       projections.NewMetrics(prometheus.NewRegistry()),
