@@ -45,22 +45,25 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 		reason string
 	)
 	request := &cobra.Command{
-		Use:   "request --sku S --delta N --reason TEXT",
-		Short: "Request an adjustment; it changes nothing until approved",
-		Args:  cobra.NoArgs,
+		Use:     "request --sku S --delta N --reason TEXT",
+		Short:   "Request an adjustment; it changes nothing until approved",
+		Example: "  invledger adjust request --sku phone-x --delta 5 --reason 'found 5 in the warehouse'",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(cmd, http.MethodPost, "/v1/adjustments", map[string]any{"sku": sku, "delta": delta, "reason": reason})
 		},
 	}
 	request.Flags().StringVar(&sku, "sku", "", "SKU to adjust")
 	request.Flags().Int64Var(&delta, "delta", 0, "signed change to available stock")
-	request.Flags().StringVar(&reason, "reason", "", "why (required)")
+	request.Flags().StringVar(&reason, "reason", "", "why")
+	markRequired(request, "sku", "delta", "reason")
 
 	decide := func(verb, short string) *cobra.Command {
 		return &cobra.Command{
-			Use:   verb + " ID",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
+			Use:     verb + " ID",
+			Short:   short,
+			Example: "  invledger adjust " + verb + " 1",
+			Args:    cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				id, err := parseID(args[0])
 				if err != nil {
@@ -79,9 +82,10 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 		limit  int
 	)
 	list := &cobra.Command{
-		Use:   "list [--status S] [--sku S] [--after ID] [--limit N]",
-		Short: "List adjustments, newest first, one page at a time",
-		Args:  cobra.NoArgs,
+		Use:     "list [--status S] [--sku S] [--after ID] [--limit N]",
+		Short:   "List adjustments, newest first, one page at a time",
+		Example: "  invledger adjust list --status pending --format json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := apiclient.New(api, token)
 			if err != nil {

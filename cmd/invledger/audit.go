@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
-	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -48,7 +46,8 @@ func newAuditHistoryCmd(withApp appRunner, format *string) *cobra.Command {
 		Long: fmt.Sprintf(`history lists a SKU's ledger rows with every column, in seq order, starting
 after --after (0: from the stocked event) and at most --limit rows (1-%d).
 When more rows follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit history phone-x --limit 100\n  invledger audit history phone-x --after 100 --format csv",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
@@ -87,7 +86,8 @@ units each one bought minus those released, folded from the ledger. It also
 answers after archive-buyers removed the buyers from Redis. Users come in
 byte order of their ids, after --after, at most --limit of them (1-%d).
 When more users follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit buyers phone-x --format json",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
@@ -127,13 +127,11 @@ func newAuditBalanceAtCmd(withApp appRunner, format *string) *cobra.Command {
 RFC3339 instant such as 2026-05-01T12:00:00Z or 2026-05-01T20:00:00+08:00)
 into its stock then: stocked, deducted, released and adjusted rows each count
 by their signed delta. Before the SKU was stocked it is 0.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit balance-at phone-x --at 2026-05-01T12:00:00Z",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
-			}
-			if !cmd.Flags().Changed("at") {
-				return domain.NewFieldError("--at", errors.New("is required, e.g. --at 2026-05-01T12:00:00Z"))
 			}
 			t, err := ledger.ParseInstant(at)
 			if err != nil {
@@ -150,6 +148,7 @@ by their signed delta. Before the SKU was stocked it is 0.`,
 		},
 	}
 	cmd.Flags().StringVar(&at, "at", "", "the instant, RFC3339")
+	markRequired(cmd, "at")
 	return cmd
 }
 
@@ -161,7 +160,8 @@ func newAuditUserCmd(withApp appRunner, format *string) *cobra.Command {
 		Long: fmt.Sprintf(`user lists the user's purchases and releases in every SKU, oldest first, at
 most --limit rows (1-%d). When more rows follow, stderr names the --after
 cursor of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit user u1",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
@@ -195,7 +195,8 @@ func newAuditOperationsCmd(withApp appRunner, format *string) *cobra.Command {
 		Short: "List who created, warmed, closed, archived, restored, repaired or rebuilt a SKU",
 		Long: `operations lists the SKU's state changes, oldest first, each with its actor: an
 API token's name, system:<component> or cli:<os user>. stderr names the next page.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit operations phone-x",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err

@@ -18,9 +18,10 @@ func newDeadLettersCmd(withApp appRunner) *cobra.Command {
 	}
 	var q ledger.DeadLetterQuery
 	list := &cobra.Command{
-		Use:   "list [--status open|replayed|resolved] [--after ID] [--limit N]",
-		Short: "List dead letters, oldest first, a page at a time",
-		Args:  cobra.NoArgs,
+		Use:     "list [--status open|replayed|resolved] [--after ID] [--limit N]",
+		Short:   "List dead letters, oldest first, a page at a time",
+		Example: "  invledger dead-letters list --status open",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				page, err := a.DeadLetters.List(cmd.Context(), q)
@@ -62,7 +63,10 @@ func newDeadLettersCmd(withApp appRunner) *cobra.Command {
 	resolve := act("resolve ID --note TEXT", "Mark a dead letter handled without projecting it", func(cmd *cobra.Command, a *app.Application, id int64) (ledger.DeadLetter, error) {
 		return a.DeadLetters.Resolve(cmd.Context(), id, note)
 	})
-	resolve.Flags().StringVar(&note, "note", "", "why it needs no replay (required)")
+	resolve.Flags().StringVar(&note, "note", "", "why it needs no replay")
+	markRequired(resolve, "note")
+	replay.Example = "  invledger dead-letters replay 7"
+	resolve.Example = "  invledger dead-letters resolve 7 --note 'duplicate of event 6'"
 	cmd.AddCommand(list, replay, resolve)
 	return cmd
 }

@@ -128,14 +128,14 @@ func TestDeadLettersOverHTTP(t *testing.T) {
 			t.Fatalf("list with a non-operator token: %d, want 403", code)
 		}
 	}
-	if code, m := s.call("GET", "/v1/dead-letters?stauts=open", aliceOp, ""); code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), "stauts") {
+	if code, m := s.call("GET", "/v1/dead-letters?stauts=open", aliceOp, ""); code != 400 || m["field"] != "stauts" {
 		t.Fatalf("unknown parameter: %d %v", code, m)
 	}
 	path := fmt.Sprintf("/v1/dead-letters/%d/", id)
 	if code, m := s.call("POST", path+"replay", aliceOp, ""); code != 409 || m["error"] != "conflict" {
 		t.Fatalf("replay of a malformed entry: %d %v, want 409 conflict", code, m)
 	}
-	if code, m := s.call("POST", path+"resolve", aliceOp, `{"note":"  "}`); code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), "note") {
+	if code, m := s.call("POST", path+"resolve", aliceOp, `{"note":"  "}`); code != 400 || m["field"] != "note" {
 		t.Fatalf("resolve with a blank note: %d %v, want 400 naming note", code, m)
 	}
 	res := s.must(200, "POST", path+"resolve", aliceOp, `{"note":"test garbage"}`)

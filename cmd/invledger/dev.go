@@ -24,7 +24,8 @@ func newDevCmd(cfg *Config) *cobra.Command {
 on free ports, with their data under --dir. It migrates the database, prints
 the URLs and the API tokens, and serves until SIGINT or SIGTERM, then stops
 both servers. Data and tokens survive restarts; delete the directory to start over.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger dev\n  invledger dev --dir /tmp/sale --listen 127.0.0.1:9090",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			abs, err := filepath.Abs(dir)

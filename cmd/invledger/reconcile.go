@@ -32,7 +32,8 @@ SKU from the ledger, balances by recomputing the row, and ledger gaps by
 re-projecting from the stream where it still holds the events.
 
 Exit status 3 when drift remains unrepaired, so scripts and cron can alert.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger reconcile\n  invledger reconcile --sku phone-x --repair --format json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withApp(cmd.Context(), withRedis|quietFindings, func(a *app.Application) error {
 				rec := a.Reconciler
