@@ -77,23 +77,26 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 	reject := decide("reject", "Reject a pending adjustment, or an approved one that could not be applied (not your own)")
 
 	var (
-		status string
-		after  int64
-		limit  int
+		status, format string
+		after          int64
+		limit          int
 	)
 	list := &cobra.Command{
-		Use:     "list [--status S] [--sku S] [--after ID] [--limit N]",
+		Use:     "list [--status S] [--sku S] [--after ID] [--limit N] [--format table|json|csv]",
 		Short:   "List adjustments, newest first, one page at a time",
 		Example: "  invledger adjust list --status pending --format json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.CheckFormat(format); err != nil {
+				return err
+			}
 			c, err := apiclient.New(api, token)
 			if err != nil {
 				return err
 			}
 			page, err := c.Adjustments(cmd.Context(), status, sku, after, limit)
 			if err == nil {
-				err = output.Adjustments(cmd.OutOrStdout(), cmd.ErrOrStderr(), page)
+				err = output.Adjustments(cmd.OutOrStdout(), cmd.ErrOrStderr(), format, page)
 			}
 			return err
 		},
@@ -102,6 +105,7 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 	list.Flags().StringVar(&sku, "sku", "", "only this SKU")
 	list.Flags().Int64Var(&after, "after", 0, "the next_after of the previous page (0: from the newest)")
 	list.Flags().IntVar(&limit, "limit", 100, "page size, 1-1000")
+	output.Flag(list.Flags(), &format)
 
 	cmd.AddCommand(request, approve, reject, list)
 	return cmd

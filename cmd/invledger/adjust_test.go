@@ -449,4 +449,14 @@ func TestAdjustCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "cli-adj") || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
+	// issue 17, F16: --format json prints the API's page, csv a header and rows.
+	var page httpapi.AdjustmentPageJSON
+	out, _, err = runCLIRaw("adjust", "list", "--format", "json")
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Adjustments) != 1 || page.Adjustments[0].SKU != "cli-adj" {
+		t.Fatalf("list --format json: %v\n%s", err, out)
+	}
+	out, _, err = runCLIRaw("adjust", "list", "--format", "csv")
+	if err != nil || !strings.HasPrefix(out, "id,sku,delta,status,requested_by,decided_by,reason\n") || !strings.Contains(out, ",cli-adj,3,applied,alice,bob,recount") {
+		t.Fatalf("list --format csv: %v\n%s", err, out)
+	}
 }

@@ -31,7 +31,7 @@ there, text that a spreadsheet would run as a formula (starting with = + - @)
 gets a leading apostrophe. Paged commands print where the next page starts
 on stderr.`,
 	}
-	cmd.PersistentFlags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
+	output.Flag(cmd.PersistentFlags(), &format)
 	cmd.AddCommand(newAuditHistoryCmd(withApp, &format), newAuditBuyersCmd(withApp, &format),
 		newAuditBalanceAtCmd(withApp, &format), newAuditUserCmd(withApp, &format), newAuditOperationsCmd(withApp, &format))
 	cmd.AddCommand(extra...)
@@ -121,19 +121,20 @@ When more users follow, stderr names the --after of the next page.`, ledger.MaxA
 func newAuditBalanceAtCmd(withApp appRunner, format *string) *cobra.Command {
 	var at string
 	cmd := &cobra.Command{
-		Use:   "balance-at SKU --at RFC3339",
+		Use:   "balance-at SKU --at RFC3339|now|-DURATION",
 		Short: "Show a SKU's stock at an instant, folded from the ledger",
 		Long: `balance-at folds the SKU's ledger rows that occurred at or before --at (an
-RFC3339 instant such as 2026-05-01T12:00:00Z or 2026-05-01T20:00:00+08:00)
+RFC3339 instant such as 2026-05-01T12:00:00Z or 2026-05-01T20:00:00+08:00,
+now, or a signed duration from now such as -5m)
 into its stock then: stocked, deducted, released and adjusted rows each count
 by their signed delta. Before the SKU was stocked it is 0.`,
-		Example: "  invledger audit balance-at phone-x --at 2026-05-01T12:00:00Z",
+		Example: "  invledger audit balance-at phone-x --at 2026-05-01T12:00:00Z\n  invledger audit balance-at phone-x --at -5m",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
-			t, err := ledger.ParseInstant(at)
+			t, err := ledger.ParseInstant(at, time.Now())
 			if err != nil {
 				return err
 			}
@@ -147,7 +148,7 @@ by their signed delta. Before the SKU was stocked it is 0.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&at, "at", "", "the instant, RFC3339")
+	cmd.Flags().StringVar(&at, "at", "", "the instant: RFC3339, now, or a signed duration from now such as -5m")
 	markRequired(cmd, "at")
 	return cmd
 }

@@ -60,7 +60,7 @@ func TestDeadLetterCommands(t *testing.T) {
 	me, _ := user.Current()
 	actor := "cli:" + me.Username
 
-	out, _, err := runCLI(t, s, "dead-letters", "list", "--status", "open", "--limit", "1")
+	out, _, err := runCLI(t, s, "dead-letters", "list", "--status", "open", "--limit", "1", "--format", "json")
 	var page httpapi.DeadLetterPageJSON
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.DeadLetters) != 1 || page.NextAfter == nil {
 		t.Fatalf("list page 1: %v\n%s", err, out)
@@ -81,8 +81,8 @@ func TestDeadLetterCommands(t *testing.T) {
 	if _, _, err := runCLI(t, s, "dead-letters", "replay", strconv.FormatInt(bad, 10)); exitCode(err) != exitRefused || !strings.Contains(err.Error(), "seq") {
 		t.Fatalf("replay of a still malformed entry: %v (exit %d), want refused naming seq", err, exitCode(err))
 	}
-	if _, _, err := runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10)); exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "note") {
-		t.Fatalf("resolve without a note: %v, want bad input naming note", err)
+	if _, _, err := runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10)); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "note") {
+		t.Fatalf("resolve without a note: %v, want a usage error naming note (a required flag, issue 17)", err)
 	}
 	out, _, err = runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10), "--note", "garbage written by a test tool")
 	var dl httpapi.DeadLetterJSON

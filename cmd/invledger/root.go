@@ -241,7 +241,7 @@ SKUs follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
 	}
 	cmd.Flags().StringVar(&q.After, "after", "", "list SKUs after this one, as a previous run printed it")
 	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most SKUs to list")
-	cmd.Flags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
+	output.Flag(cmd.Flags(), &format)
 	return cmd
 }
 
