@@ -429,6 +429,11 @@ func TestAdjustCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != string(domain.AdjustmentPending) || adj.RequestedBy != "alice" {
 		t.Fatalf("request printed %q (%v)", out, err)
 	}
+	// The API's "field" member reads as a local field error: "delta: must be ...".
+	if _, _, err := runCLIRaw(append([]string{"adjust", "request", "--sku", "cli-adj", "--delta", "0", "--reason", "x", "--token", aliceOp}, api...)...); err == nil ||
+		!strings.HasPrefix(err.Error(), "delta: must be a non-zero integer") || exitCode(err) != exitBadInput {
+		t.Fatalf("request with delta 0: %v (exit %d), want the field error naming delta", err, exitCode(err))
+	}
 	id := strconv.FormatInt(adj.ID, 10)
 	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", id, "--token", aliceOp}, api...)...); exitCode(err) != exitInternal || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("approve with an operator token: %v (exit %d), want forbidden", err, exitCode(err))
