@@ -15,7 +15,7 @@ var ErrInsufficientStock = errors.New("the adjustment would take stock below zer
 
 // ErrInvalidDelta and ErrInvalidActor are the adjustment field errors.
 var (
-	ErrInvalidDelta = errors.New("delta must be a non-zero integer within ±1000000000")
+	ErrInvalidDelta = errors.New("must be a non-zero integer within ±1000000000")
 	ErrInvalidActor = errors.New("the requester and approver must be named")
 )
 
@@ -36,7 +36,7 @@ func ParseAdjustmentStatus(s string) (AdjustmentStatus, error) {
 	case AdjustmentPending, AdjustmentApproved, AdjustmentRejected, AdjustmentApplied, AdjustmentFailed:
 		return st, nil
 	}
-	return "", NewFieldError("status", errors.New("status must be pending, approved, rejected, applied or failed"))
+	return "", NewFieldError("status", errors.New("must be pending, approved, rejected, applied or failed"))
 }
 
 // AdjustmentRequest is a validated request for a manual stock change.

@@ -45,16 +45,18 @@ var (
 // ErrInvalidInput is matched by every validation failure, whichever field failed.
 var ErrInvalidInput = errors.New("invalid input")
 
-// Field-specific validation errors. Each one also matches ErrInvalidInput.
+// Field-specific validation errors. Each one also matches ErrInvalidInput
+// once a FieldError names its field, so none of them repeats it: the HTTP
+// API answers the field in its own member, and FieldError.Error prefixes it.
 var (
-	ErrInvalidSKU        = errors.New("sku must be 1-64 characters of A-Z a-z 0-9 . _ : -")
-	ErrInvalidUser       = errors.New("user_id must be 1-128 printable characters")
-	ErrInvalidRequestID  = errors.New("request_id must be 1-128 printable characters")
-	ErrInvalidQuantity   = errors.New("qty must be a positive integer")
-	ErrInvalidStock      = errors.New("stock must be a non-negative integer")
-	ErrInvalidLimit      = errors.New("per_user_limit must be a positive integer")
-	ErrQuantityOverLimit = errors.New("qty exceeds the sku's per-user limit")
-	ErrInvalidReason     = errors.New("reason must be at most 256 printable characters")
+	ErrInvalidSKU        = errors.New("must be 1-64 characters of A-Z a-z 0-9 . _ : -")
+	ErrInvalidUser       = errors.New("must be 1-128 printable characters")
+	ErrInvalidRequestID  = errors.New("must be 1-128 printable characters")
+	ErrInvalidQuantity   = errors.New("must be a positive integer")
+	ErrInvalidStock      = errors.New("must be a non-negative integer")
+	ErrInvalidLimit      = errors.New("must be a positive integer")
+	ErrQuantityOverLimit = errors.New("exceeds the sku's per-user limit")
+	ErrInvalidReason     = errors.New("must be at most 256 printable characters")
 )
 
 // Finer refusals of an id, each also matching the sentinel of its field.
@@ -62,7 +64,20 @@ var (
 	ErrSKUOnlyDots      = fmt.Errorf("%w, not only dots", ErrInvalidSKU)
 	ErrUserIDWhitespace = fmt.Errorf("%w, without leading or trailing whitespace (ids are never trimmed)", ErrInvalidUser)
 	ErrUserIDNotNFC     = fmt.Errorf("%w, in Unicode NFC: send canonical ids, they are never normalized", ErrInvalidUser)
+	// ErrMissingRequestID says why an absent request id is needed, rather
+	// than how a present one must look.
+	ErrMissingRequestID error = refinement{"is required: it is the idempotency key that makes a retry safe, never buying twice", ErrInvalidRequestID}
 )
+
+// refinement is a finer refusal with its own text that still matches the
+// sentinel of its field.
+type refinement struct {
+	msg    string
+	parent error
+}
+
+func (r refinement) Error() string { return r.msg }
+func (r refinement) Unwrap() error { return r.parent }
 
 // FieldError reports which input field failed validation and why. It matches
 // ErrInvalidInput and its own cause with errors.Is.

@@ -85,8 +85,12 @@ func (u UserID) String() string { return u.v }
 // 1-128 printable characters. Retrying with the same RequestID never buys twice.
 type RequestID struct{ v string }
 
-// NewRequestID validates s as a request id.
+// NewRequestID validates s as a request id; an empty one is
+// ErrMissingRequestID, which says why it is needed.
 func NewRequestID(s string) (RequestID, error) {
+	if s == "" {
+		return RequestID{}, NewFieldError("request_id", ErrMissingRequestID)
+	}
 	if !isPrintableID(s, maxIDLen) {
 		return RequestID{}, NewFieldError("request_id", ErrInvalidRequestID)
 	}

@@ -182,7 +182,15 @@ func TestNewRequestID(t *testing.T) {
 				}
 				return
 			}
-			assertFieldErr(t, err, "request_id", domain.ErrInvalidRequestID)
+			// An absent id says why it is needed, and is still an invalid one.
+			want := domain.ErrInvalidRequestID
+			if tt.in == "" {
+				want = domain.ErrMissingRequestID
+			}
+			assertFieldErr(t, err, "request_id", want)
+			if !errors.Is(err, domain.ErrInvalidRequestID) {
+				t.Errorf("%v does not match ErrInvalidRequestID", err)
+			}
 			if id.String() != "" {
 				t.Errorf("rejected id is not zero: %q", id.String())
 			}

@@ -26,7 +26,7 @@ var (
 	errAuditLimit = fmt.Errorf("must be an integer from 1 to %d", MaxAuditLimit)
 	errAfterSeq   = errors.New("must be a seq: an integer of 0 or more")
 	errCursor     = errors.New("must be the next_after value of the previous page")
-	errInstant    = errors.New("must be an RFC3339 instant such as 2026-05-01T12:00:00Z")
+	errInstant    = errors.New("must be an RFC3339 instant such as 2026-05-01T12:00:00Z, now, or a signed duration from now such as -5m")
 )
 
 // AuditEntry is one ledger row with every column of ledger_entries. Empty
@@ -100,9 +100,18 @@ func ParseUserCursor(s string) (UserCursor, error) {
 	return UserCursor{OccurredAt: time.UnixMicro(us).UTC(), EventID: u.String()}, nil
 }
 
-// ParseInstant parses an RFC3339 instant for BalanceAt. A malformed one is
+// ParseInstant parses an instant for BalanceAt: RFC3339, "now", or a
+// duration with its sign, such as -5m or +1h, from now. A malformed one is
 // a *domain.FieldError naming "at".
-func ParseInstant(s string) (time.Time, error) {
+func ParseInstant(s string, now time.Time) (time.Time, error) {
+	if s == "now" {
+		return now, nil
+	}
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		if d, err := time.ParseDuration(s); err == nil {
+			return now.Add(d), nil
+		}
+	}
 	at, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		if strings.Contains(s, " ") {

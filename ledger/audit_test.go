@@ -287,22 +287,30 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 		_, err = a.UserEvents(ctx, ledger.UserQuery{User: "u", After: c})
 		field("after", err)
 	}
-	for _, in := range []string{"", "yesterday", "2026-05-01", "2026-05-01 12:00:00Z", "1714564800"} {
-		_, err := ledger.ParseInstant(in)
+	at0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, in := range []string{"", "yesterday", "2026-05-01", "2026-05-01 12:00:00Z", "1714564800", "Now", "5m", "-5", "- 5m"} {
+		_, err := ledger.ParseInstant(in, at0)
 		field("at", err)
 	}
-	if _, err := ledger.ParseInstant("2026-05-01T20:00:00 08:00"); err == nil || !strings.Contains(err.Error(), "%2B") {
+	if _, err := ledger.ParseInstant("2026-05-01T20:00:00 08:00", at0); err == nil || !strings.Contains(err.Error(), "%2B") {
 		t.Fatalf("an offset whose + a URL turned into a space: %v, want a hint to write %%2B", err)
 	}
-	if at, err := ledger.ParseInstant("2026-05-01T20:00:00.5+08:00"); err != nil || !at.Equal(time.Date(2026, 5, 1, 12, 0, 0, 5e8, time.UTC)) {
-		t.Fatalf("ParseInstant: %v %v", at, err)
+	for in, want := range map[string]time.Time{
+		"2026-05-01T20:00:00.5+08:00": time.Date(2026, 5, 1, 12, 0, 0, 5e8, time.UTC),
+		"now":                         at0, // issue 17, F16: --at now and relative instants
+		"-5m":                         at0.Add(-5 * time.Minute),
+		"+1h30m":                      at0.Add(90 * time.Minute),
+	} {
+		if at, err := ledger.ParseInstant(in, at0); err != nil || !at.Equal(want) {
+			t.Fatalf("ParseInstant(%q): %v %v, want %v", in, at, err, want)
+		}
 	}
 
 	// A SKU that was never defined is not found, rather than empty.
 	for name, call := range map[string]func() error{
 		"history":    func() error { _, err := a.History(ctx, ledger.HistoryQuery{SKU: "ghost"}); return err },
 		"buyers":     func() error { _, err := a.Buyers(ctx, ledger.BuyersQuery{SKU: "ghost"}); return err },
-		"balance-at": func() error { _, err := a.BalanceAt(ctx, "ghost", now); return err },
+		"balance-at": func() error { _, err := a.BalanceAt(ctx, "ghost", at0); return err },
 	} {
 		if err := call(); !errors.Is(err, domain.ErrNotFound) || !strings.Contains(err.Error(), "never defined") {
 			t.Fatalf("%s of an undefined sku: %v, want not found", name, err)
@@ -315,7 +323,7 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	if p, err := a.History(ctx, ledger.HistoryQuery{SKU: "aud-cold"}); err != nil || len(p.Events) != 0 || p.Events == nil {
 		t.Fatalf("history of an unwarmed sku: %+v %v", p, err)
 	}
-	if b, err := a.BalanceAt(ctx, "aud-cold", now); err != nil || b.Stock != 0 {
+	if b, err := a.BalanceAt(ctx, "aud-cold", at0); err != nil || b.Stock != 0 {
 		t.Fatalf("balance of an unwarmed sku: %+v %v", b, err)
 	}
 	if b, err := a.Buyers(ctx, ledger.BuyersQuery{SKU: "aud-cold"}); err != nil || b.Buyers == nil || len(b.Buyers) != 0 {

@@ -148,11 +148,29 @@ func MustDeductCommand(sku, user string, qty int64, requestID string) DeductComm
 }
 
 // Deduct buys Qty units for User. Refusals are domain.ErrSoldOut,
-// domain.ErrAlreadyPurchased, domain.ErrNotWarmed, domain.ErrClosed or
-// domain.ErrConflict; they write nothing. A Qty above the SKU's per-user
-// limit is a *domain.FieldError naming qty.
+// domain.ErrAlreadyPurchased, domain.ErrNotWarmed, domain.ErrNotFound (a SKU
+// that was never created), domain.ErrClosed or domain.ErrConflict; they
+// write nothing. A Qty above the SKU's per-user limit is a
+// *domain.FieldError naming qty.
 func (s *Service) Deduct(ctx context.Context, cmd DeductCommand) (domain.Receipt, error) {
-	return s.inventory.Deduct(ctx, cmd.SKU, cmd.User, cmd.Qty, cmd.RequestID, newEventID())
+	rc, err := s.inventory.Deduct(ctx, cmd.SKU, cmd.User, cmd.Qty, cmd.RequestID, newEventID())
+	if errors.Is(err, domain.ErrNotWarmed) {
+		return domain.Receipt{}, s.notWarmedOrUnknown(ctx, cmd.SKU, err)
+	}
+	return rc, err
+}
+
+// notWarmedOrUnknown refines notWarmed, Redis's answer for a SKU it does not
+// hold, into domain.ErrNotFound when the SKU store has no such SKU either.
+// Only this refusal path asks the store, so a sale never pays for it and
+// the purchase script keeps its keys. When the store cannot answer, the
+// caller gets notWarmed: a refusal either way, and the truer one when the
+// SKU exists but Redis lost it.
+func (s *Service) notWarmedOrUnknown(ctx context.Context, sku domain.SKUID, notWarmed error) error {
+	if _, err := s.skus.Get(ctx, sku); errors.Is(err, domain.ErrNotFound) {
+		return fmt.Errorf("%w: sku %s was never created", domain.ErrNotFound, sku)
+	}
+	return notWarmed
 }
 
 // ReleaseCommand returns the units of the deduction made by RequestID. Like

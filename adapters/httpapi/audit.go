@@ -158,7 +158,7 @@ func (s *server) balanceAt(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.NewFieldError("at", errors.New("is required: ?at=2026-05-01T12:00:00Z")))
 		return
 	}
-	at, err := ledger.ParseInstant(q.Get("at"))
+	at, err := ledger.ParseInstant(q.Get("at"), time.Now())
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -216,9 +216,9 @@ func TestAppendBodies(t *testing.T) {
 	if err := json.Unmarshal(b, &rel); err != nil || rel.Status != "released" || rel.EventID != "e1" || rel.Seq != 7 || !rel.AlreadyReleased {
 		t.Fatalf("release body %s: %+v %v", b, rel, err)
 	}
-	var e struct{ Error, Detail string }
-	b = appendError(nil, "invalid_request", "qty: \"x\"\n")
-	if err := json.Unmarshal(b, &e); err != nil || e.Error != "invalid_request" || e.Detail != "qty: \"x\"\n" {
+	var e struct{ Error, Detail, Field string }
+	b = appendError(nil, "invalid_request", "must be \"x\"\n", "qty")
+	if err := json.Unmarshal(b, &e); err != nil || e.Error != "invalid_request" || e.Detail != "must be \"x\"\n" || e.Field != "qty" {
 		t.Fatalf("error body %s: %+v %v", b, e, err)
 	}
 }

@@ -52,12 +52,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	code := domain.CodeOf(err)
-	detail := firstLine(err.Error())
+	detail, field := firstLine(err.Error()), ""
 	switch code {
 	case domain.CodeInvalidInput:
 		var fe *domain.FieldError
 		if errors.As(err, &fe) {
-			detail = fe.Error() // "field: reason"
+			// The field goes in its own member, so the detail does not repeat it.
+			detail, field = firstLine(fe.Err.Error()), fe.Field
 		} else {
 			// e.g. a database CHECK violation: its text is not for callers.
 			s.log.WarnContext(r.Context(), "httpapi: invalid input without a field", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -90,7 +91,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "httpapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		detail = detailInternal
 	}
-	s.writeError(w, statusOf(code), string(code), detail)
+	s.writeFieldError(w, statusOf(code), string(code), detail, field)
 }
 
 func firstLine(s string) string {

@@ -182,3 +182,7 @@ type runsPageJSON struct {
 	Runs      []recordedRunJSON `json:"runs"`
 	NextAfter *int64            `json:"next_after"`
 }
+
+// NewReconcileReportJSON is the body POST /v1/reconcile answers for r, for
+// clients that print a report in the same shape, such as the CLI.
+func NewReconcileReportJSON(r reconcile.Report) any { return newReportJSON(r) }

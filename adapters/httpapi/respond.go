@@ -50,16 +50,26 @@ func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError sends {"error":code,"detail":detail}.
 func (s *server) writeError(w http.ResponseWriter, status int, code, detail string) {
-	bp := getBuf()
-	sendBuf(w, status, bp, appendError((*bp)[:0], code, detail))
+	s.writeFieldError(w, status, code, detail, "")
 }
 
-func appendError(b []byte, code, detail string) []byte {
+// writeFieldError sends {"error":code,"detail":detail,"field":field}; field
+// names the input at fault and is left out when empty.
+func (s *server) writeFieldError(w http.ResponseWriter, status int, code, detail, field string) {
+	bp := getBuf()
+	sendBuf(w, status, bp, appendError((*bp)[:0], code, detail, field))
+}
+
+func appendError(b []byte, code, detail, field string) []byte {
 	b = append(b, `{"error":`...)
 	b = appendJSONString(b, code)
 	if detail != "" {
 		b = append(b, `,"detail":`...)
 		b = appendJSONString(b, detail)
+	}
+	if field != "" {
+		b = append(b, `,"field":`...)
+		b = appendJSONString(b, field)
 	}
 	return append(b, '}')
 }

@@ -45,22 +45,25 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 		reason string
 	)
 	request := &cobra.Command{
-		Use:   "request --sku S --delta N --reason TEXT",
-		Short: "Request an adjustment; it changes nothing until approved",
-		Args:  cobra.NoArgs,
+		Use:     "request --sku S --delta N --reason TEXT",
+		Short:   "Request an adjustment; it changes nothing until approved",
+		Example: "  invledger adjust request --sku phone-x --delta 5 --reason 'found 5 in the warehouse'",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(cmd, http.MethodPost, "/v1/adjustments", map[string]any{"sku": sku, "delta": delta, "reason": reason})
 		},
 	}
 	request.Flags().StringVar(&sku, "sku", "", "SKU to adjust")
 	request.Flags().Int64Var(&delta, "delta", 0, "signed change to available stock")
-	request.Flags().StringVar(&reason, "reason", "", "why (required)")
+	request.Flags().StringVar(&reason, "reason", "", "why")
+	markRequired(request, "sku", "delta", "reason")
 
 	decide := func(verb, short string) *cobra.Command {
 		return &cobra.Command{
-			Use:   verb + " ID",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
+			Use:     verb + " ID",
+			Short:   short,
+			Example: "  invledger adjust " + verb + " 1",
+			Args:    cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				id, err := parseID(args[0])
 				if err != nil {
@@ -74,22 +77,26 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 	reject := decide("reject", "Reject a pending adjustment, or an approved one that could not be applied (not your own)")
 
 	var (
-		status string
-		after  int64
-		limit  int
+		status, format string
+		after          int64
+		limit          int
 	)
 	list := &cobra.Command{
-		Use:   "list [--status S] [--sku S] [--after ID] [--limit N]",
-		Short: "List adjustments, newest first, one page at a time",
-		Args:  cobra.NoArgs,
+		Use:     "list [--status S] [--sku S] [--after ID] [--limit N] [--format table|json|csv]",
+		Short:   "List adjustments, newest first, one page at a time",
+		Example: "  invledger adjust list --status pending --format json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.CheckFormat(format); err != nil {
+				return err
+			}
 			c, err := apiclient.New(api, token)
 			if err != nil {
 				return err
 			}
 			page, err := c.Adjustments(cmd.Context(), status, sku, after, limit)
 			if err == nil {
-				err = output.Adjustments(cmd.OutOrStdout(), cmd.ErrOrStderr(), page)
+				err = output.Adjustments(cmd.OutOrStdout(), cmd.ErrOrStderr(), format, page)
 			}
 			return err
 		},
@@ -98,6 +105,7 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 	list.Flags().StringVar(&sku, "sku", "", "only this SKU")
 	list.Flags().Int64Var(&after, "after", 0, "the next_after of the previous page (0: from the newest)")
 	list.Flags().IntVar(&limit, "limit", 100, "page size, 1-1000")
+	output.Flag(list.Flags(), &format)
 
 	cmd.AddCommand(request, approve, reject, list)
 	return cmd

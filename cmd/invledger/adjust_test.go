@@ -398,7 +398,7 @@ func TestAdjustmentsPageAndStrictQuery(t *testing.T) {
 	for q, field := range map[string]string{"limt=5": "limt", "status=pending&status=failed": "status", "limit=x": "limit",
 		"after=-1": "after", "limit=0": "limit", "status=bogus": "status"} {
 		code, m := s.call("GET", "/v1/adjustments?"+q, auditorTok, "")
-		if code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), field) {
+		if code != 400 || m["field"] != field {
 			t.Errorf("?%s: %d %v, want 400 naming %s", q, code, m, field)
 		}
 	}
@@ -437,6 +437,11 @@ func TestAdjustCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != string(domain.AdjustmentPending) || adj.RequestedBy != "alice" {
 		t.Fatalf("request printed %q (%v)", out, err)
 	}
+	// The API's "field" member reads as a local field error: "delta: must be ...".
+	if _, _, err := runCLIRaw(append([]string{"adjust", "request", "--sku", "cli-adj", "--delta", "0", "--reason", "x", "--token", aliceOp}, api...)...); err == nil ||
+		!strings.HasPrefix(err.Error(), "delta: must be a non-zero integer") || exitCode(err) != exitBadInput {
+		t.Fatalf("request with delta 0: %v (exit %d), want the field error naming delta", err, exitCode(err))
+	}
 	id := strconv.FormatInt(adj.ID, 10)
 	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", id, "--token", aliceOp}, api...)...); exitCode(err) != exitInternal || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("approve with an operator token: %v (exit %d), want forbidden", err, exitCode(err))
@@ -456,5 +461,15 @@ func TestAdjustCommands(t *testing.T) {
 	out, _, err = runCLIRaw("adjust", "list", "--status", "applied")
 	if err != nil || !strings.Contains(out, "cli-adj") || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
 		t.Fatalf("list: %v\n%s", err, out)
+	}
+	// issue 17, F16: --format json prints the API's page, csv a header and rows.
+	var page httpapi.AdjustmentPageJSON
+	out, _, err = runCLIRaw("adjust", "list", "--format", "json")
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Adjustments) != 1 || page.Adjustments[0].SKU != "cli-adj" {
+		t.Fatalf("list --format json: %v\n%s", err, out)
+	}
+	out, _, err = runCLIRaw("adjust", "list", "--format", "csv")
+	if err != nil || !strings.HasPrefix(out, "id,sku,delta,status,requested_by,decided_by,reason\n") || !strings.Contains(out, ",cli-adj,3,applied,alice,bob,recount") {
+		t.Fatalf("list --format csv: %v\n%s", err, out)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
-	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -33,7 +31,7 @@ there, text that a spreadsheet would run as a formula (starting with = + - @)
 gets a leading apostrophe. Paged commands print where the next page starts
 on stderr.`,
 	}
-	cmd.PersistentFlags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
+	output.Flag(cmd.PersistentFlags(), &format)
 	cmd.AddCommand(newAuditHistoryCmd(withApp, &format), newAuditBuyersCmd(withApp, &format),
 		newAuditBalanceAtCmd(withApp, &format), newAuditUserCmd(withApp, &format), newAuditOperationsCmd(withApp, &format))
 	cmd.AddCommand(extra...)
@@ -48,7 +46,8 @@ func newAuditHistoryCmd(withApp appRunner, format *string) *cobra.Command {
 		Long: fmt.Sprintf(`history lists a SKU's ledger rows with every column, in seq order, starting
 after --after (0: from the stocked event) and at most --limit rows (1-%d).
 When more rows follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit history phone-x --limit 100\n  invledger audit history phone-x --after 100 --format csv",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
@@ -87,7 +86,8 @@ units each one bought minus those released, folded from the ledger. It also
 answers after archive-buyers removed the buyers from Redis. Users come in
 byte order of their ids, after --after, at most --limit of them (1-%d).
 When more users follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit buyers phone-x --format json",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
@@ -121,21 +121,20 @@ When more users follow, stderr names the --after of the next page.`, ledger.MaxA
 func newAuditBalanceAtCmd(withApp appRunner, format *string) *cobra.Command {
 	var at string
 	cmd := &cobra.Command{
-		Use:   "balance-at SKU --at RFC3339",
+		Use:   "balance-at SKU --at RFC3339|now|-DURATION",
 		Short: "Show a SKU's stock at an instant, folded from the ledger",
 		Long: `balance-at folds the SKU's ledger rows that occurred at or before --at (an
-RFC3339 instant such as 2026-05-01T12:00:00Z or 2026-05-01T20:00:00+08:00)
+RFC3339 instant such as 2026-05-01T12:00:00Z or 2026-05-01T20:00:00+08:00,
+now, or a signed duration from now such as -5m)
 into its stock then: stocked, deducted, released and adjusted rows each count
 by their signed delta. Before the SKU was stocked it is 0.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit balance-at phone-x --at 2026-05-01T12:00:00Z\n  invledger audit balance-at phone-x --at -5m",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("at") {
-				return domain.NewFieldError("--at", errors.New("is required, e.g. --at 2026-05-01T12:00:00Z"))
-			}
-			t, err := ledger.ParseInstant(at)
+			t, err := ledger.ParseInstant(at, time.Now())
 			if err != nil {
 				return err
 			}
@@ -149,7 +148,8 @@ by their signed delta. Before the SKU was stocked it is 0.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&at, "at", "", "the instant, RFC3339")
+	cmd.Flags().StringVar(&at, "at", "", "the instant: RFC3339, now, or a signed duration from now such as -5m")
+	markRequired(cmd, "at")
 	return cmd
 }
 
@@ -161,7 +161,8 @@ func newAuditUserCmd(withApp appRunner, format *string) *cobra.Command {
 		Long: fmt.Sprintf(`user lists the user's purchases and releases in every SKU, oldest first, at
 most --limit rows (1-%d). When more rows follow, stderr names the --after
 cursor of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit user u1",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err
@@ -195,7 +196,8 @@ func newAuditOperationsCmd(withApp appRunner, format *string) *cobra.Command {
 		Short: "List who created, warmed, closed, archived, restored, repaired or rebuilt a SKU",
 		Long: `operations lists the SKU's state changes, oldest first, each with its actor: an
 API token's name, system:<component> or cli:<os user>. stderr names the next page.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger audit operations phone-x",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := output.CheckFormat(*format); err != nil {
 				return err

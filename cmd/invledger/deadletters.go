@@ -16,16 +16,23 @@ func newDeadLettersCmd(withApp appRunner) *cobra.Command {
 		Long: `replay projects an entry again as the projector would, once its cause is fixed
 (idempotent by event id); resolve marks it handled with a note. Both record who.`,
 	}
-	var q ledger.DeadLetterQuery
+	var (
+		q      ledger.DeadLetterQuery
+		format string
+	)
 	list := &cobra.Command{
-		Use:   "list [--status open|replayed|resolved] [--after ID] [--limit N]",
-		Short: "List dead letters, oldest first, a page at a time",
-		Args:  cobra.NoArgs,
+		Use:     "list [--status open|replayed|resolved] [--after ID] [--limit N] [--format table|json|csv]",
+		Short:   "List dead letters, oldest first, a page at a time",
+		Example: "  invledger dead-letters list --status open",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.CheckFormat(format); err != nil {
+				return err
+			}
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				page, err := a.DeadLetters.List(cmd.Context(), q)
 				if err == nil {
-					err = output.PrintJSON(cmd.OutOrStdout(), httpapi.NewDeadLetterPageJSON(page))
+					err = output.DeadLetters(cmd.OutOrStdout(), cmd.ErrOrStderr(), format, httpapi.NewDeadLetterPageJSON(page))
 				}
 				return err
 			})
@@ -34,6 +41,7 @@ func newDeadLettersCmd(withApp appRunner) *cobra.Command {
 	list.Flags().StringVar(&q.Status, "status", "", "open, replayed or resolved")
 	list.Flags().Int64Var(&q.After, "after", 0, "the next_after of the previous page")
 	list.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "page size")
+	output.Flag(list.Flags(), &format)
 
 	act := func(use, short string, do func(cmd *cobra.Command, a *app.Application, id int64) (ledger.DeadLetter, error)) *cobra.Command {
 		return &cobra.Command{
@@ -62,7 +70,10 @@ func newDeadLettersCmd(withApp appRunner) *cobra.Command {
 	resolve := act("resolve ID --note TEXT", "Mark a dead letter handled without projecting it", func(cmd *cobra.Command, a *app.Application, id int64) (ledger.DeadLetter, error) {
 		return a.DeadLetters.Resolve(cmd.Context(), id, note)
 	})
-	resolve.Flags().StringVar(&note, "note", "", "why it needs no replay (required)")
+	resolve.Flags().StringVar(&note, "note", "", "why it needs no replay")
+	markRequired(resolve, "note")
+	replay.Example = "  invledger dead-letters replay 7"
+	resolve.Example = "  invledger dead-letters resolve 7 --note 'duplicate of event 6'"
 	cmd.AddCommand(list, replay, resolve)
 	return cmd
 }

@@ -60,7 +60,7 @@ func TestDeadLetterCommands(t *testing.T) {
 	me, _ := user.Current()
 	actor := "cli:" + me.Username
 
-	out, _, err := runCLI(t, s, "dead-letters", "list", "--status", "open", "--limit", "1")
+	out, _, err := runCLI(t, s, "dead-letters", "list", "--status", "open", "--limit", "1", "--format", "json")
 	var page httpapi.DeadLetterPageJSON
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.DeadLetters) != 1 || page.NextAfter == nil {
 		t.Fatalf("list page 1: %v\n%s", err, out)
@@ -81,8 +81,8 @@ func TestDeadLetterCommands(t *testing.T) {
 	if _, _, err := runCLI(t, s, "dead-letters", "replay", strconv.FormatInt(bad, 10)); exitCode(err) != exitRefused || !strings.Contains(err.Error(), "seq") {
 		t.Fatalf("replay of a still malformed entry: %v (exit %d), want refused naming seq", err, exitCode(err))
 	}
-	if _, _, err := runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10)); exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "note") {
-		t.Fatalf("resolve without a note: %v, want bad input naming note", err)
+	if _, _, err := runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10)); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "note") {
+		t.Fatalf("resolve without a note: %v, want a usage error naming note (a required flag, issue 17)", err)
 	}
 	out, _, err = runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10), "--note", "garbage written by a test tool")
 	var dl httpapi.DeadLetterJSON
@@ -128,14 +128,14 @@ func TestDeadLettersOverHTTP(t *testing.T) {
 			t.Fatalf("list with a non-operator token: %d, want 403", code)
 		}
 	}
-	if code, m := s.call("GET", "/v1/dead-letters?stauts=open", aliceOp, ""); code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), "stauts") {
+	if code, m := s.call("GET", "/v1/dead-letters?stauts=open", aliceOp, ""); code != 400 || m["field"] != "stauts" {
 		t.Fatalf("unknown parameter: %d %v", code, m)
 	}
 	path := fmt.Sprintf("/v1/dead-letters/%d/", id)
 	if code, m := s.call("POST", path+"replay", aliceOp, ""); code != 409 || m["error"] != "conflict" {
 		t.Fatalf("replay of a malformed entry: %d %v, want 409 conflict", code, m)
 	}
-	if code, m := s.call("POST", path+"resolve", aliceOp, `{"note":"  "}`); code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), "note") {
+	if code, m := s.call("POST", path+"resolve", aliceOp, `{"note":"  "}`); code != 400 || m["field"] != "note" {
 		t.Fatalf("resolve with a blank note: %d %v, want 400 naming note", code, m)
 	}
 	res := s.must(200, "POST", path+"resolve", aliceOp, `{"note":"test garbage"}`)

@@ -16,7 +16,8 @@ func newDemoCmd() *cobra.Command {
 retry or try twice. It shows live progress, then a summary: sold, refused by
 reason, oversold (always 0), throughput, latency, and whether the ledger equals
 Redis once the projection caught up.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger demo --stock 500 --buyers 10000 --concurrency 100",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := dc.Validate(); err != nil {
 				return err

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,10 +24,14 @@ func newDevCmd(cfg *Config) *cobra.Command {
 		Use:   "dev",
 		Short: "Start a private Redis and PostgreSQL under ./.invledger and serve against them",
 		Long: `dev starts a redis-server (AOF on) and a PostgreSQL from this machine's binaries,
-on free ports, with their data under --dir. It migrates the database, prints
-the URLs and the API tokens, and serves until SIGINT or SIGTERM, then stops
-both servers. Data and tokens survive restarts; delete the directory to start over.`,
-		Args: cobra.NoArgs,
+with their data under --dir. It migrates the database, prints the URLs and
+the API tokens as export lines to paste into a shell (also written to
+--dir/env, for "source .invledger/env"), and serves until SIGINT or SIGTERM,
+then stops both servers. Data, tokens and ports survive restarts: each
+server gets its previous port back when it is free, so the exported URLs stay
+valid. Delete the directory to start over.`,
+		Example: "  invledger dev\n  invledger dev --dir /tmp/sale --listen 127.0.0.1:9090",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			abs, err := filepath.Abs(dir)
@@ -34,7 +41,7 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 			c := *cfg
 			c.setDefaults()
 			log := newLogger(c.LogLevel)
-			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: abs, AppendFsync: appendFsync(ss.Durability), Logger: log})
+			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: abs, AppendFsync: appendFsync(ss.Durability), Logger: log, KeepPorts: true})
 			if err != nil {
 				return err
 			}
@@ -50,8 +57,9 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 				return err
 			}
 			ss.DataDir = abs
-			ss.OnListening = func(addr string) { printDevBanner(cmd, c, ss, addr) }
-			return serve(ctx, c, ss)
+			var bannerErr error
+			ss.OnListening = func(addr string) { bannerErr = printDevBanner(cmd.OutOrStdout(), abs, c, ss.Tokens, addr) }
+			return errors.Join(serve(ctx, c, ss), bannerErr)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".invledger", "where the servers keep their data")
@@ -63,16 +71,20 @@ both servers. Data and tokens survive restarts; delete the directory to start ov
 	return cmd
 }
 
-func printDevBanner(cmd *cobra.Command, c Config, ss serveSettings, addr string) {
-	w := cmd.OutOrStdout()
+// printDevBanner prints where the stack listens, and the export lines that
+// the README's examples and the CLI need, which it also writes to dir/env.
+func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) error {
+	env := devEnv("http://"+addr, c.RedisURL, c.DatabaseURL, tokens)
 	fmt.Fprintf(w, "\ninvledger dev is running. Ctrl-C stops it and both servers.\n\n")
 	fmt.Fprintf(w, "  API          http://%s\n", addr)
 	fmt.Fprintf(w, "  metrics      http://%s/metrics\n", addr)
 	fmt.Fprintf(w, "  Redis        %s\n", c.RedisURL)
 	fmt.Fprintf(w, "  PostgreSQL   %s\n\n", c.DatabaseURL)
 	fmt.Fprintf(w, "Tokens (name:role:secret):\n")
-	for _, t := range strings.Split(ss.Tokens, "\n") {
+	for _, t := range strings.Split(tokens, "\n") {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	fmt.Fprintf(w, "\nTo use the CLI against this stack:\n  export INVLEDGER_REDIS_URL=%s INVLEDGER_DATABASE_URL='%s'\n\n", c.RedisURL, c.DatabaseURL)
+	fmt.Fprintf(w, "\nPaste this into a shell for the README's examples and the CLI (or: source %s):\n\n%s\n",
+		filepath.Join(dir, "env"), env)
+	return os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o600)
 }

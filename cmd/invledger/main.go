@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,12 +16,24 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
+	code := execute(ctx, newRootCmd(), os.Args[1:], os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "invledger:", err)
-		os.Exit(exitCode(err))
+	os.Exit(code)
+}
+
+// execute runs root with args and returns the exit status. An error goes
+// to stderr; after a usage error, so does the usage of the command at fault.
+func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
 	}
+	fmt.Fprintln(stderr, "invledger:", err)
+	if errors.As(err, new(usageError)) {
+		fmt.Fprint(stderr, "\n"+cmd.UsageString())
+	}
+	return exitCode(err)
 }
 
 // Exit statuses, so scripts can tell what to do next without parsing the

@@ -45,7 +45,7 @@ func TestOperationsOverHTTPAndCLI(t *testing.T) {
 		t.Fatalf("operations: %v (next %v), want %s", got, page["next_after"], want)
 	}
 	for q, field := range map[string]string{"lmit=1": "lmit", "after=x": "after", "limit=0": "limit"} {
-		if code, m := s.call("GET", "/v1/skus/ops-1/operations?"+q, auditorTok, ""); code != 400 || !strings.HasPrefix(fmt.Sprint(m["detail"]), field) {
+		if code, m := s.call("GET", "/v1/skus/ops-1/operations?"+q, auditorTok, ""); code != 400 || m["field"] != field {
 			t.Errorf("?%s: %d %v, want 400 naming %s", q, code, m, field)
 		}
 	}

@@ -9,16 +9,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
 func newReconcileCmd(withApp appRunner) *cobra.Command {
 	var (
-		sku    string
-		repair bool
+		sku, format string
+		repair      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "reconcile [--sku S] [--repair]",
+		Use:   "reconcile [--sku S] [--repair] [--format table|json|csv]",
 		Short: "Compare Redis with the ledger, report drift, and optionally repair it",
 		Long: `reconcile compares, for every SKU (or --sku S), Redis's stock and seq with the
 ledger's fold plus the events still in flight in the stream, and the balances
@@ -31,9 +33,15 @@ With --repair it also corrects what it can: Redis stock by compare-and-set
 SKU from the ledger, balances by recomputing the row, and ledger gaps by
 re-projecting from the stream where it still holds the events.
 
-Exit status 3 when drift remains unrepaired, so scripts and cron can alert.`,
-		Args: cobra.NoArgs,
+--format json prints the report as POST /v1/reconcile answers it, and --format
+csv one line per finding. Exit status 3 when drift remains unrepaired, so
+scripts and cron can alert.`,
+		Example: "  invledger reconcile\n  invledger reconcile --sku phone-x --repair --format json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := output.CheckFormat(format); err != nil {
+				return err
+			}
 			return withApp(cmd.Context(), withRedis|quietFindings, func(a *app.Application) error {
 				rec := a.Reconciler
 				opts := reconcile.Options{Repair: repair, Trigger: "cli"}
@@ -44,7 +52,11 @@ Exit status 3 when drift remains unrepaired, so scripts and cron can alert.`,
 				if err != nil {
 					return err
 				}
-				printReport(cmd.OutOrStdout(), rep)
+				if format == output.Table {
+					printReport(cmd.OutOrStdout(), rep)
+				} else if err := output.Findings(cmd.OutOrStdout(), format, httpapi.NewReconcileReportJSON(rep), rep.Drifts); err != nil {
+					return err
+				}
 				if unrepaired := len(rep.Drifts) - len(rep.Repaired); unrepaired > 0 {
 					return errDrift{n: unrepaired}
 				}
@@ -54,6 +66,7 @@ Exit status 3 when drift remains unrepaired, so scripts and cron can alert.`,
 	}
 	cmd.Flags().StringVar(&sku, "sku", "", "reconcile only this SKU")
 	cmd.Flags().BoolVar(&repair, "repair", false, "repair the drift found")
+	output.Flag(cmd.Flags(), &format)
 	return cmd
 }
 

@@ -34,11 +34,9 @@ events are still being projected; wait for the projector and run it again.
 
 Use it when warm answers needs_restore, or when reconcile reports a SKU that
 Redis lost. With --all, progress goes to stderr about once a second.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger restore-redis --sku phone-x\n  invledger restore-redis --all",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (sku == "") == !all {
-				return errors.New("give exactly one of --sku S and --all")
-			}
 			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
 				rec := a.Recovery
 				if sku != "" {
@@ -68,6 +66,8 @@ Redis lost. With --all, progress goes to stderr about once a second.`,
 	}
 	cmd.Flags().StringVar(&sku, "sku", "", "restore this SKU")
 	cmd.Flags().BoolVar(&all, "all", false, "restore every SKU that has ledger events")
+	cmd.MarkFlagsOneRequired("sku", "all")
+	cmd.MarkFlagsMutuallyExclusive("sku", "all")
 	return cmd
 }
 
@@ -83,7 +83,8 @@ It is safe while serve and its projector run: each SKU is recomputed in its
 own transaction under the balances row lock the projector also takes, so no
 projected event is lost or counted twice. Progress goes to stderr about once
 a second.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger rebuild-projections",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				rec := a.Recovery
@@ -120,12 +121,9 @@ buyers differ from the ledger (reconcile first). Running it again is a no-op.
 
 With --closed-for, it archives every SKU closed at least that long ago, e.g.
 --closed-for 24h.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger archive-buyers --sku phone-x\n  invledger archive-buyers --closed-for 24h",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			byAge := cmd.Flags().Changed("closed-for")
-			if (sku == "") == !byAge {
-				return errors.New("give exactly one of --sku S and --closed-for DURATION")
-			}
 			if closedFor < 0 {
 				return fmt.Errorf("--closed-for must not be negative, got %s", closedFor)
 			}
@@ -148,6 +146,8 @@ With --closed-for, it archives every SKU closed at least that long ago, e.g.
 	}
 	cmd.Flags().StringVar(&sku, "sku", "", "archive this SKU's buyers")
 	cmd.Flags().DurationVar(&closedFor, "closed-for", 0, "archive every SKU closed at least this long ago")
+	cmd.MarkFlagsOneRequired("sku", "closed-for")
+	cmd.MarkFlagsMutuallyExclusive("sku", "closed-for")
 	return cmd
 }
 
@@ -160,7 +160,8 @@ earlier requests still get their original receipts, and releases still return
 stock. The closing time is recorded in PostgreSQL too, so a restore-redis
 brings the SKU back closed. Closing again is a no-op that reports the original
 closing time. Afterwards, archive-buyers can move its buyers out of Redis.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  invledger sku close phone-x",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
 				arch := a.Archiver

@@ -51,7 +51,7 @@ func TestRecoveryCommands(t *testing.T) {
 	}
 
 	// restore-redis --all after a wipe.
-	if _, _, err := runCLI(t, s, "restore-redis"); err == nil || !strings.Contains(err.Error(), "--sku S and --all") {
+	if _, _, err := runCLI(t, s, "restore-redis"); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "[sku all]") {
 		t.Fatalf("restore-redis without a target: %v", err)
 	}
 	if err := s.RedisClient.FlushAll(ctx).Err(); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -34,6 +35,10 @@ Every flag can also be set with the environment variable named in its help.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			// What a command changes is recorded as done by the OS user.
 			cmd.SetContext(ledger.WithActor(cmd.Context(), cliActor()))
+			// cobra checks these after this hook, as errors of no kind.
+			if err := errors.Join(cmd.ValidateRequiredFlags(), cmd.ValidateFlagGroups()); err != nil {
+				return usageError{err}
+			}
 			return env.Err()
 		},
 	}
@@ -99,10 +104,11 @@ Every flag can also be set with the environment variable named in its help.`,
 
 func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "migrate",
-		Short: "Apply the embedded database migrations",
-		Long:  "migrate brings the PostgreSQL schema up to date. It is safe to run repeatedly and from several processes at once.",
-		Args:  cobra.NoArgs,
+		Use:     "migrate",
+		Short:   "Apply the embedded database migrations",
+		Long:    "migrate brings the PostgreSQL schema up to date. It is safe to run repeatedly and from several processes at once.",
+		Example: "  invledger migrate --database-url postgres://invledger@127.0.0.1:5432/invledger",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := config()
 			if err != nil {
@@ -144,13 +150,11 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 
 	var stock, limit int64
 	create := &cobra.Command{
-		Use:   "create SKU --stock N [--per-user-limit L]",
-		Short: "Define a SKU's initial stock and per-user limit",
-		Args:  cobra.ExactArgs(1),
+		Use:     "create SKU --stock N [--per-user-limit L]",
+		Short:   "Define a SKU's initial stock and per-user limit",
+		Example: "  invledger sku create phone-x --stock 100 --per-user-limit 2",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if !c.Flags().Changed("stock") {
-				return fmt.Errorf("--stock is required")
-			}
 			return withApp(c.Context(), withRedis, func(a *app.Application) error {
 				def, created, err := a.Service.CreateSKU(c.Context(), ledger.CreateSKUCommand{SKU: args[0], Stock: stock, PerUserLimit: limit})
 				if err != nil {
@@ -163,11 +167,13 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 	}
 	create.Flags().Int64Var(&stock, "stock", 0, "initial stock")
 	create.Flags().Int64Var(&limit, "per-user-limit", 1, "most units one user may hold")
+	markRequired(create, "stock")
 
 	warm := &cobra.Command{
-		Use:   "warm SKU",
-		Short: "Load a SKU into Redis and append its stocked event; a no-op on a live SKU",
-		Args:  cobra.ExactArgs(1),
+		Use:     "warm SKU",
+		Short:   "Load a SKU into Redis and append its stocked event; a no-op on a live SKU",
+		Example: "  invledger sku warm phone-x",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withApp(c.Context(), withRedis, func(a *app.Application) error {
 				res, err := a.Service.Warm(c.Context(), args[0])
@@ -180,9 +186,10 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 		},
 	}
 	show := &cobra.Command{
-		Use:   "show SKU",
-		Short: "Show a SKU as Redis and the ledger each see it",
-		Args:  cobra.ExactArgs(1),
+		Use:     "show SKU",
+		Short:   "Show a SKU as Redis and the ledger each see it",
+		Example: "  invledger sku show phone-x",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withApp(c.Context(), withRedis, func(a *app.Application) error {
 				v, err := a.Service.State(c.Context(), args[0])
@@ -211,7 +218,8 @@ func newSKUListCmd(withApp appRunner) *cobra.Command {
 most --limit of them (1-%d), as GET /v1/skus answers: state, Redis stock and
 seq (empty when Redis does not hold the SKU), ledger stock and seq. When more
 SKUs follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
-		Args: cobra.NoArgs,
+		Example: "  invledger sku list --limit 50\n  invledger sku list --after phone-x --format csv > skus.csv",
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := output.CheckFormat(format); err != nil {
 				return err
@@ -234,7 +242,7 @@ SKUs follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
 	}
 	cmd.Flags().StringVar(&q.After, "after", "", "list SKUs after this one, as a previous run printed it")
 	cmd.Flags().IntVar(&q.Limit, "limit", ledger.DefaultAuditLimit, "most SKUs to list")
-	cmd.Flags().StringVar(&format, "format", output.Table, "output format: table, json or csv")
+	output.Flag(cmd.Flags(), &format)
 	return cmd
 }
 
@@ -244,10 +252,11 @@ func newDeductCmd(withApp appRunner) *cobra.Command {
 		qty                  int64
 	)
 	cmd := &cobra.Command{
-		Use:   "deduct --sku S --user U [--qty N] [--request-id R]",
-		Short: "Buy units for a user (exit status 2 when refused)",
-		Long:  "deduct runs one purchase attempt. Re-running it with the same --request-id returns the original receipt instead of buying again.",
-		Args:  cobra.NoArgs,
+		Use:     "deduct --sku S --user U [--qty N] [--request-id R]",
+		Short:   "Buy units for a user (exit status 2 when refused)",
+		Long:    "deduct runs one purchase attempt. Re-running it with the same --request-id returns the original receipt instead of buying again.",
+		Example: "  invledger deduct --sku phone-x --user u1 --qty 1 --request-id order-1001",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if requestID == "" {
 				requestID = uuid.NewString()
@@ -270,15 +279,17 @@ func newDeductCmd(withApp appRunner) *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "", "user id")
 	cmd.Flags().Int64Var(&qty, "qty", 1, "units to buy")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new UUID)")
+	markRequired(cmd, "sku", "user")
 	return cmd
 }
 
 func newReleaseCmd(withApp appRunner) *cobra.Command {
 	var sku, user, requestID, reason string
 	cmd := &cobra.Command{
-		Use:   "release --sku S --user U --request-id R [--reason TEXT]",
-		Short: "Return a deduction's units to stock, exactly once",
-		Args:  cobra.NoArgs,
+		Use:     "release --sku S --user U --request-id R [--reason TEXT]",
+		Short:   "Return a deduction's units to stock, exactly once",
+		Example: "  invledger release --sku phone-x --user u1 --request-id order-1001 --reason 'payment failed'",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := ledger.NewReleaseCommand(sku, user, requestID, reason)
 			if err != nil {
@@ -298,5 +309,18 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "", "user id of the deduction")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "request id of the deduction")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the units go back")
+	markRequired(cmd, "sku", "user", "request-id")
 	return cmd
+}
+
+// markRequired marks cmd's flags as required: leaving one out is a usage
+// error naming it, and help says "(required)". It panics on a flag cmd does not
+// have, a bug that the help tests catch.
+func markRequired(cmd *cobra.Command, flags ...string) {
+	for _, f := range flags {
+		if err := cmd.MarkFlagRequired(f); err != nil {
+			panic(err)
+		}
+		cmd.Flags().Lookup(f).Usage += " (required)"
+	}
 }

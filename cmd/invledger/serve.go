@@ -34,6 +34,8 @@ pending for redelivery.
 
 serve never migrates: it checks that the schema is current (run
 invledger migrate first), so serves started together do not wait on each other.`,
+		Example: `  invledger serve --tokens-file /etc/invledger/tokens
+  invledger serve --components projector --consumer-name proj-a`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := config()

@@ -27,7 +27,8 @@ ledger table refuses UPDATE and DELETE itself, so a break means someone went
 around the database's guard, e.g. as a superuser with the triggers off; the
 first broken seq is the first row to look at. Exit status 3 when a chain is
 broken. Progress goes to stderr on long runs.`,
-		Args: cobra.NoArgs,
+		Example: "  invledger audit verify\n  invledger audit verify --sku phone-x --format json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := cmd.Flags().GetString("format")
 			if err != nil {

@@ -56,9 +56,15 @@ type Error struct {
 	Status int
 	Code   string
 	Detail string
+	// Field is the input at fault, when the API names one.
+	Field string
 }
 
+// Error reads as a local field error does: "field: detail".
 func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (HTTP %d %s)", e.Field, e.Detail, e.Status, e.Code)
+	}
 	return fmt.Sprintf("%s (HTTP %d %s)", e.Detail, e.Status, e.Code)
 }
 
@@ -102,9 +108,10 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		var eb struct {
 			Error  string `json:"error"`
 			Detail string `json:"detail"`
+			Field  string `json:"field"`
 		}
 		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
-			e.Code, e.Detail = eb.Error, eb.Detail
+			e.Code, e.Detail, e.Field = eb.Error, eb.Detail, eb.Field
 		} else {
 			e.Code, e.Detail = "http_error", strings.TrimSpace(string(raw))
 		}

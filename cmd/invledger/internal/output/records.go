@@ -10,9 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/reconcile"
 )
 
 // Output formats of the read commands.
@@ -96,9 +100,14 @@ func PrintJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// Adjustments prints a page of adjustments as a table on w, and where the
-// next page starts on more.
-func Adjustments(w, more io.Writer, page httpapi.AdjustmentPageJSON) error {
+// Flag registers --format on fs, defaulting to a table.
+func Flag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "format", Table, "output format: table, json or csv")
+}
+
+// Adjustments prints a page of adjustments in format on w (--format json:
+// as GET /v1/adjustments answers it), and where the next page starts on more.
+func Adjustments(w, more io.Writer, format string, page httpapi.AdjustmentPageJSON) error {
 	rows := make([][]string, len(page.Adjustments))
 	for i, a := range page.Adjustments {
 		decided := ""
@@ -107,7 +116,7 @@ func Adjustments(w, more io.Writer, page httpapi.AdjustmentPageJSON) error {
 		}
 		rows[i] = []string{strconv.FormatInt(a.ID, 10), a.SKU, strconv.FormatInt(a.Delta, 10), a.Status, a.RequestedBy, decided, a.Reason}
 	}
-	if err := Records(w, Table, page, []string{"id", "sku", "delta", "status", "requested_by", "decided_by", "reason"}, rows); err != nil {
+	if err := Records(w, format, page, []string{"id", "sku", "delta", "status", "requested_by", "decided_by", "reason"}, rows); err != nil {
 		return err
 	}
 	if page.NextAfter != nil {
@@ -115,6 +124,33 @@ func Adjustments(w, more io.Writer, page httpapi.AdjustmentPageJSON) error {
 		NextPage(more, &next)
 	}
 	return nil
+}
+
+// DeadLetters prints a page of dead letters in format on w (--format json:
+// as GET /v1/dead-letters answers it), and where the next page starts on more.
+func DeadLetters(w, more io.Writer, format string, page httpapi.DeadLetterPageJSON) error {
+	rows := make([][]string, len(page.DeadLetters))
+	for i, d := range page.DeadLetters {
+		rows[i] = []string{strconv.FormatInt(d.ID, 10), d.Stream, d.StreamID, d.Status, d.CreatedAt.UTC().Format(time.RFC3339Nano), d.Error}
+	}
+	if err := Records(w, format, page, []string{"id", "stream", "stream_id", "status", "created_at", "error"}, rows); err != nil {
+		return err
+	}
+	if page.NextAfter != nil {
+		next := strconv.FormatInt(*page.NextAfter, 10)
+		NextPage(more, &next)
+	}
+	return nil
+}
+
+// Findings prints a reconciliation's findings as CSV, or report, the body
+// of POST /v1/reconcile, as JSON; the table is the command's own summary.
+func Findings(w io.Writer, format string, report any, findings []reconcile.Finding) error {
+	rows := make([][]string, len(findings))
+	for i, f := range findings {
+		rows[i] = []string{f.SKU, string(f.Class), f.Detail, strconv.FormatBool(f.Repaired), f.RepairError}
+	}
+	return Records(w, format, report, []string{"sku", "class", "detail", "repaired", "repair_error"}, rows)
 }
 
 // skuHeader is the columns of SKUs, in GET /v1/skus' field order.
