@@ -185,23 +185,30 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 			})
 		},
 	}
+	var showFormat string
 	show := &cobra.Command{
-		Use:     "show SKU",
-		Short:   "Show a SKU as Redis and the ledger each see it",
-		Example: "  invledger sku show phone-x",
+		Use:     "show SKU [--format json|table|csv]",
+		Short:   "Show a SKU as Redis and the ledger each see it (JSON unless --format says otherwise)",
+		Example: "  invledger sku show phone-x\n  invledger sku show phone-x --format table",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := output.CheckFormat(showFormat); err != nil {
+				return err
+			}
 			return withApp(c.Context(), withRedis, func(a *app.Application) error {
 				v, err := a.Service.State(c.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				return output.PrintJSON(c.OutOrStdout(), map[string]any{"sku": args[0], "redis_stock": v.RedisStock, "redis_seq": v.RedisSeq,
-					"ledger_stock": v.LedgerStock, "ledger_seq": v.LedgerSeq, "ledger_watermark": v.LedgerWatermark, "state": v.Status,
-					"initial_stock": v.Definition.InitialStock(), "per_user_limit": v.Definition.PerUserLimit()})
+				return output.Fields(c.OutOrStdout(), showFormat, []string{"sku", "state", "initial_stock", "per_user_limit",
+					"redis_stock", "redis_seq", "ledger_stock", "ledger_seq", "ledger_watermark"},
+					[]any{args[0], v.Status, v.Definition.InitialStock(), v.Definition.PerUserLimit(),
+						v.RedisStock, v.RedisSeq, v.LedgerStock, v.LedgerSeq, v.LedgerWatermark})
 			})
 		},
 	}
+	// JSON by default, as before --format existed, so scripts keep working.
+	show.Flags().StringVar(&showFormat, "format", output.JSON, "output format: json, table or csv")
 	cmd.AddCommand(create, warm, show, newSKUListCmd(withApp), newSKUCloseCmd(withApp))
 	return cmd
 }

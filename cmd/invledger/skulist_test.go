@@ -73,3 +73,27 @@ func TestSKUListAndPagedBuyers(t *testing.T) {
 		}
 	}
 }
+
+// TestSKUShowFormats prints one SKU as JSON by default, as it always did,
+// and as a table or CSV on request.
+func TestSKUShowFormats(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	s.SKU(t, "show-1", 7, 1)
+	out, _, err := runCLI(t, s, "sku", "show", "show-1")
+	var m map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &m) != nil || m["redis_stock"] != float64(7) || m["state"] != "open" {
+		t.Fatalf("sku show: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, s, "sku", "show", "show-1", "--format", "csv")
+	if err != nil || !strings.HasPrefix(out, "sku,state,initial_stock,per_user_limit,redis_stock,redis_seq,") || !strings.Contains(out, "\nshow-1,open,7,1,7,1,") {
+		t.Fatalf("sku show --format csv: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, s, "sku", "show", "show-1", "--format", "table")
+	if err != nil || !strings.HasPrefix(out, "SKU ") || !strings.Contains(out, "show-1") {
+		t.Fatalf("sku show --format table: %v\n%s", err, out)
+	}
+	if _, _, err := runCLI(t, s, "sku", "show", "show-1", "--format", "yaml"); exitCode(err) != 5 {
+		t.Fatalf("sku show --format yaml: %v (exit %d), want bad input", err, exitCode(err))
+	}
+}

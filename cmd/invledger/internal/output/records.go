@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,4 +179,23 @@ func NextPage(w io.Writer, next *string) {
 	if next != nil {
 		fmt.Fprintf(w, "more rows follow: run again with --after %s\n", *next)
 	}
+}
+
+// Fields prints one record of named values: with JSON, an object (keys in
+// encoding/json's order); else a header and one row, an absent (nil)
+// value as an empty cell.
+func Fields(w io.Writer, format string, names []string, values []any) error {
+	obj := make(map[string]any, len(names))
+	row := make([]string, len(names))
+	for i, name := range names {
+		obj[name] = values[i]
+		if v := reflect.ValueOf(values[i]); v.Kind() == reflect.Pointer {
+			if !v.IsNil() {
+				row[i] = fmt.Sprint(v.Elem().Interface())
+			}
+		} else if values[i] != nil {
+			row[i] = fmt.Sprint(values[i])
+		}
+	}
+	return Records(w, format, obj, names, [][]string{row})
 }
