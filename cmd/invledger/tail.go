@@ -26,7 +26,8 @@ line), until SIGINT or SIGTERM. It reads Redis only, with a plain XREAD (no
 consumer group): it takes nothing from the projector and leaves nothing
 behind. --from-start first prints the events the stream still holds (acked
 entries are kept for serve's --stream-retention).`,
-		Args: cobra.NoArgs,
+		Example: "  invledger tail --sku phone-x\n  invledger tail --sku phone-x --from-start --format json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := *cfg
 			c.setDefaults()
