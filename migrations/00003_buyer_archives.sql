@@ -5,8 +5,9 @@ ALTER TABLE skus ADD COLUMN closed_at timestamptz;
 
 -- buyer_archives and buyer_archive_entries hold the buyers of closed sales
 -- after archive-buyers deleted them from Redis, so that the buyers of
--- finished sales do not grow Redis without bound. One archive per SKU, written once, taken
--- at seq: the buyers are exactly what the ledger folds to at that seq.
+-- finished sales do not grow Redis without bound. One archive per SKU,
+-- written once, taken at seq: the buyers are exactly what the ledger folds
+-- to at that seq.
 CREATE TABLE buyer_archives (
     sku          text PRIMARY KEY REFERENCES skus (sku),
     seq          bigint NOT NULL CHECK (seq > 0),
