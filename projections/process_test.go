@@ -59,8 +59,8 @@ func projectorChild() int {
 		NewRedisClient: func(poolSize int) redis.UniversalClient {
 			return redis.NewClient(&redis.Options{Addr: os.Getenv(childRedisEnv), PoolSize: poolSize})
 		},
-		Streams:       strings.Split(os.Getenv(childStreamsEnv), ","),
-		ConsumerName:  os.Getenv(childConsumerEnv),
+		Streams:      strings.Split(os.Getenv(childStreamsEnv), ","),
+		ConsumerName: os.Getenv(childConsumerEnv),
 		// A whole read in one transaction even when the machine is so busy
 		// that the read's messages take longer than the default ReadWait to
 		// pass the router: the test holds the first batch of a full read.
