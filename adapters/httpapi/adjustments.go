@@ -103,11 +103,7 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 		return
 	}
 	adj, err := decide(r.Context(), id, principalName(r))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewAdjustmentJSON(adj))
+	answer(s, w, r, adj, err, NewAdjustmentJSON)
 }
 
 // AdjustmentPageJSON is the body of GET /v1/adjustments and what `invledger
@@ -115,6 +111,11 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 type AdjustmentPageJSON struct {
 	Adjustments []AdjustmentJSON `json:"adjustments"`
 	NextAfter   *int64           `json:"next_after"`
+}
+
+// NewAdjustmentPageJSON maps p field by field.
+func NewAdjustmentPageJSON(p ledger.AdjustmentPage) AdjustmentPageJSON {
+	return AdjustmentPageJSON{Adjustments: mapSlice(p.Adjustments, NewAdjustmentJSON), NextAfter: p.NextAfter}
 }
 
 // pathID parses the {id} path segment: a positive integer.
@@ -130,7 +131,7 @@ func pathID(r *http.Request) (int64, error) {
 // adjustments newest first, {"adjustments":[...],"next_after":ID|null};
 // limit 1-1000, default 100.
 func (s *server) listAdjustments(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "status", "sku", "after", "limit")
+	q, limit, err := pageQuery(r, "status", "sku")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -140,15 +141,6 @@ func (s *server) listAdjustments(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryLimit(q)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	page, err := s.adjustments.List(r.Context(), ledger.AdjustmentQuery{Status: q.Get("status"), SKU: q.Get("sku"), After: after, Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, AdjustmentPageJSON{Adjustments: mapSlice(page.Adjustments, NewAdjustmentJSON), NextAfter: page.NextAfter})
+	answer(s, w, r, page, err, NewAdjustmentPageJSON)
 }

@@ -123,7 +123,7 @@ func NewStockAtJSON(s ledger.StockAt) StockAtJSON {
 // ledger rows with seq above after, in seq order, {"sku","events":[...],
 // "next_after":SEQ|null}; limit 1-1000, default 100.
 func (s *server) skuEvents(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "after", "limit")
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -133,17 +133,8 @@ func (s *server) skuEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryLimit(q)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	page, err := s.auditor.History(r.Context(), ledger.HistoryQuery{SKU: r.PathValue("sku"), After: after, Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewHistoryPageJSON(page))
+	answer(s, w, r, page, err, NewHistoryPageJSON)
 }
 
 // balanceAt is GET /v1/skus/{sku}/balance?at=RFC3339: the stock at that
@@ -164,11 +155,7 @@ func (s *server) balanceAt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.auditor.BalanceAt(r.Context(), r.PathValue("sku"), at)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewStockAtJSON(res))
+	answer(s, w, r, res, err, NewStockAtJSON)
 }
 
 // buyers is GET /v1/skus/{sku}/buyers?after=USER&limit=N: who holds units
@@ -176,44 +163,26 @@ func (s *server) balanceAt(w http.ResponseWriter, r *http.Request) {
 // "qty"}],"next_after":USER|null}; after is the last user id of the
 // previous page, limit 1-1000, default 100.
 func (s *server) buyers(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "after", "limit")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := queryLimit(q)
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	res, err := s.auditor.Buyers(r.Context(), ledger.BuyersQuery{SKU: r.PathValue("sku"), After: q.Get("after"), Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewBuyersJSON(res))
+	answer(s, w, r, res, err, NewBuyersJSON)
 }
 
 // userPurchases is GET /v1/users/{user}/purchases?after=CURSOR&limit=N:
 // the user's purchases and releases across SKUs by time,
 // {"user_id","events":[...],"next_after":CURSOR|null}.
 func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "after", "limit")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := queryLimit(q)
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	page, err := s.auditor.UserEvents(r.Context(), ledger.UserQuery{User: r.PathValue("user"), After: q.Get("after"), Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewUserPageJSON(page))
+	answer(s, w, r, page, err, NewUserPageJSON)
 }
 
 // OperationJSON is one entry of the operations audit trail.
@@ -248,7 +217,7 @@ func NewOperationPageJSON(p ledger.OperationPage) OperationPageJSON {
 // created, warmed, closed, archived, restored, repaired or rebuilt the SKU,
 // oldest first, {"sku","operations":[...],"next_after":ID|null}.
 func (s *server) skuOperations(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "after", "limit")
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -258,17 +227,8 @@ func (s *server) skuOperations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryLimit(q)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	page, err := s.auditor.Operations(r.Context(), ledger.OperationQuery{SKU: r.PathValue("sku"), After: after, Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewOperationPageJSON(page))
+	answer(s, w, r, page, err, NewOperationPageJSON)
 }
 
 // queryParams parses the query string and refuses parameters other than
@@ -294,6 +254,27 @@ func queryParams(r *http.Request, allowed ...string) (url.Values, error) {
 		}
 	}
 	return q, nil
+}
+
+// pageQuery parses the query of a paged list: after and limit (queryLimit)
+// beside the filters it names; any other, repeated or empty parameter is
+// refused, as queryParams does.
+func pageQuery(r *http.Request, filters ...string) (url.Values, int, error) {
+	q, err := queryParams(r, append(filters, "after", "limit")...)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit, err := queryLimit(q)
+	return q, limit, err
+}
+
+// answer writes toJSON(v) with 200, or fails with err.
+func answer[T, U any](s *server, w http.ResponseWriter, r *http.Request, v T, err error, toJSON func(T) U) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, toJSON(v))
 }
 
 // queryInt parses the integer parameter name; absent is 0.

@@ -54,7 +54,7 @@ func NewDeadLetterPageJSON(p ledger.DeadLetterPage) DeadLetterPageJSON {
 // listDeadLetters is GET /v1/dead-letters?status=&after=ID&limit=N: oldest
 // first, {"dead_letters":[...],"next_after":ID|null}.
 func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "status", "after", "limit")
+	q, limit, err := pageQuery(r, "status")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -64,17 +64,8 @@ func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryLimit(q)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	page, err := s.deadLetters.List(r.Context(), ledger.DeadLetterQuery{Status: q.Get("status"), After: after, Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewDeadLetterPageJSON(page))
+	answer(s, w, r, page, err, NewDeadLetterPageJSON)
 }
 
 // replayDeadLetter is POST /v1/dead-letters/{id}/replay: 200 with the
@@ -90,11 +81,7 @@ func (s *server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.deadLetters.Replay(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewDeadLetterJSON(d))
+	answer(s, w, r, d, err, NewDeadLetterJSON)
 }
 
 // resolveDeadLetter is POST /v1/dead-letters/{id}/resolve {"note"}: 200
@@ -117,9 +104,5 @@ func (s *server) resolveDeadLetter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.deadLetters.Resolve(r.Context(), id, req.Note)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewDeadLetterJSON(d))
+	answer(s, w, r, d, err, NewDeadLetterJSON)
 }

@@ -134,11 +134,7 @@ func (s *server) reconcile(w http.ResponseWriter, r *http.Request) {
 		opts.SKUs = []string{req.SKU}
 	}
 	rep, err := s.reconciler.Run(r.Context(), opts)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, newReportJSON(rep))
+	answer(s, w, r, rep, err, newReportJSON)
 }
 
 // reconciliations is GET /v1/reconciliations?after=ID&limit=N: recorded

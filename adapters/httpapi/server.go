@@ -528,20 +528,11 @@ func NewSKUPageJSON(p ledger.SKUPage) SKUPageJSON {
 // last SKU of the previous page, limit 1-1000, default 100. Redis fields
 // are null for a SKU Redis does not hold.
 func (s *server) listSKUs(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "after", "limit")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := queryLimit(q)
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	page, err := s.skus.List(r.Context(), ledger.SKUListQuery{After: q.Get("after"), Limit: limit})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, NewSKUPageJSON(page))
+	answer(s, w, r, page, err, NewSKUPageJSON)
 }

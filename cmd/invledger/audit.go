@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -49,10 +50,7 @@ When more rows follow, stderr names the --after of the next page.`, ledger.MaxAu
 		Example: "  invledger audit history phone-x --limit 100\n  invledger audit history phone-x --after 100 --format csv",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := output.CheckFormat(*format); err != nil {
-				return err
-			}
-			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+			if err := checkPage(*format, q.Limit); err != nil {
 				return err
 			}
 			q.SKU = args[0]
@@ -65,7 +63,7 @@ When more rows follow, stderr names the --after of the next page.`, ledger.MaxAu
 					return err
 				}
 				if page.NextAfter != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more rows follow: run again with --after %d\n", *page.NextAfter)
+					output.NextPage(cmd.ErrOrStderr(), ptr(strconv.FormatInt(*page.NextAfter, 10)))
 				}
 				return nil
 			})
@@ -89,10 +87,7 @@ When more users follow, stderr names the --after of the next page.`, ledger.MaxA
 		Example: "  invledger audit buyers phone-x --format json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := output.CheckFormat(*format); err != nil {
-				return err
-			}
-			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+			if err := checkPage(*format, q.Limit); err != nil {
 				return err
 			}
 			q.SKU = args[0]
@@ -164,10 +159,7 @@ cursor of the next page.`, ledger.MaxAuditLimit),
 		Example: "  invledger audit user u1",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := output.CheckFormat(*format); err != nil {
-				return err
-			}
-			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+			if err := checkPage(*format, q.Limit); err != nil {
 				return err
 			}
 			q.User = args[0]
@@ -199,10 +191,7 @@ API token's name, system:<component> or cli:<os user>. stderr names the next pag
 		Example: "  invledger audit operations phone-x",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := output.CheckFormat(*format); err != nil {
-				return err
-			}
-			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+			if err := checkPage(*format, q.Limit); err != nil {
 				return err
 			}
 			q.SKU = args[0]
@@ -217,7 +206,7 @@ API token's name, system:<component> or cli:<os user>. stderr names the next pag
 				}
 				err = output.Records(cmd.OutOrStdout(), *format, httpapi.NewOperationPageJSON(page), []string{"id", "sku", "action", "actor", "at", "detail"}, rows)
 				if err == nil && page.NextAfter != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "more rows follow: run again with --after %d\n", *page.NextAfter)
+					output.NextPage(cmd.ErrOrStderr(), ptr(strconv.FormatInt(*page.NextAfter, 10)))
 				}
 				return err
 			})
@@ -243,3 +232,11 @@ func writeEntries(w io.Writer, format string, page any, entries []ledger.AuditEn
 	}
 	return output.Records(w, format, page, entryHeader, rows)
 }
+
+// checkPage validates a paged read command's --format and --limit before
+// anything connects, so a typo costs no round trip.
+func checkPage(format string, limit int) error {
+	return errors.Join(output.CheckFormat(format), ledger.CheckAuditLimit("--limit", limit))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -228,10 +228,7 @@ SKUs follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
 		Example: "  invledger sku list --limit 50\n  invledger sku list --after phone-x --format csv > skus.csv",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := output.CheckFormat(format); err != nil {
-				return err
-			}
-			if err := ledger.CheckAuditLimit("--limit", q.Limit); err != nil {
+			if err := checkPage(format, q.Limit); err != nil {
 				return err
 			}
 			return withApp(c.Context(), withRedis, func(a *app.Application) error {
