@@ -396,3 +396,54 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 		t.Fatalf("deduct after stamp: %v", err)
 	}
 }
+
+// TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall: the
+// auto-pipelined path (the default) falls back to sending the script body
+// when Redis no longer knows its digest, and a stalled Redis is answered
+// with ErrUnavailable within the configured timeout even though a queued
+// command cannot be cancelled. Once Redis resumes, the retry with the same
+// request id gets the outcome of the call that was cut, never a second sale.
+func TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "pipelined", 10, 1)
+	if err := f.client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()); err != nil || rc.Seq != 2 {
+		t.Fatalf("deduct after SCRIPT FLUSH = %+v, %v; want seq 2", rc, err)
+	}
+
+	const timeout = 300 * time.Millisecond
+	inv := must(redisinventory.NewRedisInventory(f.client, f.keys, f.runIDs, redisinventory.InventoryConfig{Timeout: timeout}))
+	if err := f.srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.srv.Resume() })
+	start := time.Now()
+	_, err := inv.Deduct(ctx, sku, must(domain.NewUserID("u2")), must(domain.NewQuantity(1)), must(domain.NewRequestID("req-2")), uuid.NewString())
+	if waited := time.Since(start); !errors.Is(err, domain.ErrUnavailable) || waited > 10*timeout {
+		t.Fatalf("deduct on a stalled Redis = %v after %s; want ErrUnavailable within about %s", err, waited, timeout)
+	}
+	if err := f.srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// go-redis may still deliver the cut call once Redis answers; either way
+	// the caller's retry settles on one sale.
+	var rc domain.Receipt
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rc, err = deduct(t, f, sku, "u2", 1, "req-2", uuid.NewString())
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("retry after the stall: %v", err)
+	}
+	st := must(f.inv.State(ctx, sku))
+	if st.Stock != 8 || st.Seq != 3 || rc.Seq != 3 {
+		t.Fatalf("after the stall and the retry: state %+v, receipt %+v; want stock 8, seq 3: one sale per request id", st, rc)
+	}
+}

@@ -19,10 +19,11 @@ import (
 
 // BenchmarkDeductScriptPipelining runs the service's own deduct script (the
 // EVALSHA a purchase sends, captured as bench --compare captures it) from
-// 25 × GOMAXPROCS goroutines, once over the plain go-redis client as
-// redisinventory does today and once through go-redis's (experimental)
-// AutoPipeline, which coalesces concurrent calls into pipelines. It
-// measures what coalescing would give the purchase path. Redis runs with
+// 25 × GOMAXPROCS goroutines, once over the plain go-redis client (as
+// redisinventory does with InventoryConfig.DirectCalls) and once through
+// go-redis's (experimental) deferred auto-pipeliner, which coalesces
+// concurrent calls into pipelines, as redisinventory does by default. It
+// measures what coalescing gives the purchase path. Redis runs with
 // appendfsync everysec, so the disk's fsync latency, which varies a lot on
 // a VM, does not drown the difference in CPU and system calls:
 //
@@ -65,7 +66,7 @@ func benchDeductScriptPipelining(b *testing.B, appendFsync string) {
 	if !ok {
 		b.Fatalf("redis client is %T", a.Redis)
 	}
-	auto, err := plain.AutoPipeline()
+	auto, err := plain.AsyncAutoPipeline()
 	if err != nil {
 		b.Fatal(err)
 	}
