@@ -68,6 +68,10 @@ type Metrics struct {
 	Projection *projections.Metrics
 	Reconcile  *reconcile.Metrics
 	Alerts     *alertwebhook.Metrics
+	// Unavailable counts the API's 503 answers that ask for a retry, by
+	// route pattern and code (unavailable, recovering, unsafe_redis): an
+	// outage of Redis or PostgreSQL shows here as answers, not as errors.
+	Unavailable *prometheus.CounterVec
 }
 
 // Application is invledger wired once: the application services over their
@@ -185,7 +189,12 @@ func (a *Application) wire() error {
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
-		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg)}
+		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
+		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_http_unavailable_total",
+			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
+		}, []string{"route", "code"})}
+	reg.MustRegister(a.Metrics.Unavailable)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 

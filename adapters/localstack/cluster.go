@@ -142,6 +142,9 @@ func yesNo(b bool) string {
 	return "no"
 }
 
+// Masters returns the number of masters the cluster was created with.
+func (c *RedisCluster) Masters() int { return c.cfg.Masters }
+
 // Addrs returns every node's address, the seeds for a cluster client.
 func (c *RedisCluster) Addrs() []string {
 	addrs := make([]string, len(c.Nodes))
