@@ -293,31 +293,6 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// NewRedisClient makes a client for cfg's Redis or Redis Cluster. poolSize
-// 0 means the go-redis default. runIDs, if not nil, learns the run_id of
-// every node connected to. The client honours context deadlines
-// (ContextTimeoutEnabled): without it go-redis ignores them and a blocked
-// read waits out its own ReadTimeout and retries, beyond any deadline.
-func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (redis.UniversalClient, error) {
-	if len(cfg.RedisCluster) > 0 {
-		opts := &redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize, ContextTimeoutEnabled: true}
-		if runIDs != nil {
-			runIDs.AttachCluster(opts)
-		}
-		return redis.NewClusterClient(opts), nil
-	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("--redis-url (INVLEDGER_REDIS_URL): %w", err)
-	}
-	opts.PoolSize = poolSize
-	opts.ContextTimeoutEnabled = true
-	if runIDs != nil {
-		runIDs.Attach(opts)
-	}
-	return redis.NewClient(opts), nil
-}
-
 // Config is the configuration a was opened with, defaults filled in.
 func (a *Application) Config() Config { return a.cfg }
 
@@ -326,8 +301,8 @@ func (a *Application) PingRedis(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := a.Redis.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, or run `invledger dev`)",
-			domain.ErrUnavailable, a.redisAddr(), err)
+		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, --redis-cluster or --redis-sentinels, or run `invledger dev`)",
+			domain.ErrUnavailable, a.cfg.RedisTarget(), err)
 	}
 	return nil
 }
@@ -343,13 +318,6 @@ func (a *Application) PingPostgres(ctx context.Context) error {
 			domain.ErrUnavailable, cc.Host, cc.Port, err)
 	}
 	return nil
-}
-
-func (a *Application) redisAddr() string {
-	if len(a.cfg.RedisCluster) > 0 {
-		return fmt.Sprint(a.cfg.RedisCluster)
-	}
-	return RedactURL(a.cfg.RedisURL)
 }
 
 // CheckSchema refuses a database that is not migrated, naming the command
