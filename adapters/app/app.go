@@ -68,6 +68,10 @@ type Metrics struct {
 	Projection *projections.Metrics
 	Reconcile  *reconcile.Metrics
 	Alerts     *alertwebhook.Metrics
+	// Unavailable counts the API's 503 answers that ask for a retry, by
+	// route pattern and code (unavailable, recovering, unsafe_redis): an
+	// outage of Redis or PostgreSQL shows here as answers, not as errors.
+	Unavailable *prometheus.CounterVec
 }
 
 // Application is invledger wired once: the application services over their
@@ -185,7 +189,12 @@ func (a *Application) wire() error {
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
-		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg)}
+		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
+		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_http_unavailable_total",
+			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
+		}, []string{"route", "code"})}
+	reg.MustRegister(a.Metrics.Unavailable)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 
@@ -284,31 +293,6 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// NewRedisClient makes a client for cfg's Redis or Redis Cluster. poolSize
-// 0 means the go-redis default. runIDs, if not nil, learns the run_id of
-// every node connected to. The client honours context deadlines
-// (ContextTimeoutEnabled): without it go-redis ignores them and a blocked
-// read waits out its own ReadTimeout and retries, beyond any deadline.
-func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (redis.UniversalClient, error) {
-	if len(cfg.RedisCluster) > 0 {
-		opts := &redis.ClusterOptions{Addrs: cfg.RedisCluster, PoolSize: poolSize, ContextTimeoutEnabled: true}
-		if runIDs != nil {
-			runIDs.AttachCluster(opts)
-		}
-		return redis.NewClusterClient(opts), nil
-	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("--redis-url (INVLEDGER_REDIS_URL): %w", err)
-	}
-	opts.PoolSize = poolSize
-	opts.ContextTimeoutEnabled = true
-	if runIDs != nil {
-		runIDs.Attach(opts)
-	}
-	return redis.NewClient(opts), nil
-}
-
 // Config is the configuration a was opened with, defaults filled in.
 func (a *Application) Config() Config { return a.cfg }
 
@@ -317,8 +301,8 @@ func (a *Application) PingRedis(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := a.Redis.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, or run `invledger dev`)",
-			domain.ErrUnavailable, a.redisAddr(), err)
+		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, --redis-cluster or --redis-sentinels, or run `invledger dev`)",
+			domain.ErrUnavailable, a.cfg.RedisTarget(), err)
 	}
 	return nil
 }
@@ -334,13 +318,6 @@ func (a *Application) PingPostgres(ctx context.Context) error {
 			domain.ErrUnavailable, cc.Host, cc.Port, err)
 	}
 	return nil
-}
-
-func (a *Application) redisAddr() string {
-	if len(a.cfg.RedisCluster) > 0 {
-		return fmt.Sprint(a.cfg.RedisCluster)
-	}
-	return RedactURL(a.cfg.RedisURL)
 }
 
 // CheckSchema refuses a database that is not migrated, naming the command

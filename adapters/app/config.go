@@ -28,11 +28,22 @@ const (
 // Config is what New needs to open the application. Only DatabaseURL is
 // required.
 type Config struct {
-	// RedisURL is the Redis for the scripts and streams. Default
-	// redis://127.0.0.1:6379/0. Ignored when RedisCluster is set.
+	// RedisURL is the Redis for the scripts and streams, redis:// or
+	// rediss:// (TLS), with user and password (go-redis ParseURL). Default
+	// redis://127.0.0.1:6379/0. With RedisSentinels of bare addresses it
+	// gives the master's user, password, TLS and database; with
+	// RedisCluster it is ignored.
 	RedisURL string
-	// RedisCluster are Redis Cluster seed addresses; set, cluster mode is used.
+	// RedisCluster, if set, selects Redis Cluster: bare seed addresses, or
+	// one cluster URL with credentials and TLS
+	// (redis://user:pass@host:port?addr=host2:port2, go-redis ParseClusterURL).
 	RedisCluster []string
+	// RedisSentinels, if set, selects a Sentinel-managed master: bare
+	// Sentinel addresses with RedisSentinelMaster, or one failover URL
+	// (go-redis ParseFailoverURL, ?master_name=...).
+	RedisSentinels []string
+	// RedisSentinelMaster is the name the Sentinels monitor the master under.
+	RedisSentinelMaster string
 	// DatabaseURL is the PostgreSQL holding the ledger.
 	DatabaseURL string
 	// Partitions is the partition stream count, fixed for a deployment.
@@ -67,8 +78,8 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.RedisURL == "" && len(c.RedisCluster) == 0 {
-		c.RedisURL = "redis://127.0.0.1:6379/0"
+	if c.RedisURL == "" && c.RedisTopology() == TopologySingle {
+		c.RedisURL = defaultRedisURL
 	}
 	if c.Partitions == 0 {
 		c.Partitions = redisinventory.DefaultPartitions
@@ -98,6 +109,7 @@ func (c Config) Validate() error {
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
 	}
+	errs = append(errs, c.validateRedis())
 	if c.Partitions < 0 || c.Partitions > 1024 {
 		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
 	}

@@ -17,7 +17,8 @@ func RedactURL(raw string) string {
 		return ""
 	}
 	if !strings.Contains(raw, "://") {
-		if strings.Contains(raw, "=") {
+		// user:password@host without a scheme is no key=value string.
+		if strings.Contains(raw, "=") && !strings.Contains(raw, "@") {
 			return dsnPassword.ReplaceAllString(raw, "${1}***")
 		}
 		return "(hidden)"
@@ -26,8 +27,29 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "(hidden: not a valid URL)"
 	}
+	if u.User == nil && strings.Contains(raw, "@") {
+		return "(hidden: not a valid URL)" // an @ outside the authority
+	}
 	if _, has := u.User.Password(); !has {
 		return u.String()
 	}
 	return strings.Replace(u.Redacted(), ":xxxxx@", ":***@", 1)
+}
+
+// RedactList renders comma-separated server entries, each either a bare
+// host:port address, shown as is, or a URL, redacted as RedactURL does;
+// anything else is hidden, since it may be a secret.
+func RedactList(entries []string) string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		switch {
+		case strings.Contains(e, "://"):
+			out[i] = RedactURL(e)
+		case strings.Contains(e, "@"):
+			out[i] = "(hidden)"
+		default:
+			out[i] = e
+		}
+	}
+	return strings.Join(out, ",")
 }

@@ -72,9 +72,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		detail = "redis restarted and this sku is being checked against the ledger; retry shortly with the same request_id"
 	case domain.CodeUnavailable:
-		s.log.WarnContext(r.Context(), "httpapi: request timed out", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
+		s.log.WarnContext(r.Context(), "httpapi: a server is unavailable", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
 		w.Header().Set("Retry-After", "1")
-		detail = "timed out; retry with the same request_id"
+		detail = "a server this request needs is unavailable or did not answer in time (restarting, failing over or moving data); retry with the same request_id"
 	case domain.CodeUnsafeRedis:
 		w.Header().Set("Retry-After", "5")
 		detail = "sales are stopped: Redis persistence or eviction settings could lose purchases; an operator has been alerted. Retry later with the same request_id"
@@ -91,7 +91,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "httpapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		detail = detailInternal
 	}
-	s.writeFieldError(w, statusOf(code), string(code), detail, field)
+	status := statusOf(code)
+	if status == http.StatusServiceUnavailable && s.unavailable != nil {
+		s.unavailable(r.Pattern, code)
+	}
+	s.writeFieldError(w, status, string(code), detail, field)
 }
 
 func firstLine(s string) string {

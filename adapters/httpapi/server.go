@@ -61,6 +61,10 @@ type Config struct {
 	DeadLetters DeadLetterFlow
 	// Metrics serves GET /metrics, without a token.
 	Metrics http.Handler
+	// OnUnavailable, if set, is told of every 503 answer that asks for a
+	// retry: the route pattern and the code (unavailable, recovering,
+	// unsafe_redis), for a metric.
+	OnUnavailable func(route string, code domain.Code)
 	// Ready is the readiness probe behind GET /readyz: it checks this
 	// process's dependencies and says whether it can do its work. The
 	// answer lists each dependency as ok or unreachable, never an address
@@ -139,6 +143,7 @@ type server struct {
 	adjustments  AdjustmentFlow
 	deadLetters  DeadLetterFlow
 	metrics      http.Handler
+	unavailable  func(route string, code domain.Code)
 	tokens       *TokenSet
 	log          *slog.Logger
 	maxBody      int64
@@ -172,6 +177,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		adjustments:  cfg.Adjustments,
 		deadLetters:  cfg.DeadLetters,
 		metrics:      cfg.Metrics,
+		unavailable:  cfg.OnUnavailable,
 		tokens:       tokens,
 		log:          cfg.Logger,
 		maxBody:      cfg.MaxBodyBytes,

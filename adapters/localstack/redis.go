@@ -180,6 +180,14 @@ func (r *RedisServer) URL() string {
 // Dir returns the server's directory (absolute).
 func (r *RedisServer) Dir() string { return r.cfg.Dir }
 
+// Running reports whether the server process is up (started and neither
+// killed nor stopped since).
+func (r *RedisServer) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proc != nil
+}
+
 // Kill sends SIGKILL to the server and waits until it has exited, like a
 // crash. Killing a server that is not running does nothing.
 func (r *RedisServer) Kill() error {

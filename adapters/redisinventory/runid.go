@@ -42,6 +42,17 @@ func (t *RunIDs) AttachCluster(opts *redis.ClusterOptions) {
 	}
 }
 
+// AttachFailover does what Attach does for a Sentinel-managed master: the
+// client reports one address for whichever node is master, so a failover
+// shows as a new run_id there.
+func (t *RunIDs) AttachFailover(opts *redis.FailoverOptions) {
+	opts.OnConnect = t.onConnect(FailoverAddr, opts.OnConnect)
+}
+
+// FailoverAddr is the address go-redis's Sentinel client reports in its
+// Options, whichever node is master.
+const FailoverAddr = "FailoverClient"
+
 func (t *RunIDs) onConnect(addr string, next func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		info, err := cn.Info(ctx, "server").Result()

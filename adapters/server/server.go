@@ -22,6 +22,7 @@ import (
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/redisbatch"
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections"
@@ -351,8 +352,11 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 		Adjustments: a.Adjustments,
 		DeadLetters: a.DeadLetters,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
-		Ready:       readiness(a, components),
-		Logger:      a.Log,
+		OnUnavailable: func(route string, code domain.Code) {
+			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
+		},
+		Ready:  readiness(a, components),
+		Logger: a.Log,
 	})
 }
 

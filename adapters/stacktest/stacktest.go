@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,10 +21,15 @@ import (
 // them, wired by app.New exactly as serve wires it. The adapter fields are
 // the application's own, named for the tests' convenience.
 type Stack struct {
+	// Redis is the private redis-server; nil WithRedisCluster.
 	Redis *localstack.RedisServer
+	// Cluster is the private Redis Cluster, set only WithRedisCluster.
+	Cluster *localstack.RedisCluster
 	// Postgres is set only WithPrivatePostgres; the shared server must not be stopped.
-	Postgres    *localstack.PostgresServer
-	App         *app.Application
+	Postgres *localstack.PostgresServer
+	App      *app.Application
+	// RedisClient is the application's client of Redis; nil WithRedisCluster
+	// (App.Redis is then a *redis.ClusterClient).
 	RedisClient *redis.Client
 	DatabaseURL string
 	Pool        *pgxpool.Pool
@@ -58,6 +64,13 @@ type options struct {
 	redis           []func(*localstack.RedisConfig)
 	app             []func(*app.Config)
 	privatePostgres bool
+	cluster         []func(*localstack.ClusterConfig)
+}
+
+// WithRedisCluster runs the stack on a private Redis Cluster (3 masters
+// unless f says otherwise) instead of one redis-server.
+func WithRedisCluster(f func(*localstack.ClusterConfig)) Option {
+	return func(o *options) { o.cluster = append(o.cluster, f) }
 }
 
 // WithPrivatePostgres gives the stack its own PostgreSQL server, for tests
@@ -84,7 +97,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 		opt(&o)
 	}
 	ctx := context.Background()
-	s := &Stack{Redis: localstacktest.Redis(t, o.redis...)}
+	s := &Stack{}
+	if o.cluster != nil {
+		s.Cluster = localstacktest.RedisCluster(t, o.cluster...)
+	} else {
+		s.Redis = localstacktest.Redis(t, o.redis...)
+	}
 	if o.privatePostgres {
 		s.Postgres = localstacktest.PrivatePostgres(t)
 		s.DatabaseURL = s.Postgres.URL("postgres")
@@ -105,8 +123,13 @@ func New(t testing.TB, opts ...Option) *Stack {
 	// cores, where waiting for one of the pool's connections alone can take
 	// seconds: the purchase deadline is generous here, and a test of the
 	// deadline itself sets a short one WithAppConfig.
-	cfg := app.Config{RedisURL: s.Redis.URL(), DatabaseURL: s.DatabaseURL, Durability: durability,
+	cfg := app.Config{DatabaseURL: s.DatabaseURL, Durability: durability,
 		RedisPoolSize: 256, RedisTimeout: 10 * time.Second, Logger: quiet}
+	if s.Cluster != nil {
+		cfg.RedisCluster = s.Cluster.Addrs()
+	} else {
+		cfg.RedisURL = s.Redis.URL()
+	}
 	for _, f := range o.app {
 		f(&cfg)
 	}
@@ -116,7 +139,7 @@ func New(t testing.TB, opts ...Option) *Stack {
 	}
 	t.Cleanup(a.Close)
 	s.App, s.Pool, s.Keyspace, s.RunIDs = a, a.Pool, a.Keys, a.RunIDs
-	s.RedisClient = a.Redis.(*redis.Client)
+	s.RedisClient, _ = a.Redis.(*redis.Client)
 	ad := a.Adapters
 	s.Inventory, s.InventoryRestorer, s.InventoryArchiver = ad.Inventory, ad.Restorer, ad.Archiver
 	s.ReconcileSource, s.Epoch = ad.ReconcileSource, ad.Epoch
@@ -150,7 +173,7 @@ func (s *Stack) SKU(t testing.TB, sku string, stock, limit int64) {
 // stream that belongs to the SKU, in stream order.
 func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	t.Helper()
-	msgs, err := s.RedisClient.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()
+	msgs, err := s.App.Redis.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()
 	if err != nil {
 		t.Fatalf("read stream: %v", err)
 	}
@@ -158,6 +181,26 @@ func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	for _, m := range msgs {
 		if m.Values["sku"] == sku {
 			out = append(out, m.Values)
+		}
+	}
+	return out
+}
+
+// ClusterSKUs returns one SKU name per master of the stack's Redis Cluster,
+// keyed by the master's address, each starting with prefix: a test that
+// kills or moves one master knows which SKUs it holds.
+func (s *Stack) ClusterSKUs(t testing.TB, prefix string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	for i := 0; len(out) < s.Cluster.Masters() && i < 1000; i++ {
+		sku := prefix + strconv.Itoa(i)
+		node, err := s.Cluster.MasterFor(ctx, s.Keyspace.SKUKey(sku))
+		if err != nil {
+			t.Fatalf("master of %s: %v", sku, err)
+		}
+		if _, ok := out[node.Addr()]; !ok {
+			out[node.Addr()] = sku
 		}
 	}
 	return out

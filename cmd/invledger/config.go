@@ -19,9 +19,12 @@ import (
 type Config struct {
 	RedisURL     string
 	RedisCluster []string
-	DatabaseURL  string
-	Partitions   int
-	LogLevel     string
+	// RedisSentinels and RedisSentinelMaster select a Sentinel-managed master.
+	RedisSentinels      []string
+	RedisSentinelMaster string
+	DatabaseURL         string
+	Partitions          int
+	LogLevel            string
 	// RedisTimeout is --redis-timeout, the purchase path's deadline.
 	RedisTimeout time.Duration
 	// Durability is serve's --durability; other commands run strict.
@@ -44,7 +47,8 @@ func (c Config) Validate() error {
 
 // appConfig is the application's configuration for these settings.
 func (c Config) appConfig() app.Config {
-	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, DatabaseURL: c.DatabaseURL,
+	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
+		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
 		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Logger: newLogger(c.LogLevel)}
 }
 
@@ -114,6 +118,16 @@ func (e *envFlags) StringSlice(p *[]string, name, env string, usage string) {
 		}
 	}
 	e.fs.StringSliceVar(p, name, def, e.usage(usage, env))
+}
+
+// URLSlice registers a comma-separated list that may be one URL with a
+// password: help shows it masked.
+func (e *envFlags) URLSlice(p *[]string, name, env string, usage string) {
+	e.StringSlice(p, name, env, usage)
+	f := e.fs.Lookup(name)
+	if v := *p; len(v) > 0 {
+		f.DefValue = "[" + app.RedactList(v) + "]"
+	}
 }
 
 func (e *envFlags) Int(p *int, name, env string, def int, usage string) {

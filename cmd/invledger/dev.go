@@ -46,7 +46,7 @@ valid. Delete the directory to start over.`,
 				return err
 			}
 			defer stack.Stop()
-			c.RedisURL, c.DatabaseURL, c.RedisCluster = stack.Redis.URL(), stack.DatabaseURL, nil
+			c.RedisURL, c.DatabaseURL, c.RedisCluster, c.RedisSentinels, c.RedisSentinelMaster = stack.Redis.URL(), stack.DatabaseURL, nil, nil, ""
 			if err := c.Validate(); err != nil {
 				return err
 			}

@@ -44,7 +44,9 @@ Every flag can also be set with the environment variable named in its help.`,
 	}
 	env.fs = root.PersistentFlags()
 	env.URL(&cfg.RedisURL, "redis-url", "INVLEDGER_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL")
-	env.StringSlice(&cfg.RedisCluster, "redis-cluster", "INVLEDGER_REDIS_CLUSTER", "Redis Cluster seed addresses, comma-separated; when set, cluster mode is used")
+	env.URLSlice(&cfg.RedisCluster, "redis-cluster", "INVLEDGER_REDIS_CLUSTER", "Redis Cluster: seed addresses, comma-separated, or one cluster URL redis[s]://user:pass@host:port?addr=host2:port2; when set, cluster mode is used")
+	env.URLSlice(&cfg.RedisSentinels, "redis-sentinels", "INVLEDGER_REDIS_SENTINELS", "Sentinel addresses, comma-separated (the master's password and TLS from --redis-url), or one failover URL with ?master_name=; when set, the Sentinel-managed master is used")
+	env.String(&cfg.RedisSentinelMaster, "redis-sentinel-master", "INVLEDGER_REDIS_SENTINEL_MASTER", "", "the master name the Sentinels monitor")
 	env.URL(&cfg.DatabaseURL, "database-url", "INVLEDGER_DATABASE_URL", "", "PostgreSQL URL")
 	env.Int(&cfg.Partitions, "partitions", "INVLEDGER_PARTITIONS", 16, "partition streams; fixed for a deployment")
 	env.String(&cfg.LogLevel, "log-level", "INVLEDGER_LOG_LEVEL", "info", "debug, info, warn or error")

@@ -64,6 +64,31 @@ func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.Redi
 	return r
 }
 
+// RedisCluster starts a private Redis Cluster (3 masters unless opts say
+// otherwise) in t.TempDir() and stops it when the test ends.
+func RedisCluster(t testing.TB, opts ...func(*localstack.ClusterConfig)) *localstack.RedisCluster {
+	t.Helper()
+	skipShort(t)
+	cfg := localstack.ClusterConfig{Dir: t.TempDir(), Logger: quiet}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := localstack.StartRedisCluster(ctx, cfg)
+	if err != nil {
+		t.Fatalf("localstacktest: start redis cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil {
+			t.Logf("localstacktest: stop redis cluster: %v", err)
+		}
+	})
+	return c
+}
+
 var shared struct {
 	once sync.Once
 	mu   sync.Mutex
