@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,21 +37,23 @@ func checkDurability(ctx context.Context, client redis.UniversalClient, mode str
 // says how to fix it; any other error means the settings could not be read.
 // volatile reports persistence off, accepted because allowVolatile is set.
 func redisSafety(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool) (volatile bool, err error) {
+	// ForEachMaster calls its function on every master at once.
+	var mu sync.Mutex
+	var errs []error
 	check := func(ctx context.Context, node *redis.Client) error {
 		v, err := nodeSafety(ctx, node, mode, allowVolatile)
+		mu.Lock()
+		defer mu.Unlock()
 		volatile = volatile || v
-		return err
+		errs = append(errs, err)
+		return nil
 	}
 	switch c := client.(type) {
 	case *redis.Client:
-		return volatile, check(ctx, c)
+		_ = check(ctx, c)
+		return volatile, errors.Join(errs...)
 	case *redis.ClusterClient:
-		// Sequential on purpose: check writes volatile.
-		var errs []error
-		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			errs = append(errs, check(ctx, node))
-			return nil
-		})
+		err := c.ForEachMaster(ctx, check)
 		return volatile, errors.Join(append(errs, err)...)
 	}
 	return false, fmt.Errorf("unsupported redis client %T", client)
