@@ -207,7 +207,8 @@ func (s *server) routes() []route {
 	return []route{
 		{http.MethodGet, "/healthz", public, s.healthz},
 		{http.MethodGet, "/readyz", public, s.readyz},
-		{http.MethodGet, "/metrics", public, s.metrics.ServeHTTP},
+		{http.MethodGet, "/metrics", public, s.serveMetrics},
+		{http.MethodGet, "/v1/openapi.json", public, s.openAPI},
 
 		{http.MethodGet, "/v1/skus", readers, s.listSKUs},
 		{http.MethodPut, "/v1/skus/{sku}", operatorOnly, s.createSKU},
@@ -236,6 +237,11 @@ func (s *server) routes() []route {
 		{http.MethodPost, "/v1/dead-letters/{id}/resolve", operatorOnly, s.resolveDeadLetter},
 	}
 }
+
+// serveMetrics defers to Config.Metrics; a method value of the field
+// itself would be taken when routes is built, and Routes builds it on an
+// empty server.
+func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) { s.metrics.ServeHTTP(w, r) }
 
 // mount registers every route, then the JSON answers for a known path
 // with another method (405 with Allow) and for an unknown path (404).

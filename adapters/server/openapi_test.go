@@ -1,0 +1,307 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/stacktest"
+)
+
+// specClient calls a serve over real HTTP and holds every request and
+// answer to docs/openapi.yaml: the answer always (its status must be one
+// the operation documents), the request when it succeeded (the refused
+// ones are refused because they break it).
+type specClient struct {
+	t       *testing.T
+	base    string
+	router  routers.Router
+	covered map[string]bool // operationId → answered 2xx
+}
+
+func newSpecClient(t *testing.T, base string) *specClient {
+	t.Helper()
+	doc, err := httpapi.LoadOpenAPI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Servers = openapi3.Servers{{URL: base}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &specClient{t: t, base: base, router: router, covered: map[string]bool{}}
+}
+
+// do sends method path with body (JSON, or nothing when empty) as the
+// principal of secret, checks the exchange against the description and
+// fails the test unless the status is want.
+func (c *specClient) do(want int, method, path, secret, body string) answer {
+	c.t.Helper()
+	ctx := context.Background()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	got := answer{resp.StatusCode, resp.Header, string(raw)}
+	if got.status != want {
+		c.t.Fatalf("%s %s = %d %s, want %d", method, path, got.status, got.body, want)
+	}
+
+	// The validator reads the request's body again.
+	req.Body = io.NopCloser(strings.NewReader(body))
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		c.t.Errorf("%s %s: not in docs/openapi.yaml: %v", method, path, err)
+		return got
+	}
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	op := route.Operation.OperationID
+	if got.status/100 == 2 {
+		c.covered[op] = true
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			c.t.Errorf("%s %s (%s): the request breaks docs/openapi.yaml: %v", method, path, op, err)
+		}
+	}
+	if route.Operation.Extensions["x-invledger-response-validation"] == "exempt" {
+		return got
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: got.status, Header: resp.Header,
+		Body: io.NopCloser(bytes.NewReader(raw)), Options: opts}
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		c.t.Errorf("%s %s (%s) answered %d %s, which breaks docs/openapi.yaml: %v", method, path, op, got.status, got.body, err)
+	}
+	return got
+}
+
+// TestEveryRouteAnswersAsTheOpenAPIDescriptionSays drives every route of
+// a real serve (API and projector over a private Redis and PostgreSQL),
+// with successes and the documented refusals, and validates each request
+// and answer against docs/openapi.yaml. Every operation it describes must
+// have answered 2xx at least once, so a route added to the description
+// without a test fails here, and one added to the handler without the
+// description fails TestOpenAPIListsEveryRouteAndNoOther.
+func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := stacktest.New(t)
+	const (
+		gw, op, ap, au = "spec-gateway-secret-01", "spec-operator-secret-1", "spec-approver-secret-1", "spec-auditor-secret-01"
+	)
+	base := startServe(t, st, Config{
+		Components: []string{ComponentAPI, ComponentProjector},
+		Tokens:     "shop:gateway:" + gw + ",olga:operator:" + op + ",adam:approver:" + ap + ",audrey:auditor:" + au,
+	})
+	c := newSpecClient(t, base)
+
+	c.do(200, "GET", "/healthz", "", "")
+	c.do(200, "GET", "/readyz", "", "")
+	c.do(200, "GET", "/metrics", "", "")
+	c.do(200, "GET", "/v1/openapi.json", "", "")
+
+	// Definition and warm-up.
+	c.do(201, "PUT", "/v1/skus/spec-1", op, `{"stock":10,"per_user_limit":2}`)
+	c.do(200, "PUT", "/v1/skus/spec-1", op, `{"stock":10,"per_user_limit":2}`)
+	c.do(409, "PUT", "/v1/skus/spec-1", op, `{"stock":11,"per_user_limit":2}`)
+	c.do(400, "PUT", "/v1/skus/spec-2", op, `{"per_user_limit":2}`)
+	c.do(401, "PUT", "/v1/skus/spec-2", "", `{"stock":1}`)
+	c.do(403, "PUT", "/v1/skus/spec-2", gw, `{"stock":1}`)
+	c.do(200, "GET", "/v1/skus/spec-1", au, "")
+	c.do(404, "GET", "/v1/skus/nope", au, "")
+	c.do(400, "GET", "/v1/skus/bad%20id", au, "")
+	c.do(404, "POST", "/v1/skus/nope/warm", op, "")
+	c.do(200, "POST", "/v1/skus/spec-1/warm", op, "")
+	c.do(201, "PUT", "/v1/skus/spec-2", op, `{"stock":1}`)
+	c.do(200, "POST", "/v1/skus/spec-2/warm", op, "")
+
+	// Purchases.
+	c.do(200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r1"}`)
+	replay := c.do(200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r1"}`)
+	if replay.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("a replay lacks Idempotent-Replayed: true: %v", replay.header)
+	}
+	c.do(200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2,"request_id":"r2"}`)
+	c.do(400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u3","qty":0,"request_id":"r3"}`)
+	c.do(400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u3","qty":1}`)
+	c.do(404, "POST", "/v1/skus/nope/deduct", gw, `{"user_id":"u3","qty":1,"request_id":"r3"}`)
+	c.do(409, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u1","qty":2,"request_id":"r1"}`)
+	c.do(200, "POST", "/v1/skus/spec-2/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r4"}`)
+	c.do(409, "POST", "/v1/skus/spec-2/deduct", gw, `{"user_id":"u2","qty":1,"request_id":"r5"}`)
+	c.do(403, "POST", "/v1/skus/spec-1/deduct", au, `{"user_id":"u3","qty":1,"request_id":"r3"}`)
+	c.do(200, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"r1","reason":"payment timeout"}`)
+	c.do(200, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"r1"}`)
+	c.do(404, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"never"}`)
+	c.do(409, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u9","request_id":"r2"}`)
+	c.do(400, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1"}`)
+
+	// Reads, once the ledger has caught up.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var v struct {
+			RedisSeq        *int64 `json:"redis_seq"`
+			LedgerWatermark *int64 `json:"ledger_watermark"`
+		}
+		a := c.do(200, "GET", "/v1/skus/spec-1", au, "")
+		if err := json.Unmarshal([]byte(a.body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.RedisSeq != nil && v.LedgerWatermark != nil && *v.RedisSeq == *v.LedgerWatermark {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ledger did not catch up with Redis: %s", a.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.do(200, "GET", "/v1/skus?limit=1", au, "")
+	c.do(400, "GET", "/v1/skus?limit=0", au, "")
+	c.do(200, "GET", "/v1/skus/spec-1/events?after=1&limit=2", au, "")
+	c.do(400, "GET", "/v1/skus/spec-1/events?after=x", au, "")
+	c.do(200, "GET", "/v1/skus/spec-1/balance?at=now", au, "")
+	c.do(400, "GET", "/v1/skus/spec-1/balance", au, "")
+	c.do(200, "GET", "/v1/skus/spec-1/buyers?limit=10", au, "")
+	c.do(200, "GET", "/v1/skus/spec-1/operations", au, "")
+	c.do(200, "GET", "/v1/users/u1/purchases?limit=5", au, "")
+	c.do(400, "GET", "/v1/users/u1/purchases?limit=5000", au, "")
+
+	// Reconciliation.
+	c.do(200, "POST", "/v1/reconcile", op, "")
+	c.do(200, "POST", "/v1/reconcile", op, `{"sku":"spec-1","repair":true}`)
+	c.do(404, "POST", "/v1/reconcile", op, `{"sku":"nope"}`)
+	c.do(400, "POST", "/v1/reconcile", op, `{"sku":"spec-1","repair":"yes"}`)
+	c.do(200, "GET", "/v1/reconciliations?limit=1", au, "")
+	c.do(400, "GET", "/v1/reconciliations?limit=0", au, "")
+
+	// Adjustments: an operator requests, someone else decides.
+	c.do(201, "POST", "/v1/adjustments", op, `{"sku":"spec-1","delta":5,"reason":"found a box"}`)
+	c.do(201, "POST", "/v1/adjustments", op, `{"sku":"spec-1","delta":-1,"reason":"damaged"}`)
+	c.do(400, "POST", "/v1/adjustments", op, `{"sku":"spec-1","reason":"no delta"}`)
+	c.do(200, "GET", "/v1/adjustments?status=pending&sku=spec-1&limit=10", au, "")
+	c.do(400, "GET", "/v1/adjustments?status=maybe", au, "")
+	c.do(200, "POST", "/v1/adjustments/1/approve", ap, "")
+	c.do(200, "POST", "/v1/adjustments/2/reject", ap, "")
+	c.do(409, "POST", "/v1/adjustments/2/approve", ap, "")
+	c.do(404, "POST", "/v1/adjustments/99/reject", ap, "")
+	c.do(400, "POST", "/v1/adjustments/x/approve", ap, "")
+	c.do(403, "POST", "/v1/adjustments/1/approve", op, "")
+
+	// Dead letters: two entries the projector cannot read, and one it
+	// projected already, as if it had failed on the way (replaying it is
+	// idempotent by event id).
+	stream := st.Keyspace.SKUStreamKey("spec-1")
+	for range 2 {
+		if err := st.RedisClient.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: map[string]any{"type": "deducted", "sku": "spec-1"}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := st.RedisClient.XRangeN(ctx, stream, "-", "+", 2).Result()
+	if err != nil || len(entries) < 2 {
+		t.Fatalf("XRANGE %s: %v %v", stream, entries, err)
+	}
+	projected := entries[1] // the first deduction
+	fields := redisinventory.EntryFields(projected.Values)
+	fields[redisinventory.StreamIDField] = projected.ID
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO dead_letters (stream, stream_id, fields, error) VALUES ($1, $2, $3, 'test')`,
+		stream+":replayable", projected.ID, fields); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var page struct {
+			DeadLetters []json.RawMessage `json:"dead_letters"`
+		}
+		a := c.do(200, "GET", "/v1/dead-letters?status=open&limit=10", op, "")
+		if err := json.Unmarshal([]byte(a.body), &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.DeadLetters) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the malformed entries were not dead-lettered: %s", a.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.do(400, "GET", "/v1/dead-letters?status=lost", op, "")
+	ids := map[bool][]int64{} // replayable → ids
+	rows, err := st.Pool.Query(ctx, `SELECT id, stream LIKE '%:replayable' FROM dead_letters ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var replayable bool
+		if err := rows.Scan(&id, &replayable); err != nil {
+			t.Fatal(err)
+		}
+		ids[replayable] = append(ids[replayable], id)
+	}
+	if rows.Err() != nil || len(ids[true]) != 1 || len(ids[false]) != 2 {
+		t.Fatalf("dead letters %v: %v", ids, rows.Err())
+	}
+	bad, good := ids[false][0], ids[true][0]
+	c.do(409, "POST", fmt.Sprintf("/v1/dead-letters/%d/replay", bad), op, "")
+	c.do(400, "POST", fmt.Sprintf("/v1/dead-letters/%d/resolve", bad), op, `{}`)
+	c.do(200, "POST", fmt.Sprintf("/v1/dead-letters/%d/resolve", bad), op, `{"note":"written by hand in a test"}`)
+	c.do(409, "POST", fmt.Sprintf("/v1/dead-letters/%d/replay", bad), op, "")
+	c.do(200, "POST", fmt.Sprintf("/v1/dead-letters/%d/replay", good), op, "")
+	c.do(404, "POST", "/v1/dead-letters/99/replay", op, "")
+
+	// The end of the sale.
+	c.do(200, "POST", "/v1/skus/spec-1/close", op, "")
+	c.do(200, "POST", "/v1/skus/spec-1/close", op, "")
+	c.do(404, "POST", "/v1/skus/nope/close", op, "")
+	c.do(409, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u5","qty":1,"request_id":"r9"}`)
+
+	for _, opID := range operationIDs(t) {
+		if !c.covered[opID] {
+			t.Errorf("operation %s of docs/openapi.yaml never answered 2xx here: add it to this test", opID)
+		}
+	}
+}
+
+// operationIDs lists every operation the description holds.
+func operationIDs(t *testing.T) []string {
+	t.Helper()
+	doc, err := httpapi.LoadOpenAPI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			ids = append(ids, op.OperationID)
+		}
+	}
+	return ids
+}
