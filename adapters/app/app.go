@@ -58,6 +58,7 @@ type Adapters struct {
 	Adjustments     *pgstore.PostgresAdjustmentStore
 	Operations      *pgstore.PostgresOperationStore
 	DeadLetters     *pgstore.PostgresDeadLetterStore
+	Idempotency     *pgstore.PostgresIdempotencyStore
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -186,6 +187,7 @@ func (a *Application) wire() error {
 	ad.Adjustments = pgstore.NewPostgresAdjustmentStore(a.Pool)
 	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
 	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
+	ad.Idempotency = pgstore.NewPostgresIdempotencyStore(a.Pool)
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),

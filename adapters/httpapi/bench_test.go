@@ -139,7 +139,7 @@ func BenchmarkDecodeDeduct(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(body)), DefaultMaxBodyBytes)
-		if _, err := decodeDeduct("sku-1", r); err != nil {
+		if _, err := decodeDeduct("sku-1", "", r); err != nil {
 			b.Fatal(err)
 		}
 	}

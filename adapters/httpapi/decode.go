@@ -346,11 +346,19 @@ func kindName(t reflect.Type) string {
 
 // decodeDeduct reads a deduct body for sku and validates every field with
 // the domain's own validators, in the order sku, user_id, qty, request_id.
-// The command it returns holds the validated domain values.
-func decodeDeduct(sku string, body io.Reader) (ledger.DeductCommand, error) {
+// The command it returns holds the validated domain values. An
+// Idempotency-Key header stands for a missing request_id, and must equal
+// one that is given.
+func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductCommand, error) {
 	var b deductBody
 	if err := decodeJSON(body, &b); err != nil {
 		return ledger.DeductCommand{}, err
+	}
+	switch {
+	case b.RequestID == "":
+		b.RequestID = idempotencyKey
+	case idempotencyKey != "" && idempotencyKey != b.RequestID:
+		return ledger.DeductCommand{}, domain.NewFieldError(HeaderIdempotencyKey, errors.New("must equal the body's request_id when both are given"))
 	}
 	if b.Qty == nil {
 		// A missing qty ranks after sku and user_id, like any bad qty. Only

@@ -34,18 +34,21 @@ func FuzzDecodeDeduct(f *testing.F) {
 		`{"user_id":"u1","qty":99999999999999999999,"request_id":"r1"}`,
 		`null`, `[]`, `""`, `{`, ``, " ", "\xff", `{"user_id":"a\u0000"}`,
 	} {
-		f.Add([]byte(seed), "sku-1")
+		f.Add([]byte(seed), "sku-1", "")
 	}
-	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "bad{sku}")
-	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "a b")
-	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "bad{sku}", "")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "a b", "")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "", "")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "sku-1", "r1")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "sku-1", "r2")
+	f.Add([]byte(`{"user_id":"u1","qty":1}`), "sku-1", "k1")
 
 	const maxBody = 1 << 10 // small, so the fuzzer reaches the limit
-	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true}
+	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, HeaderIdempotencyKey: true}
 
-	f.Fuzz(func(t *testing.T, data []byte, sku string) {
+	f.Fuzz(func(t *testing.T, data []byte, sku, key string) {
 		body := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(data)), maxBody)
-		cmd, err := decodeDeduct(sku, body)
+		cmd, err := decodeDeduct(sku, key, body)
 		if err != nil {
 			var fe *domain.FieldError
 			if !errors.As(err, &fe) || !errors.Is(err, domain.ErrInvalidInput) {
@@ -82,6 +85,9 @@ func FuzzDecodeDeduct(f *testing.F) {
 		}
 		if _, err := domain.NewRequestID(cmd.RequestID.String()); err != nil {
 			t.Fatalf("accepted %q: request_id: %v", data, err)
+		}
+		if key != "" && cmd.RequestID.String() != key {
+			t.Fatalf("accepted %q with Idempotency-Key %q as request_id %q", data, key, cmd.RequestID)
 		}
 		// An accepted object holds the three known keys, spelt exactly,
 		// each at most once (encoding/json alone would match names

@@ -100,7 +100,7 @@ func TestDecodeDeduct(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeDeduct(tt.sku, limited(tt.body))
+			got, err := decodeDeduct(tt.sku, "", limited(tt.body))
 			if tt.field == "" {
 				if err != nil {
 					t.Fatalf("decodeDeduct: %v", err)

@@ -59,6 +59,9 @@ type Config struct {
 	Adjustments AdjustmentFlow
 	// DeadLetters serves /v1/dead-letters.
 	DeadLetters DeadLetterFlow
+	// Idempotency keeps the answers of writes sent with an
+	// Idempotency-Key that have no natural key of their own.
+	Idempotency IdempotencyStore
 	// Metrics serves GET /metrics, without a token.
 	Metrics http.Handler
 	// OnUnavailable, if set, is told of every 503 answer that asks for a
@@ -115,6 +118,7 @@ func (c Config) Validate() error {
 		{"Runs", c.Runs == nil},
 		{"Adjustments", c.Adjustments == nil},
 		{"DeadLetters", c.DeadLetters == nil},
+		{"Idempotency", c.Idempotency == nil},
 		{"Metrics", c.Metrics == nil},
 	} {
 		if svc.missing {
@@ -142,6 +146,7 @@ type server struct {
 	runs         RunLister
 	adjustments  AdjustmentFlow
 	deadLetters  DeadLetterFlow
+	idempotency  IdempotencyStore
 	metrics      http.Handler
 	unavailable  func(route string, code domain.Code)
 	tokens       *TokenSet
@@ -176,6 +181,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		runs:         cfg.Runs,
 		adjustments:  cfg.Adjustments,
 		deadLetters:  cfg.DeadLetters,
+		idempotency:  cfg.Idempotency,
 		metrics:      cfg.Metrics,
 		unavailable:  cfg.OnUnavailable,
 		tokens:       tokens,
@@ -211,7 +217,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/openapi.json", public, s.openAPI},
 
 		{http.MethodGet, "/v1/skus", readers, s.listSKUs},
-		{http.MethodPut, "/v1/skus/{sku}", operatorOnly, s.createSKU},
+		{http.MethodPut, "/v1/skus/{sku}", operatorOnly, s.idempotent(s.createSKU)},
 		{http.MethodGet, "/v1/skus/{sku}", readers, s.getSKU},
 		{http.MethodPost, "/v1/skus/{sku}/warm", operatorOnly, s.warm},
 		{http.MethodPost, "/v1/skus/{sku}/deduct", gatewayOnly, s.deduct},
@@ -224,10 +230,10 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/skus/{sku}/operations", readers, s.skuOperations},
 		{http.MethodGet, "/v1/users/{user}/purchases", readers, s.userPurchases},
 
-		{http.MethodPost, "/v1/reconcile", operatorOnly, s.reconcile},
+		{http.MethodPost, "/v1/reconcile", operatorOnly, s.idempotent(s.reconcile)},
 		{http.MethodGet, "/v1/reconciliations", readers, s.reconciliations},
 
-		{http.MethodPost, "/v1/adjustments", operatorOnly, s.requestAdjustment},
+		{http.MethodPost, "/v1/adjustments", operatorOnly, s.idempotent(s.requestAdjustment)},
 		{http.MethodGet, "/v1/adjustments", readers, s.listAdjustments},
 		{http.MethodPost, "/v1/adjustments/{id}/approve", approverOnly, s.approveAdjustment},
 		{http.MethodPost, "/v1/adjustments/{id}/reject", approverOnly, s.rejectAdjustment},
@@ -419,7 +425,12 @@ func (s *server) deduct(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	cmd, err := decodeDeduct(r.PathValue("sku"), body)
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmd, err := decodeDeduct(r.PathValue("sku"), key, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -454,6 +465,12 @@ var headerTrue = []string{"true"}
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	body, err := s.body(w, r)
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// The body's request_id names the deduction and makes the release
+	// idempotent; an Idempotency-Key is only checked for shape.
+	if _, err := idempotencyKey(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}

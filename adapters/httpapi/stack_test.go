@@ -103,6 +103,12 @@ type unusedDeadLetters struct {
 	DeadLetterFlow
 }
 
+// unusedIdempotency is unused for the idempotency store, whose Release
+// would be ambiguous beside Ledger's.
+type unusedIdempotency struct {
+	IdempotencyStore
+}
+
 // stubbed completes cfg for a test: the test tokens and logger, a probe
 // that is always ready, and unused for every service left nil.
 func stubbed(t testing.TB, cfg Config) Config {
@@ -137,6 +143,9 @@ func stubbed(t testing.TB, cfg Config) Config {
 	}
 	if cfg.DeadLetters == nil {
 		cfg.DeadLetters = unusedDeadLetters{}
+	}
+	if cfg.Idempotency == nil {
+		cfg.Idempotency = unusedIdempotency{}
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = http.NotFoundHandler()

@@ -29,6 +29,7 @@ var (
 	_ projections.LedgerAppender  = (*pgstore.PostgresProjectionStore)(nil)
 	_ projections.DeadLetterStore = (*pgstore.PostgresProjectionStore)(nil)
 	_ httpapi.RunLister           = (*pgstore.PostgresReconciliationStore)(nil)
+	_ httpapi.IdempotencyStore    = (*pgstore.PostgresIdempotencyStore)(nil)
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }

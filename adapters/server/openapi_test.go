@@ -52,10 +52,19 @@ func newSpecClient(t *testing.T, base string) *specClient {
 // fails the test unless the status is want.
 func (c *specClient) do(want int, method, path, secret, body string) answer {
 	c.t.Helper()
+	return c.doKey("", want, method, path, secret, body)
+}
+
+// doKey is do with an Idempotency-Key, when key is not empty.
+func (c *specClient) doKey(key string, want int, method, path, secret, body string) answer {
+	c.t.Helper()
 	ctx := context.Background()
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, strings.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -141,7 +150,9 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(400, "GET", "/v1/skus/bad%20id", au, "")
 	c.do(404, "POST", "/v1/skus/nope/warm", op, "")
 	c.do(200, "POST", "/v1/skus/spec-1/warm", op, "")
-	c.do(201, "PUT", "/v1/skus/spec-2", op, `{"stock":1}`)
+	c.doKey("create-spec-2", 201, "PUT", "/v1/skus/spec-2", op, `{"stock":1}`)
+	c.doKey("create-spec-2", 201, "PUT", "/v1/skus/spec-2", op, `{"stock":1}`)
+	c.doKey("create-spec-2", 400, "PUT", "/v1/skus/spec-2", op, `{"stock":2}`)
 	c.do(200, "POST", "/v1/skus/spec-2/warm", op, "")
 
 	// Purchases.
@@ -150,7 +161,8 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	if replay.header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("a replay lacks Idempotent-Replayed: true: %v", replay.header)
 	}
-	c.do(200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2,"request_id":"r2"}`)
+	c.doKey("r2", 200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2}`)
+	c.doKey("r2", 400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2,"request_id":"other"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u3","qty":0,"request_id":"r3"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u3","qty":1}`)
 	c.do(404, "POST", "/v1/skus/nope/deduct", gw, `{"user_id":"u3","qty":1,"request_id":"r3"}`)
@@ -158,7 +170,7 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "POST", "/v1/skus/spec-2/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r4"}`)
 	c.do(409, "POST", "/v1/skus/spec-2/deduct", gw, `{"user_id":"u2","qty":1,"request_id":"r5"}`)
 	c.do(403, "POST", "/v1/skus/spec-1/deduct", au, `{"user_id":"u3","qty":1,"request_id":"r3"}`)
-	c.do(200, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"r1","reason":"payment timeout"}`)
+	c.doKey("release-r1", 200, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"r1","reason":"payment timeout"}`)
 	c.do(200, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"r1"}`)
 	c.do(404, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1","request_id":"never"}`)
 	c.do(409, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u9","request_id":"r2"}`)
@@ -196,14 +208,16 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 
 	// Reconciliation.
 	c.do(200, "POST", "/v1/reconcile", op, "")
-	c.do(200, "POST", "/v1/reconcile", op, `{"sku":"spec-1","repair":true}`)
+	c.doKey("reconcile-1", 200, "POST", "/v1/reconcile", op, `{"sku":"spec-1","repair":true}`)
+	c.doKey("reconcile-1", 200, "POST", "/v1/reconcile", op, `{"sku":"spec-1","repair":true}`)
 	c.do(404, "POST", "/v1/reconcile", op, `{"sku":"nope"}`)
 	c.do(400, "POST", "/v1/reconcile", op, `{"sku":"spec-1","repair":"yes"}`)
 	c.do(200, "GET", "/v1/reconciliations?limit=1", au, "")
 	c.do(400, "GET", "/v1/reconciliations?limit=0", au, "")
 
 	// Adjustments: an operator requests, someone else decides.
-	c.do(201, "POST", "/v1/adjustments", op, `{"sku":"spec-1","delta":5,"reason":"found a box"}`)
+	c.doKey("adjust-1", 201, "POST", "/v1/adjustments", op, `{"sku":"spec-1","delta":5,"reason":"found a box"}`)
+	c.doKey("adjust-1", 201, "POST", "/v1/adjustments", op, `{"sku":"spec-1","delta":5,"reason":"found a box"}`)
 	c.do(201, "POST", "/v1/adjustments", op, `{"sku":"spec-1","delta":-1,"reason":"damaged"}`)
 	c.do(400, "POST", "/v1/adjustments", op, `{"sku":"spec-1","reason":"no delta"}`)
 	c.do(200, "GET", "/v1/adjustments?status=pending&sku=spec-1&limit=10", au, "")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisbatch"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -80,6 +81,10 @@ type Config struct {
 	// and eviction settings while serving; unsafe ones stop sales with
 	// 503 unsafe_redis until they are fixed. Default 1s.
 	RedisCheckInterval time.Duration
+	// IdempotencyWindow is how long the answer to a write sent with an
+	// Idempotency-Key is kept for its retries. Default
+	// DefaultIdempotencyWindow.
+	IdempotencyWindow time.Duration
 	// OnListening, if set, is told the API's address once it accepts connections.
 	OnListening func(addr string)
 }
@@ -111,6 +116,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RedisCheckInterval == 0 {
 		c.RedisCheckInterval = time.Second
+	}
+	if c.IdempotencyWindow == 0 {
+		c.IdempotencyWindow = DefaultIdempotencyWindow
 	}
 }
 
@@ -148,6 +156,9 @@ func (c Config) Validate() error {
 	}
 	if c.ArchiveAfter < 0 {
 		errs = append(errs, errors.New("--archive-after (INVLEDGER_ARCHIVE_AFTER) must not be negative"))
+	}
+	if c.IdempotencyWindow < 0 {
+		errs = append(errs, errors.New("idempotency window must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -351,6 +362,7 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 		Runs:        a.Adapters.Reconciliations,
 		Adjustments: a.Adjustments,
 		DeadLetters: a.DeadLetters,
+		Idempotency: a.Adapters.Idempotency,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
 		OnUnavailable: func(route string, code domain.Code) {
 			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
@@ -397,6 +409,10 @@ func readiness(a *app.Application, components []string) func(ctx context.Context
 // DefaultMaxConns is Config.MaxConns's default.
 const DefaultMaxConns = 1024
 
+// DefaultIdempotencyWindow is Config.IdempotencyWindow's default: the
+// window in which gateways retry, as Stripe keeps its keys.
+const DefaultIdempotencyWindow = 24 * time.Hour
+
 // idleTimeout closes idle keep-alive connections. It is short because the
 // API sits behind a reverse proxy that keeps its own pool: a client that
 // opens connections and leaves them idle holds them only this long.
@@ -428,7 +444,32 @@ func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (comp
 	if sc.OnListening != nil {
 		sc.OnListening(addr)
 	}
-	return component{"api", func(ctx context.Context) error { return serveHTTP(ctx, srv, ln) }}, nil
+	return component{"api", func(ctx context.Context) error {
+		go forgetIdempotencyKeys(ctx, a.Adapters.Idempotency, sc.IdempotencyWindow, a.Log)
+		return serveHTTP(ctx, srv, ln)
+	}}, nil
+}
+
+// forgetIdempotencyKeys deletes, every few minutes, the Idempotency-Keys
+// first used longer than window ago: a retry after that runs again. Every
+// API process may run it; deleting twice is harmless.
+func forgetIdempotencyKeys(ctx context.Context, store *pgstore.PostgresIdempotencyStore, window time.Duration, log *slog.Logger) {
+	t := time.NewTicker(min(window, 10*time.Minute))
+	defer t.Stop()
+	for {
+		n, err := store.DeleteBefore(ctx, time.Now().Add(-window))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("forgetting expired idempotency keys", "err", err)
+		case n > 0:
+			log.Debug("forgot expired idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // serveHTTP serves until ctx ends, then lets in-flight requests finish.
