@@ -288,3 +288,62 @@ func TestRetireLosesNoLateWrite(t *testing.T) {
 		t.Fatalf("ledger fold %d/%d, want seq %d stock 1: the late release was lost", f.Seq, f.Stock, live.Seq)
 	}
 }
+
+// TestRetireCompletesWhatRedisDid: a retirement that stopped after its
+// Redis step (the process died) is completed by the next run, which finds
+// the tombstone and records the retirement at the archive's seq.
+func TestRetireCompletesWhatRedisDid(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	const sku = "retire-half"
+	s.SKU(t, sku, 5, 1)
+	sellOnePerUser(t, s, sku, 5)
+	arch := s.Archiver(t)
+	if _, err := arch.CloseSKU(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, s)
+	if _, err := arch.ArchiveBuyers(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 5); !errors.Is(err, ledger.ErrSeqMoved) {
+		t.Fatalf("retire at a stale seq: %v, want ErrSeqMoved", err)
+	}
+	if already, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 6); err != nil || already {
+		t.Fatalf("the Redis step alone: %v %v", already, err)
+	}
+	if rec, err := s.SKUs.Record(ctx, mustSKU(t, sku)); err != nil || rec.Retired != nil {
+		t.Fatalf("SQL before the rerun: %+v %v, want not retired yet", rec, err)
+	}
+	res, err := arch.RetireSKU(ctx, sku)
+	if err != nil || res.Seq != 6 || res.AlreadyRetired {
+		t.Fatalf("rerun: %+v %v, want the retirement recorded at seq 6", res, err)
+	}
+	if rec, err := s.SKUs.Record(ctx, mustSKU(t, sku)); err != nil || rec.Retired == nil || rec.Retired.Seq != 6 {
+		t.Fatalf("SQL after the rerun: %+v %v", rec, err)
+	}
+
+	// Redis loses everything: the reconciler's repair and restore-redis
+	// --all put the tombstone back, and neither brings the SKU back.
+	if err := s.RedisClient.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.App.Reconciler.Run(ctx, reconcile.Options{SKUs: []string{sku}, Repair: true, Trigger: "cli"})
+	if err != nil || len(rep.Repaired) != 1 || rep.Repaired[0].Class != reconcile.ClassRedisMissing {
+		t.Fatalf("reconcile after the wipe: %+v %v, want the tombstone repaired", rep, err)
+	}
+	if len(skuKeys(t, s, sku)) != 0 || !tombstoned(t, s, sku) {
+		t.Fatal("the repair brought the retired sku back")
+	}
+	if err := s.RedisClient.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	report, err := s.Recovery(t).RestoreAll(ctx, nil)
+	if err != nil || report.Retired != 1 || report.SKUs != 1 {
+		t.Fatalf("restore --all: %+v %v, want the retired sku tombstoned", report, err)
+	}
+	if len(skuKeys(t, s, sku)) != 0 || !tombstoned(t, s, sku) {
+		t.Fatal("restore --all brought the retired sku back")
+	}
+}
