@@ -81,6 +81,23 @@ func catchUp(t *testing.T, s *stacktest.Stack) {
 	}
 }
 
+// soldClosedArchived sells units units of a new sku, one per user, closes
+// it and archives its buyers once the ledger has caught up.
+func soldClosedArchived(t *testing.T, s *stacktest.Stack, sku string, units int) map[string]domain.Receipt {
+	t.Helper()
+	ctx := context.Background()
+	s.SKU(t, sku, int64(units), 1)
+	receipts := sellOnePerUser(t, s, sku, units)
+	if _, err := s.Archiver(t).CloseSKU(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, s)
+	if _, err := s.Archiver(t).ArchiveBuyers(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	return receipts
+}
+
 // fold reads the SKU's ledger fold.
 func fold(t *testing.T, s *stacktest.Stack, sku string) *domain.SKUState {
 	t.Helper()
@@ -244,15 +261,7 @@ func TestRetireLosesNoLateWrite(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	const sku = "retire-race"
-	s.SKU(t, sku, 50, 1)
-	receipts := sellOnePerUser(t, s, sku, 50)
-	if _, err := s.Archiver(t).CloseSKU(ctx, sku); err != nil {
-		t.Fatal(err)
-	}
-	catchUp(t, s)
-	if _, err := s.Archiver(t).ArchiveBuyers(ctx, sku); err != nil {
-		t.Fatal(err)
-	}
+	receipts := soldClosedArchived(t, s, sku, 50)
 	late := &releaseFirst{InventoryArchiver: s.InventoryArchiver, release: func() {
 		if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, receipts["r3"].User, "r3", "late refund")); err != nil {
 			t.Errorf("late release: %v", err)
@@ -297,16 +306,8 @@ func TestRetireCompletesWhatRedisDid(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	const sku = "retire-half"
-	s.SKU(t, sku, 5, 1)
-	sellOnePerUser(t, s, sku, 5)
+	soldClosedArchived(t, s, sku, 5)
 	arch := s.Archiver(t)
-	if _, err := arch.CloseSKU(ctx, sku); err != nil {
-		t.Fatal(err)
-	}
-	catchUp(t, s)
-	if _, err := arch.ArchiveBuyers(ctx, sku); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 5); !errors.Is(err, ledger.ErrSeqMoved) {
 		t.Fatalf("retire at a stale seq: %v, want ErrSeqMoved", err)
 	}

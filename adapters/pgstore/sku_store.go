@@ -232,11 +232,16 @@ func (s *PostgresSKUStore) RecordClosed(ctx context.Context, sku domain.SKUID, a
 // ClosedUnarchived lists the SKUs closed at least olderThan ago, by the
 // database's clock, whose buyers are not archived yet.
 func (s *PostgresSKUStore) ClosedUnarchived(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error) {
-	rows, err := s.pool.Query(ctx, `
+	return s.listIDs(ctx, `
 SELECT s.sku FROM skus s
 WHERE s.closed_at <= now() - $1::bigint * interval '1 microsecond'
   AND NOT EXISTS (SELECT 1 FROM buyer_archives a WHERE a.sku = s.sku)
 ORDER BY s.sku`, olderThan.Microseconds())
+}
+
+// listIDs runs query, which selects SKU ids, for the closed-SKU lists.
+func (s *PostgresSKUStore) listIDs(ctx context.Context, query string, args ...any) ([]domain.SKUID, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list closed skus: %w", translate(err))
 	}
@@ -275,17 +280,9 @@ UPDATE skus SET retired_at = NULL, retired_seq = NULL, reopened_at = now() WHERE
 // reopened at least as long ago if ever, by the database's clock, that are
 // not retired.
 func (s *PostgresSKUStore) ClosedUnretired(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error) {
-	rows, err := s.pool.Query(ctx, `
+	return s.listIDs(ctx, `
 SELECT sku FROM skus
 WHERE retired_at IS NULL
   AND GREATEST(closed_at, reopened_at) <= now() - $1::bigint * interval '1 microsecond'
 ORDER BY sku`, olderThan.Microseconds())
-	if err != nil {
-		return nil, fmt.Errorf("list closed skus: %w", translate(err))
-	}
-	ids, err := pgx.CollectRows(rows, scanSKUID)
-	if err != nil {
-		return nil, fmt.Errorf("list closed skus: %w", translate(err))
-	}
-	return ids, nil
 }

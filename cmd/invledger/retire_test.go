@@ -178,4 +178,3 @@ func sellCloseArchive(t *testing.T, a *app.Application, sku string, units int) {
 		}
 	}
 }
-
