@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
@@ -346,5 +347,36 @@ func TestRetireCompletesWhatRedisDid(t *testing.T) {
 	}
 	if len(skuKeys(t, s, sku)) != 0 || !tombstoned(t, s, sku) {
 		t.Fatal("restore --all brought the retired sku back")
+	}
+}
+
+// TestRetireClosedRetiresOnlySalesClosedLongEnough: the janitor's pass
+// archives and retires the sales closed long enough ago, and leaves the
+// open ones and the recent ones alone.
+func TestRetireClosedRetiresOnlySalesClosedLongEnough(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	for _, sku := range []string{"rc-open", "rc-closed"} {
+		s.SKU(t, sku, 5, 1)
+		sellOnePerUser(t, s, sku, 5)
+	}
+	arch := s.Archiver(t)
+	if _, err := arch.CloseSKU(ctx, "rc-closed"); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, s)
+	if res, err := arch.RetireClosed(ctx, time.Hour); err != nil || len(res) != 0 {
+		t.Fatalf("retire of sales closed an hour ago: %+v %v, want none", res, err)
+	}
+	res, err := arch.RetireClosed(ctx, 0)
+	if err != nil || len(res) != 1 || res[0].SKU != "rc-closed" || res[0].Seq != 6 {
+		t.Fatalf("retire of every closed sale: %+v %v, want rc-closed at seq 6", res, err)
+	}
+	if !tombstoned(t, s, "rc-closed") || len(skuKeys(t, s, "rc-closed")) != 0 || len(skuKeys(t, s, "rc-open")) != 3 {
+		t.Fatalf("after the pass: rc-closed keys %v, rc-open keys %v", skuKeys(t, s, "rc-closed"), skuKeys(t, s, "rc-open"))
+	}
+	if res, err := arch.RetireClosed(ctx, 0); err != nil || len(res) != 0 {
+		t.Fatalf("second pass: %+v %v, want nothing left", res, err)
 	}
 }
