@@ -171,7 +171,9 @@ func (s *Service) Deduct(ctx context.Context, cmd DeductCommand) (domain.Receipt
 // retiredReceipt answers a purchase of a retired SKU: a retry gets the
 // receipt the ledger holds for its request id, as deduct.lua would have
 // replayed it, and anything else is refused as closed. This refusal path
-// may read PostgreSQL; a sale never does.
+// may read PostgreSQL; a sale never does. The ledger is searched among the
+// user's own rows, so a request id another user made is refused as closed
+// rather than as a conflict: a refusal either way, writing nothing.
 func (s *Service) retiredReceipt(ctx context.Context, cmd DeductCommand) (domain.Receipt, error) {
 	p, found, err := s.ledger.Purchase(ctx, cmd.SKU, cmd.User, cmd.RequestID)
 	switch {
