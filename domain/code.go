@@ -22,6 +22,7 @@ const (
 	CodeAlreadyPurchased  Code = "already_purchased"
 	CodeNotWarmed         Code = "not_warmed"
 	CodeClosed            Code = "closed"
+	CodeRetired           Code = "retired"
 	CodeNeedsRestore      Code = "needs_restore"
 	CodeConflict          Code = "conflict"
 	CodeRecovering        Code = "recovering"
@@ -53,6 +54,7 @@ var codes = []struct {
 	{ErrAlreadyPurchased, CodeAlreadyPurchased},
 	{ErrNotWarmed, CodeNotWarmed},
 	{ErrClosed, CodeClosed},
+	{ErrRetired, CodeRetired},
 	{ErrNeedsRestore, CodeNeedsRestore},
 	{ErrConflict, CodeConflict},
 	{ErrRecovering, CodeRecovering},

@@ -25,6 +25,7 @@ func TestCodeOf(t *testing.T) {
 		{domain.ErrAlreadyPurchased, domain.CodeAlreadyPurchased},
 		{domain.ErrNotWarmed, domain.CodeNotWarmed},
 		{domain.ErrClosed, domain.CodeClosed},
+		{fmt.Errorf("release: %w", domain.ErrRetired), domain.CodeRetired},
 		{domain.ErrNeedsRestore, domain.CodeNeedsRestore},
 		{domain.ErrConflict, domain.CodeConflict},
 		// A refusal that wraps domain.ErrConflict keeps its own code.

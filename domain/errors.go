@@ -22,6 +22,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrClosed means the SKU was closed and accepts no more deductions.
 	ErrClosed = errors.New("closed")
+	// ErrRetired means the SKU was retired: its sale ended and Redis no
+	// longer holds it. Releases need it restored into Redis first.
+	ErrRetired = errors.New("retired")
 	// ErrRecovering means Redis has not yet been verified against the ledger
 	// since it restarted; the caller should retry shortly.
 	ErrRecovering = errors.New("recovering")

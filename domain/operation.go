@@ -15,6 +15,7 @@ const (
 	ActionRestore OperationAction = "restore"
 	ActionRepair  OperationAction = "repair"
 	ActionRebuild OperationAction = "rebuild"
+	ActionRetire  OperationAction = "retire"
 )
 
 // Operation is one entry of the operations audit trail: who did what to

@@ -15,6 +15,9 @@ const (
 	// StatusRecovering means Redis restarted and the SKU is not yet verified
 	// against the ledger; purchases are refused until it is.
 	StatusRecovering SKUStatus = "recovering"
+	// StatusRetired means the sale ended and its SKU left Redis entirely:
+	// the ledger answers for it, and only a restore brings it back.
+	StatusRetired SKUStatus = "retired"
 )
 
 // SKUDefinition is what an operator declares for a sale: the initial stock

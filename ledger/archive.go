@@ -21,10 +21,13 @@ type ArchiverConfig struct {
 	Inventory Inventory
 	Redis     InventoryArchiver
 	Archives  BuyerArchiveStore
-	// Operations records who closed and archived each SKU.
+	// Operations records who closed, archived and retired each SKU.
 	Operations OperationLog
-	// Attempts bounds how often ArchiveBuyers starts over when a release
-	// moves the SKU during its checks. Default 5.
+	// Reconcile reconciles one SKU without repairing it, and answers nil
+	// only when the ledger and Redis agree: retirement's last check.
+	Reconcile func(ctx context.Context, sku string) error
+	// Attempts bounds how often ArchiveBuyers and RetireSKU start over when
+	// a release moves the SKU during their checks. Default 5.
 	Attempts int
 	Logger   *slog.Logger
 }
@@ -44,6 +47,7 @@ func (c ArchiverConfig) Validate() error {
 	for name, missing := range map[string]bool{
 		"Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil, "Inventory": c.Inventory == nil,
 		"Redis": c.Redis == nil, "Archives": c.Archives == nil, "Operations": c.Operations == nil,
+		"Reconcile": c.Reconcile == nil,
 	} {
 		if missing {
 			errs = append(errs, fmt.Errorf("archiver: %s is required", name))
@@ -134,7 +138,9 @@ type ArchiveResult struct {
 // (ErrLedgerBehind), and when Redis's buyers differ from the ledger's fold
 // (ErrBuyersMismatch): the archive is only ever what the ledger vouches for.
 // The receipts of past requests stay in Redis, so retries keep getting their
-// original receipts and releases keep working. It is idempotent.
+// original receipts and releases keep working. It is idempotent at a seq: a
+// SKU that moved since its last archive (a release, or a restore after
+// retirement and a release) is archived again, as a new version.
 func (a *Archiver) ArchiveBuyers(ctx context.Context, sku string) (ArchiveResult, error) {
 	id, err := domain.NewSKUID(sku)
 	if err != nil {
@@ -155,11 +161,18 @@ func (a *Archiver) archiveOnce(ctx context.Context, id domain.SKUID) (ArchiveRes
 	if err != nil {
 		return ArchiveResult{}, fmt.Errorf("archive %s: %w", sku, err)
 	}
-	if rec.Archive != nil {
+	already := func() (ArchiveResult, error) {
 		return ArchiveResult{SKU: sku, Seq: rec.Archive.Seq, Buyers: rec.Archive.Buyers, Units: rec.Archive.Units,
 			ArchivedAt: rec.Archive.ArchivedAt, AlreadyArchived: true}, nil
 	}
+	// Retirement needs a current archive, and nothing moves a retired SKU.
+	if rec.Archive != nil && rec.Retired != nil {
+		return already()
+	}
 	live, err := a.cfg.Inventory.State(ctx, id)
+	if err == nil && rec.Archive != nil && rec.Archive.Seq == live.Seq {
+		return already()
+	}
 	switch {
 	case errors.Is(err, domain.ErrNotWarmed):
 		return ArchiveResult{}, fmt.Errorf("archive %s: %w: Redis does not hold this sku; if it lost it, run `invledger restore-redis --sku %s` first",
@@ -234,13 +247,19 @@ func (a *Archiver) ArchiveClosed(ctx context.Context, olderThan time.Duration) (
 	if err != nil {
 		return nil, fmt.Errorf("archive closed skus: %w", err)
 	}
-	out := make([]ArchiveResult, 0, len(skus))
+	return eachSKU(ctx, skus, a.ArchiveBuyers)
+}
+
+// eachSKU runs op on every SKU of skus, skipping those it fails on and
+// joining their errors, until ctx ends.
+func eachSKU[R any](ctx context.Context, skus []domain.SKUID, op func(context.Context, string) (R, error)) ([]R, error) {
+	out := make([]R, 0, len(skus))
 	var errs []error
 	for _, sku := range skus {
 		if err := ctx.Err(); err != nil {
 			return out, errors.Join(append(errs, err)...)
 		}
-		res, err := a.ArchiveBuyers(ctx, sku.String())
+		res, err := op(ctx, sku.String())
 		if err != nil {
 			errs = append(errs, err)
 			continue

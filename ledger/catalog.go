@@ -8,10 +8,11 @@ import (
 )
 
 // SKUListing is a SKU's definition with its balances row, nil before the
-// first projection.
+// first projection, and whether it is retired.
 type SKUListing struct {
 	Definition domain.SKUDefinition
 	Balance    *domain.LedgerBalance
+	Retired    bool
 }
 
 // SKUPager pages through the defined SKUs.
@@ -93,6 +94,8 @@ func (c *Catalog) List(ctx context.Context, q SKUListQuery) (SKUPage, error) {
 		v := SKUView{Definition: l.Definition, Status: domain.StatusNotWarmed}
 		if st, ok := live[ids[i]]; ok {
 			v.setLive(st)
+		} else if l.Retired {
+			v.Status = domain.StatusRetired
 		}
 		if l.Balance != nil {
 			v.LedgerStock, v.LedgerSeq = &l.Balance.Stock, &l.Balance.LastSeq

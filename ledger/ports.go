@@ -13,6 +13,9 @@ type Inventory interface {
 	Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error)
 	Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error)
 	State(ctx context.Context, sku domain.SKUID) (domain.StockState, error)
+	// Retired tells whether the SKU was retired from Redis: its tombstone,
+	// read only on refusal paths, where Redis answered not warmed.
+	Retired(ctx context.Context, sku domain.SKUID) (bool, error)
 }
 
 // SKUStore keeps SKU definitions.
@@ -29,4 +32,7 @@ type LedgerReader interface {
 	// seq with no gap below it, read together; domain.ErrNotFound before the
 	// first projection.
 	Balance(ctx context.Context, sku domain.SKUID) (bal domain.LedgerBalance, watermark int64, err error)
+	// Purchase finds the deduction user made of sku with request id req,
+	// and its release if any; found is false when the ledger has none.
+	Purchase(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID) (p domain.Purchase, found bool, err error)
 }

@@ -25,6 +25,12 @@ var (
 	// ErrBuyersMismatch means Redis's buyers differ from the ledger's fold at
 	// the same seq: drift that reconciliation must repair first.
 	ErrBuyersMismatch = fmt.Errorf("%w: redis buyers differ from the ledger", domain.ErrConflict)
+	// ErrNotArchived means retirement needs the buyers archived to SQL at
+	// the SKU's current seq first.
+	ErrNotArchived = fmt.Errorf("%w: the buyers are not archived at the current seq", domain.ErrConflict)
+	// ErrDrift means a reconciliation of the SKU found the ledger and Redis
+	// apart, so retirement would lose what only Redis holds.
+	ErrDrift = fmt.Errorf("%w: the ledger and redis differ", domain.ErrConflict)
 )
 
 // ErrSeqMoved is returned by InventoryArchiver.DropBuyers when the SKU's seq
@@ -57,8 +63,21 @@ type SKURecord struct {
 	Definition domain.SKUDefinition
 	// ClosedAt is when the sale was closed; zero while it is open.
 	ClosedAt time.Time
-	// Archive is set once the buyers were archived to SQL.
+	// Archive is the latest archive of the buyers to SQL, nil before the
+	// first one. It is current while its Seq is the SKU's seq.
 	Archive *ArchiveSummary
+	// Retired is set while the SKU is retired: gone from Redis, answered
+	// for by the ledger. A restore clears it.
+	Retired *Retirement
+	// ReopenedAt is when a restore last brought the SKU back from
+	// retirement; zero if it never was.
+	ReopenedAt time.Time
+}
+
+// Retirement is when a SKU was retired, at which seq.
+type Retirement struct {
+	Seq int64
+	At  time.Time
 }
 
 // SKUCatalog reads SKU definitions together with their lifecycle, and
@@ -73,6 +92,14 @@ type SKUCatalog interface {
 	// ClosedUnarchived lists the SKUs closed at least olderThan ago whose
 	// buyers are not archived yet.
 	ClosedUnarchived(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error)
+	// RecordRetired marks the SKU retired at seq unless it is retired
+	// already, and returns the stored retirement.
+	RecordRetired(ctx context.Context, sku domain.SKUID, r Retirement) (Retirement, error)
+	// RecordReopened clears the SKU's retirement, if any, and notes when.
+	RecordReopened(ctx context.Context, sku domain.SKUID) error
+	// ClosedUnretired lists the SKUs closed, and reopened if ever, at least
+	// olderThan ago that are not retired.
+	ClosedUnretired(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error)
 }
 
 // BalanceRecomputer recomputes the balances projection from the ledger, in
@@ -108,6 +135,10 @@ type InventoryRestorer interface {
 	// complete, and refuses with ErrRedisAhead, writing nothing, when Redis
 	// holds the SKU at a seq beyond img's.
 	Restore(ctx context.Context, img RedisImage) error
+	// Entomb marks a retired SKU as retired in Redis again, as after Redis
+	// lost its data; present is true, and nothing changes, when Redis holds
+	// the SKU.
+	Entomb(ctx context.Context, sku domain.SKUID) (present bool, err error)
 }
 
 // InventoryArchiver closes sales and drops their buyers from Redis.
@@ -122,6 +153,13 @@ type InventoryArchiver interface {
 	// archived, provided its seq is still seq (else ErrSeqMoved). Dropping
 	// an archived SKU's buyers again succeeds without writing.
 	DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) error
+	// Retire removes every key of a closed SKU whose buyers were dropped,
+	// and tombstones it, provided its seq is still seq (else ErrSeqMoved)
+	// and it is verified under the current Redis run (else
+	// domain.ErrRecovering). already is true when it was retired before.
+	// An open SKU is ErrSKUOpen, one with its buyers in Redis
+	// ErrNotArchived, an unknown one domain.ErrNotWarmed; all write nothing.
+	Retire(ctx context.Context, sku domain.SKUID, seq int64) (already bool, err error)
 }
 
 // BuyerArchive is the buyers of a SKU as they are archived to SQL.
@@ -137,6 +175,7 @@ type BuyerArchiveStore interface {
 	// RecordArchive stores a in a transaction and calls drop before
 	// committing it, so an archive is never committed unless Redis dropped
 	// the buyers. It returns the stored archive; recorded is false, and drop
-	// is not called, when the SKU was archived already.
+	// is not called, when the SKU was archived already at a.Seq. Every
+	// other archive of the SKU is kept as an earlier version.
 	RecordArchive(ctx context.Context, a BuyerArchive, drop func(context.Context) error) (stored ArchiveSummary, recorded bool, err error)
 }

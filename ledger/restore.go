@@ -81,6 +81,8 @@ func NewRecovery(cfg RecoveryConfig) (*Recovery, error) {
 // the ledger does not have yet, with domain.ErrNotFound when the SKU is
 // undefined or has no ledger events, and with domain.ErrCorruptLedger when
 // the ledger does not fold (a missing seq: events not projected yet, or lost).
+// A retired SKU comes back too, closed, and is no longer retired: releases
+// work again, and it can be archived and retired again later.
 func (r *Recovery) RestoreSKU(ctx context.Context, sku string) error {
 	id, err := domain.NewSKUID(sku)
 	if err != nil {
@@ -105,16 +107,52 @@ func (r *Recovery) RestoreSKU(ctx context.Context, sku string) error {
 		return fmt.Errorf("restore %s: %w: the ledger holds no events of this sku; if it was never warmed, run `invledger sku warm %s`",
 			sku, domain.ErrNotFound, sku)
 	}
-	return r.restore(ctx, f.image(rec))
+	if err := r.restore(ctx, f.image(rec)); err != nil {
+		return err
+	}
+	if rec.Retired != nil {
+		// Redis holds the SKU again, so SQL must stop calling it retired;
+		// if this write fails, the restore is rerun and records it.
+		if err := r.cfg.SKUs.RecordReopened(ctx, id); err != nil {
+			return fmt.Errorf("restore %s: restored into Redis, but recording that it is no longer retired failed; run the restore again: %w", sku, err)
+		}
+		r.cfg.Logger.Info("retired sku restored into Redis: releases work again", "sku", sku)
+	}
+	return nil
+}
+
+// RepairSKU brings back what Redis lost of a SKU, as the reconciler's
+// repair: a retired SKU gets its tombstone back and stays retired, any
+// other SKU is restored as RestoreSKU does. Bringing a retired SKU back
+// into Redis is the operator's choice, not a repair's.
+func (r *Recovery) RepairSKU(ctx context.Context, sku string) error {
+	id, err := domain.NewSKUID(sku)
+	if err != nil {
+		return err
+	}
+	rec, err := r.cfg.SKUs.Record(ctx, id)
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", sku, err)
+	}
+	if rec.Retired == nil {
+		return r.RestoreSKU(ctx, sku)
+	}
+	if _, err := r.cfg.Redis.Entomb(ctx, id); err != nil {
+		return fmt.Errorf("repair %s: %w", sku, err)
+	}
+	return nil
 }
 
 // RestoreReport sums up RestoreAll.
 type RestoreReport struct {
 	// SKUs is how many SKUs were restored, Rows how many ledger rows they
-	// folded. Skipped SKUs are defined but have no ledger events.
+	// folded. Skipped SKUs are defined but have no ledger events. Retired
+	// counts the SKUs among SKUs that were retired: they are not restored
+	// but get their tombstones back.
 	SKUs    int
 	Rows    int64
 	Skipped int
+	Retired int
 	// Failed lists the SKUs that could not be restored; the error says why.
 	Failed []string
 }
@@ -190,6 +228,15 @@ func (r *Recovery) RestoreAll(ctx context.Context, progress func(done, total int
 			finish(cur.sku, 0, foldError(cur.sku, cur.err))
 		case !ok:
 			finish(cur.sku, 0, fmt.Errorf("restore %s: %w: the ledger holds events of a sku that is not defined", cur.sku, domain.ErrCorruptLedger))
+		case rec.Retired != nil:
+			// Retired: Redis keeps only its tombstone.
+			_, err := r.cfg.Redis.Entomb(ctx, rec.Definition.SKU())
+			if err == nil {
+				mu.Lock()
+				report.Retired++
+				mu.Unlock()
+			}
+			finish(cur.sku, 0, err)
 		default:
 			select {
 			case jobs <- job{img: cur.image(rec), rows: cur.state.Seq}:

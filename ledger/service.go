@@ -149,15 +149,43 @@ func MustDeductCommand(sku, user string, qty int64, requestID string) DeductComm
 
 // Deduct buys Qty units for User. Refusals are domain.ErrSoldOut,
 // domain.ErrAlreadyPurchased, domain.ErrNotWarmed, domain.ErrNotFound (a SKU
-// that was never created), domain.ErrClosed or domain.ErrConflict; they
-// write nothing. A Qty above the SKU's per-user limit is a
-// *domain.FieldError naming qty.
+// that was never created), domain.ErrClosed (also for a retired SKU) or
+// domain.ErrConflict; they write nothing. A Qty above the SKU's per-user
+// limit is a *domain.FieldError naming qty. A retry of a request of a
+// retired SKU gets its original receipt from the ledger.
 func (s *Service) Deduct(ctx context.Context, cmd DeductCommand) (domain.Receipt, error) {
 	rc, err := s.inventory.Deduct(ctx, cmd.SKU, cmd.User, cmd.Qty, cmd.RequestID, newEventID())
 	if errors.Is(err, domain.ErrNotWarmed) {
+		retired, rerr := s.inventory.Retired(ctx, cmd.SKU)
+		switch {
+		case rerr != nil:
+			return domain.Receipt{}, rerr
+		case retired:
+			return s.retiredReceipt(ctx, cmd)
+		}
 		return domain.Receipt{}, s.notWarmedOrUnknown(ctx, cmd.SKU, err)
 	}
 	return rc, err
+}
+
+// retiredReceipt answers a purchase of a retired SKU: a retry gets the
+// receipt the ledger holds for its request id, as deduct.lua would have
+// replayed it, and anything else is refused as closed. This refusal path
+// may read PostgreSQL; a sale never does. The ledger is searched among the
+// user's own rows, so a request id another user made is refused as closed
+// rather than as a conflict: a refusal either way, writing nothing.
+func (s *Service) retiredReceipt(ctx context.Context, cmd DeductCommand) (domain.Receipt, error) {
+	p, found, err := s.ledger.Purchase(ctx, cmd.SKU, cmd.User, cmd.RequestID)
+	switch {
+	case err != nil:
+		return domain.Receipt{}, err
+	case !found:
+		return domain.Receipt{}, fmt.Errorf("%w: sku %s is retired: its sale ended", domain.ErrClosed, cmd.SKU)
+	case p.Qty != cmd.Qty.Int64():
+		return domain.Receipt{}, fmt.Errorf("%w: request_id %q was used by another user or quantity", domain.ErrConflict, cmd.RequestID.String())
+	}
+	return domain.Receipt{SKU: cmd.SKU.String(), Qty: p.Qty, User: p.User, RequestID: cmd.RequestID.String(), EventID: p.EventID,
+		Seq: p.Seq, Remaining: p.Remaining, Replayed: true, Released: p.Released}, nil
 }
 
 // notWarmedOrUnknown refines notWarmed, Redis's answer for a SKU it does not
@@ -220,10 +248,19 @@ func must[C any](cmd C, err error) C {
 }
 
 // Release returns a deduction's units to stock exactly once; releasing again
-// reports the original release. An unknown deduction is domain.ErrNotFound.
+// reports the original release. An unknown deduction is domain.ErrNotFound;
+// a retired SKU is domain.ErrRetired, naming the restore that reopens it.
 func (s *Service) Release(ctx context.Context, cmd ReleaseCommand) (domain.ReleaseReceipt, error) {
 	rel, err := s.inventory.Release(ctx, cmd.SKU, cmd.User, cmd.RequestID, cmd.Reason, newEventID())
 	if errors.Is(err, domain.ErrNotWarmed) {
+		retired, rerr := s.inventory.Retired(ctx, cmd.SKU)
+		switch {
+		case rerr != nil:
+			return domain.ReleaseReceipt{}, rerr
+		case retired:
+			return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s left Redis after its sale; to release its units, "+
+				"bring it back first with `invledger restore-redis --sku %s`", domain.ErrRetired, cmd.SKU, cmd.SKU)
+		}
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s is not warmed, so it has no deduction %q", domain.ErrNotFound, cmd.SKU, cmd.RequestID)
 	}
 	return rel, err
@@ -262,6 +299,14 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 		view.setLive(live)
 	case !errors.Is(err, domain.ErrNotWarmed):
 		return SKUView{}, err
+	default:
+		retired, err := s.inventory.Retired(ctx, sku)
+		if err != nil {
+			return SKUView{}, err
+		}
+		if retired {
+			view.Status = domain.StatusRetired
+		}
 	}
 	bal, watermark, err := s.ledger.Balance(ctx, sku)
 	switch {

@@ -213,10 +213,6 @@ func (a *Application) wire() error {
 		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err
 	}
-	if a.Archiver, err = ledger.NewArchiver(ledger.ArchiverConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Inventory: ad.Inventory,
-		Redis: ad.Archiver, Archives: ad.BuyerArchives, Operations: ad.Operations, Logger: a.Log}); err != nil {
-		return err
-	}
 	// Findings, dead letters and fenced SKUs all alert through one alerter.
 	var webhook reconcile.Notifier
 	if cfg.AlertWebhook != "" {
@@ -239,12 +235,33 @@ func (a *Application) wire() error {
 	if a.Reconciler, err = reconcile.New(rc); err != nil {
 		return err
 	}
+	if a.Archiver, err = ledger.NewArchiver(ledger.ArchiverConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Inventory: ad.Inventory,
+		Redis: ad.Archiver, Archives: ad.BuyerArchives, Operations: ad.Operations, Reconcile: a.ReconcileClean,
+		Logger: a.Log}); err != nil {
+		return err
+	}
 	// Each approved adjustment is followed by a reconciliation of its SKU.
 	reconcileSKU := func(ctx context.Context, sku string) (int64, error) {
 		rep, err := a.Reconciler.Run(ctx, reconcile.Options{SKUs: []string{sku}, Repair: true, Trigger: "adjustment"})
 		return rep.RunID, err
 	}
 	a.Adjustments = ledger.NewAdjustments(ad.Adjustments, ad.Inventory, reconcileSKU, a.Log)
+	return nil
+}
+
+// ReconcileClean reconciles one SKU without repair, recorded as a run
+// triggered by "retire", and answers nil only when it found the ledger and
+// Redis agreeing with nothing in flight.
+func (a *Application) ReconcileClean(ctx context.Context, sku string) error {
+	rep, err := a.Reconciler.Run(ctx, reconcile.Options{SKUs: []string{sku}, Trigger: "retire"})
+	switch {
+	case err != nil:
+		return err
+	case len(rep.Drifts) > 0:
+		return fmt.Errorf("%w: reconciliation %d found %s: %s", ledger.ErrDrift, rep.RunID, rep.Drifts[0].Class, rep.Drifts[0].Detail)
+	case rep.Lagging > 0:
+		return fmt.Errorf("%w: reconciliation %d found events still in flight", ledger.ErrLedgerBehind, rep.RunID)
+	}
 	return nil
 }
 

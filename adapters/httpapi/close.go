@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
-// SKUCloser ends sales. *ledger.Archiver implements it.
+// SKUCloser ends sales and retires them. *ledger.Archiver implements it.
 type SKUCloser interface {
 	CloseSKU(ctx context.Context, sku string) (ledger.CloseResult, error)
+	RetireSKU(ctx context.Context, sku string) (ledger.RetireResult, error)
 }
 
 var _ SKUCloser = (*ledger.Archiver)(nil)
@@ -36,4 +38,31 @@ func (s *server) closeSKU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, closeJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
+}
+
+// retireJSON is the answer of POST /v1/skus/{sku}/retire. AlreadyRetired
+// is true when the SKU was retired before; Seq and RetiredAt are then the
+// original ones.
+type retireJSON struct {
+	SKU            string    `json:"sku"`
+	Status         string    `json:"status"`
+	Seq            int64     `json:"seq"`
+	RetiredAt      time.Time `json:"retired_at"`
+	AlreadyRetired bool      `json:"already_retired"`
+}
+
+// retireSKU is POST /v1/skus/{sku}/retire: it removes a closed, archived
+// SKU from Redis, leaving a tombstone, once a reconciliation finds the
+// ledger equal to Redis. It answers 200 {"sku","status":"retired","seq",
+// "retired_at","already_retired"}; 404 not_found for an undefined SKU, 409
+// conflict when the SKU is open, not archived at its seq, or ahead of the
+// ledger, 409 not_warmed when Redis does not hold it.
+func (s *server) retireSKU(w http.ResponseWriter, r *http.Request) {
+	res, err := s.closer.RetireSKU(r.Context(), r.PathValue("sku"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, retireJSON{SKU: res.SKU, Status: string(domain.StatusRetired), Seq: res.Seq,
+		RetiredAt: res.RetiredAt, AlreadyRetired: res.AlreadyRetired})
 }

@@ -71,3 +71,63 @@ type closerFunc func(ctx context.Context, sku string) error
 func (f closerFunc) CloseSKU(ctx context.Context, sku string) (ledger.CloseResult, error) {
 	return ledger.CloseResult{}, f(ctx, sku)
 }
+
+func (f closerFunc) RetireSKU(ctx context.Context, sku string) (ledger.RetireResult, error) {
+	return ledger.RetireResult{}, f(ctx, sku)
+}
+
+// TestRetireEndpoint: retire refuses an open or unarchived SKU, then
+// retires it; afterwards a purchase is 409 closed, a retry gets its
+// original receipt, and a release is 409 retired naming restore-redis.
+func TestRetireEndpoint(t *testing.T) {
+	t.Parallel()
+	ls := stacktest.New(t)
+	s := serveStack(t, ls)
+	s.mustCreateWarm(t, "retire-h", `{"stock":5,"per_user_limit":1}`)
+	r := s.do(t, http.MethodPost, "/v1/skus/retire-h/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("deduct: %d %s", r.status, r.body)
+	}
+	var receipt map[string]any
+	if err := json.Unmarshal(r.body, &receipt); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{secretGateway, secretAuditor, secretApprover} {
+		expectError(t, s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secret, ""), http.StatusForbidden, codeForbidden)
+	}
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, ""), http.StatusConflict, "conflict", "sku close")
+	if r := s.do(t, http.MethodPost, "/v1/skus/retire-h/close", secretOperator, ""); r.status != http.StatusOK {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, ""), http.StatusConflict, "conflict", "archive-buyers")
+	ls.ProjectStreams(t)
+	if _, err := ls.Archiver(t).ArchiveBuyers(context.Background(), "retire-h"); err != nil {
+		t.Fatal(err)
+	}
+	var res retireJSON
+	r = s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, "")
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || res.Status != "retired" || res.Seq != 2 || res.AlreadyRetired {
+		t.Fatalf("retire: %d %s", r.status, r.body)
+	}
+	r = s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, "")
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || !res.AlreadyRetired {
+		t.Fatalf("retire again: %d %s", r.status, r.body)
+	}
+
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/retire-h/deduct", secretGateway, `{"user_id":"u2","qty":1,"request_id":"r2"}`),
+		http.StatusConflict, "closed")
+	var retry map[string]any
+	r = s.do(t, http.MethodPost, "/v1/skus/retire-h/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`)
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &retry) != nil || retry["seq"] != receipt["seq"] ||
+		retry["remaining"] != receipt["remaining"] || retry["event_id"] != receipt["event_id"] {
+		t.Fatalf("retry after retirement: %d %s, want the receipt %s", r.status, r.body, receipt)
+	}
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/retire-h/release", secretGateway, `{"user_id":"u1","request_id":"r1"}`),
+		http.StatusConflict, "retired", "restore-redis --sku retire-h")
+	var view skuViewJSON
+	if r := s.do(t, http.MethodGet, "/v1/skus/retire-h", secretAuditor, ""); json.Unmarshal(r.body, &view) != nil || view.State != "retired" {
+		t.Fatalf("sku after retirement: %s", r.body)
+	}
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/nope/retire", secretOperator, ""), http.StatusNotFound, "not_found")
+	expectError(t, s.do(t, http.MethodPost, "/v1/skus/bad%7B/retire", secretOperator, ""), http.StatusBadRequest, "invalid_request", "sku")
+}

@@ -48,7 +48,7 @@ type Config struct {
 	Ledger Ledger
 	// SKUs serves GET /v1/skus.
 	SKUs SKULister
-	// Closer serves POST /v1/skus/{sku}/close.
+	// Closer serves POST /v1/skus/{sku}/close and /retire.
 	Closer SKUCloser
 	// Auditor serves the read-only audit queries.
 	Auditor Auditor
@@ -223,6 +223,7 @@ func (s *server) routes() []route {
 		{http.MethodPost, "/v1/skus/{sku}/deduct", gatewayOnly, s.deduct},
 		{http.MethodPost, "/v1/skus/{sku}/release", gatewayOnly, s.release},
 		{http.MethodPost, "/v1/skus/{sku}/close", operatorOnly, s.closeSKU},
+		{http.MethodPost, "/v1/skus/{sku}/retire", operatorOnly, s.retireSKU},
 
 		{http.MethodGet, "/v1/skus/{sku}/events", readers, s.skuEvents},
 		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},

@@ -94,6 +94,32 @@ func (s *PostgresLedgerStore) ScanSKU(ctx context.Context, sku domain.SKUID, fn 
 	return s.scanEvents(ctx, fn, `SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku.String())
 }
 
+// Purchase finds the deduction user made of sku with request id req, and
+// its release, from the ledger alone: the answer to a retry once Redis
+// forgot the SKU. It reads through the user index, so it costs the user's
+// own rows, not the SKU's.
+func (s *PostgresLedgerStore) Purchase(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID) (domain.Purchase, bool, error) {
+	var (
+		p     domain.Purchase
+		found bool
+	)
+	err := s.scanEvents(ctx, func(e domain.Event) error {
+		switch e.Type {
+		case domain.EventDeducted:
+			p.User, p.Qty, p.EventID, p.Seq, p.Remaining, found = e.User, e.Qty, e.ID, e.Seq, e.Balance, true
+		case domain.EventReleased:
+			p.Released, p.ReleaseEventID, p.ReleaseSeq = true, e.ID, e.Seq
+		}
+		return nil
+	}, `SELECT `+eventColumns+` FROM ledger_entries
+WHERE user_id = $1 AND sku = $2 AND request_id = $3 AND type IN ('deducted', 'released') ORDER BY seq`,
+		user.String(), sku.String(), req.String())
+	if err != nil {
+		return domain.Purchase{}, false, fmt.Errorf("purchase %q of %s: %w", req.String(), sku, err)
+	}
+	return p, found, nil
+}
+
 // ScanAll calls fn with every ledger event ordered by (sku, seq), streaming
 // the rows as PostgreSQL sends them: the ledger is never held in memory.
 func (s *PostgresLedgerStore) ScanAll(ctx context.Context, fn func(domain.Event) error) error {

@@ -98,7 +98,7 @@ func (s *PostgresSKUStore) List(ctx context.Context) ([]domain.SKUID, error) {
 // query for the page.
 func (s *PostgresSKUStore) Page(ctx context.Context, after string, limit int) ([]ledger.SKUListing, error) {
 	rows, err := s.pool.Query(ctx, `
-SELECT s.sku, s.initial_stock, s.per_user_limit, b.balance, b.last_seq, b.updated_at
+SELECT s.sku, s.initial_stock, s.per_user_limit, s.retired_at IS NOT NULL, b.balance, b.last_seq, b.updated_at
 FROM skus s LEFT JOIN balances b ON b.sku = s.sku
 WHERE s.sku COLLATE "C" > $1 ORDER BY s.sku COLLATE "C" LIMIT $2`, after, limit)
 	if err != nil {
@@ -108,17 +108,18 @@ WHERE s.sku COLLATE "C" > $1 ORDER BY s.sku COLLATE "C" LIMIT $2`, after, limit)
 		var (
 			sku          string
 			stock, limit int64
+			retired      bool
 			balance, seq *int64
 			updatedAt    *time.Time
 		)
-		if err := row.Scan(&sku, &stock, &limit, &balance, &seq, &updatedAt); err != nil {
+		if err := row.Scan(&sku, &stock, &limit, &retired, &balance, &seq, &updatedAt); err != nil {
 			return ledger.SKUListing{}, err
 		}
 		id, err := domain.NewSKUID(sku)
 		if err != nil {
 			return ledger.SKUListing{}, err
 		}
-		l := ledger.SKUListing{}
+		l := ledger.SKUListing{Retired: retired}
 		if l.Definition, err = domain.NewSKUDefinition(id, stock, limit); err != nil {
 			return ledger.SKUListing{}, err
 		}
@@ -142,9 +143,13 @@ func scanSKUID(row pgx.CollectableRow) (domain.SKUID, error) {
 	return domain.NewSKUID(sku)
 }
 
+// skuRecordQuery reads SKUs with their latest archive version.
 const skuRecordQuery = `
-SELECT s.sku, s.initial_stock, s.per_user_limit, s.closed_at, a.seq, a.buyers_count, a.units, a.archived_at
-FROM skus s LEFT JOIN buyer_archives a ON a.sku = s.sku`
+SELECT s.sku, s.initial_stock, s.per_user_limit, s.closed_at, s.retired_at, s.retired_seq, s.reopened_at,
+       a.seq, a.buyers_count, a.units, a.archived_at
+FROM skus s LEFT JOIN LATERAL (
+    SELECT seq, buyers_count, units, archived_at FROM buyer_archives
+    WHERE sku = s.sku ORDER BY version DESC LIMIT 1) a ON true`
 
 // Record returns the SKU's definition and lifecycle, or domain.ErrNotFound.
 func (s *PostgresSKUStore) Record(ctx context.Context, sku domain.SKUID) (ledger.SKURecord, error) {
@@ -177,11 +182,15 @@ func scanSKURecord(row pgx.CollectableRow) (ledger.SKURecord, error) {
 		sku          string
 		stock, limit int64
 		closedAt     *time.Time
+		retiredAt    *time.Time
+		retiredSeq   *int64
+		reopenedAt   *time.Time
 		seq, buyers  *int64
 		units        *int64
 		archivedAt   *time.Time
 	)
-	if err := row.Scan(&sku, &stock, &limit, &closedAt, &seq, &buyers, &units, &archivedAt); err != nil {
+	if err := row.Scan(&sku, &stock, &limit, &closedAt, &retiredAt, &retiredSeq, &reopenedAt,
+		&seq, &buyers, &units, &archivedAt); err != nil {
 		return ledger.SKURecord{}, err
 	}
 	id, err := domain.NewSKUID(sku)
@@ -195,6 +204,12 @@ func scanSKURecord(row pgx.CollectableRow) (ledger.SKURecord, error) {
 	rec := ledger.SKURecord{Definition: def}
 	if closedAt != nil {
 		rec.ClosedAt = *closedAt
+	}
+	if retiredAt != nil {
+		rec.Retired = &ledger.Retirement{Seq: *retiredSeq, At: *retiredAt}
+	}
+	if reopenedAt != nil {
+		rec.ReopenedAt = *reopenedAt
 	}
 	if archivedAt != nil {
 		rec.Archive = &ledger.ArchiveSummary{Seq: *seq, Buyers: int(*buyers), Units: *units, ArchivedAt: *archivedAt}
@@ -217,11 +232,16 @@ func (s *PostgresSKUStore) RecordClosed(ctx context.Context, sku domain.SKUID, a
 // ClosedUnarchived lists the SKUs closed at least olderThan ago, by the
 // database's clock, whose buyers are not archived yet.
 func (s *PostgresSKUStore) ClosedUnarchived(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error) {
-	rows, err := s.pool.Query(ctx, `
+	return s.listIDs(ctx, `
 SELECT s.sku FROM skus s
 WHERE s.closed_at <= now() - $1::bigint * interval '1 microsecond'
   AND NOT EXISTS (SELECT 1 FROM buyer_archives a WHERE a.sku = s.sku)
 ORDER BY s.sku`, olderThan.Microseconds())
+}
+
+// listIDs runs query, which selects SKU ids, for the closed-SKU lists.
+func (s *PostgresSKUStore) listIDs(ctx context.Context, query string, args ...any) ([]domain.SKUID, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list closed skus: %w", translate(err))
 	}
@@ -230,4 +250,39 @@ ORDER BY s.sku`, olderThan.Microseconds())
 		return nil, fmt.Errorf("list closed skus: %w", translate(err))
 	}
 	return ids, nil
+}
+
+// RecordRetired marks the SKU retired unless it is retired already, and
+// returns the stored retirement. An undefined SKU is domain.ErrNotFound.
+func (s *PostgresSKUStore) RecordRetired(ctx context.Context, sku domain.SKUID, r ledger.Retirement) (ledger.Retirement, error) {
+	var stored ledger.Retirement
+	err := s.pool.QueryRow(ctx, `
+UPDATE skus SET retired_at = COALESCE(retired_at, $2), retired_seq = COALESCE(retired_seq, $3)
+WHERE sku = $1 RETURNING retired_at, retired_seq`, sku.String(), r.At, r.Seq).Scan(&stored.At, &stored.Seq)
+	if err != nil {
+		return ledger.Retirement{}, fmt.Errorf("record retirement of %s: %w", sku, translate(err))
+	}
+	return stored, nil
+}
+
+// RecordReopened clears the SKU's retirement and notes when, if it was
+// retired; otherwise it changes nothing.
+func (s *PostgresSKUStore) RecordReopened(ctx context.Context, sku domain.SKUID) error {
+	_, err := s.pool.Exec(ctx, `
+UPDATE skus SET retired_at = NULL, retired_seq = NULL, reopened_at = now() WHERE sku = $1 AND retired_at IS NOT NULL`, sku.String())
+	if err != nil {
+		return fmt.Errorf("record reopening of %s: %w", sku, translate(err))
+	}
+	return nil
+}
+
+// ClosedUnretired lists the SKUs closed at least olderThan ago, and
+// reopened at least as long ago if ever, by the database's clock, that are
+// not retired.
+func (s *PostgresSKUStore) ClosedUnretired(ctx context.Context, olderThan time.Duration) ([]domain.SKUID, error) {
+	return s.listIDs(ctx, `
+SELECT sku FROM skus
+WHERE retired_at IS NULL
+  AND GREATEST(closed_at, reopened_at) <= now() - $1::bigint * interval '1 microsecond'
+ORDER BY sku`, olderThan.Microseconds())
 }

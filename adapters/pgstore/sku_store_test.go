@@ -10,6 +10,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 func TestSKUStore(t *testing.T) {
@@ -99,5 +100,43 @@ func TestSKUStoreLifecycle(t *testing.T) {
 	}
 	if recs[1].Definition.SKU().String() != "open" || recs[1].Archive != nil {
 		t.Fatalf("open sku's record: %+v", recs[1])
+	}
+
+	// Retire, retire again (the first is kept), reopen, and the delay of
+	// the automatic retirement counts from the reopening.
+	if ids, err := skus.ClosedUnretired(ctx, time.Minute); err != nil || len(ids) != 1 || ids[0] != def.SKU() {
+		t.Fatalf("closed unretired: %v %v", ids, err)
+	}
+	first := ledger.Retirement{Seq: 4, At: t0.Add(time.Minute)}
+	if got, err := skus.RecordRetired(ctx, def.SKU(), first); err != nil || got.Seq != 4 || !got.At.Equal(first.At) {
+		t.Fatalf("record retired: %+v %v", got, err)
+	}
+	if got, err := skus.RecordRetired(ctx, def.SKU(), ledger.Retirement{Seq: 9, At: t0.Add(time.Hour)}); err != nil || got.Seq != 4 || !got.At.Equal(first.At) {
+		t.Fatalf("second retirement: %+v %v, want the first kept", got, err)
+	}
+	if _, err := skus.RecordRetired(ctx, mustSKU(t, "nope"), first); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("retire unknown sku: %v, want ErrNotFound", err)
+	}
+	if rec, err := skus.Record(ctx, def.SKU()); err != nil || rec.Retired == nil || rec.Retired.Seq != 4 || !rec.ReopenedAt.IsZero() {
+		t.Fatalf("record of a retired sku: %+v %v", rec, err)
+	}
+	if ids, err := skus.ClosedUnretired(ctx, 0); err != nil || len(ids) != 0 {
+		t.Fatalf("closed unretired after retirement: %v %v, want none", ids, err)
+	}
+	page, err := skus.Page(ctx, "", 10)
+	if err != nil || len(page) != 2 || !page[0].Retired || page[1].Retired {
+		t.Fatalf("page: %+v %v, want closing retired, open not", page, err)
+	}
+	if err := skus.RecordReopened(ctx, def.SKU()); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := skus.Record(ctx, def.SKU()); err != nil || rec.Retired != nil || rec.ReopenedAt.IsZero() {
+		t.Fatalf("record after reopening: %+v %v", rec, err)
+	}
+	if ids, err := skus.ClosedUnretired(ctx, time.Minute); err != nil || len(ids) != 0 {
+		t.Fatalf("closed unretired just after reopening: %v %v, want none", ids, err)
+	}
+	if ids, err := skus.ClosedUnretired(ctx, 0); err != nil || len(ids) != 1 {
+		t.Fatalf("closed unretired with no delay: %v %v, want the reopened sku", ids, err)
 	}
 }

@@ -18,13 +18,16 @@ var (
 	closeSource string
 	//go:embed drop_buyers.lua
 	dropBuyersSource string
+	//go:embed retire.lua
+	retireSource string
 
 	closeScript      = redis.NewScript(closeSource)
 	dropBuyersScript = redis.NewScript(dropBuyersSource)
+	retireScript     = redis.NewScript(retireSource)
 )
 
-// RedisArchiver closes sales in Redis and drops their buyers once they are
-// archived to SQL.
+// RedisArchiver closes sales in Redis, drops their buyers once they are
+// archived to SQL, and retires them.
 type RedisArchiver struct {
 	client redis.UniversalClient
 	keys   Keyspace
@@ -124,4 +127,36 @@ func (r *RedisArchiver) DropBuyers(ctx context.Context, sku domain.SKUID, seq in
 		return ledger.ErrSKUOpen
 	}
 	return fmt.Errorf("drop buyers of %s: %w: code %d", s, ErrScript, code)
+}
+
+// Retire removes the keys of a closed, archived SKU and tombstones it,
+// provided its seq is still seq; see ledger.InventoryArchiver.
+func (r *RedisArchiver) Retire(ctx context.Context, sku domain.SKUID, seq int64) (already bool, err error) {
+	defer translateInto(&err)
+	s := sku.String()
+	keys := append(r.keys.SKUKeys(s), r.keys.SKUTombstoneKey(s))
+	v, err := retireScript.Run(ctx, r.client, keys, s, seq).Slice()
+	if err != nil {
+		return false, fmt.Errorf("retire %s: %w", s, err)
+	}
+	rp := newReply("retire "+s, v)
+	code := rp.Int(0, "code")
+	if err := rp.Err(); err != nil {
+		return false, err
+	}
+	switch code {
+	case 1, 2:
+		return code == 2, nil
+	case 0:
+		return false, ledger.ErrSeqMoved
+	case -1:
+		return false, domain.ErrNotWarmed
+	case -2:
+		return false, ledger.ErrSKUOpen
+	case -3:
+		return false, ledger.ErrNotArchived
+	case -4:
+		return false, errRecovering(s)
+	}
+	return false, fmt.Errorf("retire %s: %w: code %d", s, ErrScript, code)
 }

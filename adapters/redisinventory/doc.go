@@ -8,5 +8,7 @@
 // entry format, which ParseEntry decodes for the projector and the
 // reconciler alike. One adapter type serves each port role, all over one
 // go-redis client: RedisInventory (purchases), RedisRestorer,
-// RedisArchiver, RedisReconcileSource and RedisEpoch.
+// RedisArchiver (close, archive, retire), RedisReconcileSource and
+// RedisEpoch. A retired SKU keeps no key of its own: its id stays in its
+// partition's tombstone set (Keyspace.TombstoneKey).
 package redisinventory

@@ -419,6 +419,19 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 	return parseState(s, v)
 }
 
+// Retired tells whether the SKU is in its partition's tombstone set: one
+// SISMEMBER, asked only after a script answered not warmed.
+func (r *RedisInventory) Retired(ctx context.Context, sku domain.SKUID) (bool, error) {
+	ctx, cancel, _ := r.begin(ctx, false)
+	defer cancel()
+	s := sku.String()
+	ok, err := r.client.SIsMember(ctx, r.keys.SKUTombstoneKey(s), s).Result()
+	if err != nil {
+		return false, r.failed(ctx, "tombstone of "+s, err)
+	}
+	return ok, nil
+}
+
 // States reads the live inventory of skus with state.lua in one pipeline:
 // one round trip per Redis node. SKUs not in Redis are absent from the
 // map. A Redis that lost the script is given it once, and asked again.

@@ -57,6 +57,22 @@ func (k Keyspace) RequestsKey(sku string) string {
 	return "inv:" + tag(k.Partition(sku)) + ":requests:" + sku
 }
 
+// TombstoneKey is a partition's set of retired SKUs: one set per partition,
+// so a retired SKU costs Redis its id and a few bytes, and the refusal path
+// tells a retired SKU from an unknown one without asking PostgreSQL.
+func (k Keyspace) TombstoneKey(partition int) string {
+	return "inv:" + tag(partition) + ":retired"
+}
+
+// SKUTombstoneKey is the tombstone set of the SKU's partition.
+func (k Keyspace) SKUTombstoneKey(sku string) string { return k.TombstoneKey(k.Partition(sku)) }
+
+// SKUKeys lists every key that holds the SKU's own state: its hash, buyers
+// and receipts. Retirement removes exactly these.
+func (k Keyspace) SKUKeys(sku string) []string {
+	return []string{k.SKUKey(sku), k.BuyersKey(sku), k.RequestsKey(sku)}
+}
+
 // StreamKey is a partition's event stream, one Watermill topic.
 func (k Keyspace) StreamKey(partition int) string {
 	return "inv:" + tag(partition) + ":events"

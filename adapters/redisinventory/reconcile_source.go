@@ -130,6 +130,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		states   = make([]*redis.SliceCmd, len(skus))
 		buyers   = make([]*redis.IntCmd, len(skus))
 		receipts = make([]*redis.IntCmd, len(skus))
+		retired  = make([]*redis.BoolCmd, len(skus))
 		epoch    *redis.IntCmd
 		entries  *redis.XMessageSliceCmd
 	)
@@ -139,6 +140,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "epoch", "archived_at")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
+			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
 		}
 		// One entry beyond the limit tells a tail that is longer.
 		entries = p.XRangeN(ctx, stream, from, "+", int64(r.cfg.TailLimit)+1)
@@ -152,7 +154,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	for i, sku := range skus {
 		v := states[i].Val()
 		if len(v) == 6 && v[0] == nil {
-			snap.SKUs[sku] = reconcile.LiveSKU{TailTruncated: truncated}
+			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
 		rp := newReply("snapshot of "+sku.String(), v)

@@ -1,12 +1,14 @@
 -- restore_finish.lua: complete a restore: set the SKU's figures from the
 -- ledger and stamp it as verified under this Redis run (run_id and LASTSAVE,
 -- as warm.lua and stamp.lua do), which reopens it to purchases.
--- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] the
+-- partition's tombstone set, which a SKU brought back from retirement leaves
 -- ARGV[1] restore token, ARGV[2] stock, ARGV[3] seq, ARGV[4] per-user limit,
 -- ARGV[5] stocked event id, ARGV[6] closed_at ('' while open),
 -- ARGV[7] archived_at ('' unless the buyers were archived to SQL),
 -- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] the hash of the
--- ledger's last event, where the SKU's tamper-evident chain continues
+-- ledger's last event, where the SKU's tamper-evident chain continues,
+-- ARGV[11] sku id
 -- Reply: {1} stamped; {0} the fence no longer holds the token (another
 -- restore or a stamp took over): nothing written; {-2, buyers, requests}
 -- the hashes do not hold what was written: nothing written, the SKU stays
@@ -42,4 +44,5 @@ if ARGV[7] ~= '' then
 else
   redis.call('HDEL', KEYS[1], 'archived_at')
 end
+redis.call('SREM', KEYS[4], ARGV[11])
 return {1}

@@ -23,10 +23,13 @@ var (
 	restoreChunkSource string
 	//go:embed restore_finish.lua
 	restoreFinishSource string
+	//go:embed entomb.lua
+	entombSource string
 
 	restoreBeginScript  = redis.NewScript(restoreBeginSource)
 	restoreChunkScript  = redis.NewScript(restoreChunkSource)
 	restoreFinishScript = redis.NewScript(restoreFinishSource)
+	entombScript        = redis.NewScript(entombSource)
 )
 
 const (
@@ -79,11 +82,12 @@ func (r *RedisRestorer) EnsureStreams(ctx context.Context, group string) (err er
 // landed, sets the figures and stamps the SKU verified. Redis holding the
 // SKU at a higher seq than img is ledger.ErrRedisAhead, and nothing is
 // written. A restore that fails midway leaves the SKU fenced, never half
-// open; running it again completes it.
+// open; running it again completes it. A retired SKU comes back whole and
+// leaves its partition's tombstone set.
 func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err error) {
 	defer translateInto(&err)
 	st := img.State
-	keys := []string{r.keys.SKUKey(st.SKU), r.keys.BuyersKey(st.SKU), r.keys.RequestsKey(st.SKU)}
+	keys := r.keys.SKUKeys(st.SKU)
 	token := restoreTokenPrefix + uuid.NewString()
 	if err := restoreChunkScript.Load(ctx, r.client).Err(); err != nil {
 		return fmt.Errorf("load restore script: %w", err)
@@ -126,8 +130,9 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		return err
 	}
 
-	v, err = restoreFinishScript.Run(ctx, r.client, keys, token, st.Stock, st.Seq, img.Limit, img.StockedEventID,
-		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.LastHash).Slice()
+	v, err = restoreFinishScript.Run(ctx, r.client, append(keys, r.keys.SKUTombstoneKey(st.SKU)), token, st.Stock, st.Seq,
+		img.Limit, img.StockedEventID, micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.LastHash,
+		st.SKU).Slice()
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
@@ -148,6 +153,19 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, v)
 	}
 	return nil
+}
+
+// Entomb puts a retired SKU back into its partition's tombstone set, as
+// after Redis lost its data. A SKU that Redis holds is left alone, and
+// present is true.
+func (r *RedisRestorer) Entomb(ctx context.Context, sku domain.SKUID) (present bool, err error) {
+	defer translateInto(&err)
+	s := sku.String()
+	n, err := entombScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.SKUTombstoneKey(s)}, s).Int()
+	if err != nil {
+		return false, fmt.Errorf("tombstone %s: %w", s, err)
+	}
+	return n == 0, nil
 }
 
 func errFenceLost(sku string) error {

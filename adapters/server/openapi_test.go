@@ -296,6 +296,15 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "POST", "/v1/skus/spec-1/close", op, "")
 	c.do(404, "POST", "/v1/skus/nope/close", op, "")
 	c.do(409, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u5","qty":1,"request_id":"r9"}`)
+	c.do(409, "POST", "/v1/skus/spec-1/retire", op, "") // buyers not archived yet
+	if _, err := st.App.Archiver.ArchiveBuyers(ctx, "spec-1"); err != nil {
+		t.Fatal(err)
+	}
+	c.do(200, "POST", "/v1/skus/spec-1/retire", op, "")
+	c.do(200, "POST", "/v1/skus/spec-1/retire", op, "")
+	c.do(404, "POST", "/v1/skus/nope/retire", op, "")
+	c.do(409, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u2","request_id":"r2"}`)
+	c.do(200, "GET", "/v1/skus/spec-1", au, "")
 
 	for _, opID := range operationIDs(t) {
 		if !c.covered[opID] {

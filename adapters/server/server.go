@@ -77,6 +77,11 @@ type Config struct {
 	// ArchiveAfter archives the buyers of SKUs closed this long ago; 0
 	// disables it. Serve does not default it: 24h is the CLI's default.
 	ArchiveAfter time.Duration
+	// RetireAfter retires SKUs closed, or restored from retirement, this
+	// long ago, archiving their buyers first; 0 disables it. It should
+	// cover the window in which gateways retry. Serve does not default it:
+	// 24h is the CLI's default.
+	RetireAfter time.Duration
 	// RedisCheckInterval is how often the API re-reads Redis's persistence
 	// and eviction settings while serving; unsafe ones stop sales with
 	// 503 unsafe_redis until they are fixed. Default 1s.
@@ -160,6 +165,9 @@ func (c Config) Validate() error {
 	if c.IdempotencyWindow < 0 {
 		errs = append(errs, errors.New("idempotency window must not be negative"))
 	}
+	if c.RetireAfter < 0 {
+		errs = append(errs, errors.New("--retire-after (INVLEDGER_RETIRE_AFTER) must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -226,9 +234,9 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 			return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
 				Changed: a.RunIDs.Changed()})
 		}})
-		if sc.ArchiveAfter > 0 {
+		if sc.ArchiveAfter > 0 || sc.RetireAfter > 0 {
 			components = append(components, component{"archiver", func(ctx context.Context) error {
-				archiveClosedLoop(ctx, a.Archiver, sc.ArchiveAfter, sc.ReconcileInterval, a.Log)
+				archiveClosedLoop(ctx, a.Archiver, sc.ArchiveAfter, sc.RetireAfter, sc.ReconcileInterval, a.Log)
 				return nil
 			}})
 		}
@@ -490,9 +498,10 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 }
 
 // archiveClosedLoop archives the buyers of SKUs closed longer than
-// olderThan, checking every interval, so the buyers hashes of finished
-// sales do not grow Redis without bound.
-func archiveClosedLoop(ctx context.Context, archiver *ledger.Archiver, olderThan, interval time.Duration, log *slog.Logger) {
+// archiveAfter, then retires those closed longer than retireAfter (0
+// skips either), checking every interval, so finished sales do not grow
+// Redis without bound.
+func archiveClosedLoop(ctx context.Context, archiver *ledger.Archiver, archiveAfter, retireAfter, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -501,12 +510,23 @@ func archiveClosedLoop(ctx context.Context, archiver *ledger.Archiver, olderThan
 			return
 		case <-t.C:
 		}
-		done, err := archiver.ArchiveClosed(ctx, olderThan)
-		for _, r := range done {
-			log.Info("archived buyers of closed sku", "sku", r.SKU)
+		if archiveAfter > 0 {
+			done, err := archiver.ArchiveClosed(ctx, archiveAfter)
+			for _, r := range done {
+				log.Info("archived buyers of closed sku", "sku", r.SKU)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("archiving closed skus", "err", err)
+			}
 		}
-		if err != nil && ctx.Err() == nil {
-			log.Warn("archiving closed skus", "err", err)
+		if retireAfter > 0 {
+			done, err := archiver.RetireClosed(ctx, retireAfter)
+			for _, r := range done {
+				log.Info("retired closed sku from Redis", "sku", r.SKU, "seq", r.Seq)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("retiring closed skus", "err", err)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -44,5 +45,21 @@ func TestDurabilityCheck(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestCheckNamesEveryNegativeDelay: a negative --archive-after or
+// --retire-after is refused before anything starts, naming flag and
+// variable, both at once.
+func TestCheckNamesEveryNegativeDelay(t *testing.T) {
+	t.Parallel()
+	err := Check(Config{Components: []string{ComponentReconciler}, ArchiveAfter: -time.Second, RetireAfter: -time.Second})
+	for _, want := range []string{"--archive-after (INVLEDGER_ARCHIVE_AFTER)", "--retire-after (INVLEDGER_RETIRE_AFTER)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check: %v, want it to name %s", err, want)
+		}
+	}
+	if err := Check(Config{Components: []string{ComponentReconciler}, RetireAfter: 24 * time.Hour}); err != nil {
+		t.Errorf("Check of a valid delay: %v", err)
 	}
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/invledger/invledger/cmd/invledger/internal/demo"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -15,6 +12,7 @@ import (
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
+	"github.com/invledger/invledger/cmd/invledger/internal/benchlib"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -50,7 +48,9 @@ Targets:
 The report: throughput, p50/p99/p999 latency, outcomes by reason, oversold
 (from the receipts and from what Redis or the database holds; it must be 0),
 and for lib and http how long after the last attempt the ledger equalled
-Redis. It exits non-zero on any oversell, error, unexpected refusal, or a
+Redis. For lib it adds what the sale cost Redis: used_memory before and
+after, and MEMORY USAGE of the SKU's keys per purchase; with --retire, the
+same once the SKU is closed, archived and retired (0 beyond its tombstone). It exits non-zero on any oversell, error, unexpected refusal, or a
 ledger that does not catch up within --catch-up.
 
 --compare starts a private redis-server and PostgreSQL in a temporary
@@ -103,6 +103,7 @@ append-only, so run it against a test deployment.`,
 	f.DurationVar(&bc.Timeout, "timeout", 30*time.Second, "longest wait for one attempt's answer")
 	f.DurationVar(&bc.Drain, "drain", 30*time.Second, "how long attempts in flight may finish once issuing stops")
 	f.DurationVar(&bc.CatchUp, "catch-up", 120*time.Second, "longest wait for the ledger to equal Redis after the run")
+	f.BoolVar(&bc.Retire, "retire", false, "lib: close, archive and retire the SKU after the sale, and report Redis memory after retirement")
 	f.BoolVar(&bc.Projector, "projector", true, "lib: run the projector in this process (turn off when a serve already projects this Redis)")
 	f.IntVar(&bc.PGMaxConns, "pg-max-conns", 0, "pg-direct: connection pool size (0: one per client, up to the server's free max_connections)")
 	f.StringVar(&bc.Durability, "durability", "strict", "with --compare: the private Redis's persistence, strict (appendfsync always) or everysec")
@@ -182,7 +183,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		projCfg.LogLevel = "warn"
 	}
 	return &bench.Site{
-		Library: &benchLibrary{service: a.Service, a: a},
+		Library: &benchlib.Library{Service: a.Service, App: a},
 		Keys:    a.Keys,
 		HookedLibrary: func(hook redis.Hook) (bench.Library, func(), error) {
 			runIDs := redisinventory.NewRunIDs()
@@ -197,7 +198,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 				return nil, nil, err
 			}
 			svc := ledger.NewService(inv, a.Adapters.SKUs, a.Adapters.Ledger, a.Adapters.Operations)
-			return &benchLibrary{service: svc, a: a}, func() { _ = client.Close() }, nil
+			return &benchlib.Library{Service: svc, App: a}, func() { _ = client.Close() }, nil
 		},
 		// The projector accepts whatever persistence the measured Redis has:
 		// the bench measures purchases, not durability.
@@ -212,47 +213,4 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		},
 		Close: a.Close,
 	}, nil
-}
-
-// benchLibrary is the service as the bench's lib and raw targets use it.
-type benchLibrary struct {
-	service *ledger.Service
-	a       *app.Application // the ledger the service writes to
-}
-
-var (
-	_ bench.Library = (*benchLibrary)(nil)
-	_ bench.Keys    = redisinventory.Keyspace{}
-)
-
-func (l *benchLibrary) PutOnSale(ctx context.Context, sku string, stock int64) error {
-	if _, _, err := l.service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: stock, PerUserLimit: 1}); err != nil {
-		return err
-	}
-	_, err := l.service.Warm(ctx, sku)
-	return err
-}
-
-func (l *benchLibrary) Deduct(ctx context.Context, sku, user, requestID string) (bench.Receipt, error) {
-	cmd, err := ledger.NewDeductCommand(sku, user, 1, requestID)
-	if err != nil {
-		return bench.Receipt{}, err
-	}
-	rc, err := l.service.Deduct(ctx, cmd)
-	return bench.Receipt{Seq: rc.Seq, EventID: rc.EventID}, err
-}
-
-func (l *benchLibrary) RedisStock(ctx context.Context, sku string) (int64, error) {
-	v, err := l.service.State(ctx, sku)
-	if err != nil {
-		return 0, err
-	}
-	if v.RedisStock == nil {
-		return 0, fmt.Errorf("sku %s is no longer in Redis", sku)
-	}
-	return *v.RedisStock, nil
-}
-
-func (l *benchLibrary) WaitLedger(ctx context.Context, sku string, timeout time.Duration) (bool, time.Duration, error) {
-	return demo.WaitLedgerEqualsRedis(ctx, l.a, sku, timeout)
 }

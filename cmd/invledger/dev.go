@@ -67,6 +67,7 @@ valid. Delete the directory to start over.`,
 	env.String(&ss.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address")
 	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")
 	ss.ArchiveAfter = 24 * time.Hour
+	ss.RetireAfter = 24 * time.Hour
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd
 }

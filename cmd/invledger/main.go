@@ -62,7 +62,7 @@ func exitCode(err error) int {
 	switch domain.CodeOf(err) {
 	case domain.CodeInvalidInput:
 		return exitBadInput
-	case domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed, domain.CodeClosed,
+	case domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed, domain.CodeClosed, domain.CodeRetired,
 		domain.CodeConflict, domain.CodeNotFound, domain.CodeNeedsRestore, domain.CodeSelfApproval,
 		domain.CodeInsufficientStock:
 		return exitRefused

@@ -151,6 +151,38 @@ With --closed-for, it archives every SKU closed at least that long ago, e.g.
 	return cmd
 }
 
+func newSKURetireCmd(withApp appRunner) *cobra.Command {
+	return &cobra.Command{
+		Use:   "retire SKU",
+		Short: "Remove a finished sale from Redis, leaving a tombstone; the ledger answers for it",
+		Long: `retire is the last step of a sale's life, after close and archive-buyers. It
+removes every key of the SKU from Redis (its hash and the receipts of its
+requests) and leaves the SKU's id in its partition's tombstone set.
+
+It refuses, changing nothing, unless the SKU is closed, its buyers are
+archived at its current seq, and a reconciliation finds the ledger equal to
+Redis. The removal is one compare-and-set on that seq, so a late release is
+never lost: the retirement refuses, and runs again once the release is
+archived.
+
+Afterwards a purchase is refused as closed, a retry of an old request_id gets
+its original receipt from the ledger, and a release is refused as retired:
+restore-redis --sku brings the SKU back for releases. serve retires closed
+SKUs on its own after --retire-after (default 24h). Retiring again is a no-op.`,
+		Example: "  invledger sku retire phone-x",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withApp(cmd.Context(), withRedis, func(a *app.Application) error {
+				res, err := a.Archiver.RetireSKU(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return output.PrintJSON(cmd.OutOrStdout(), output.NewRetireResultJSON(res))
+			})
+		},
+	}
+}
+
 func newSKUCloseCmd(withApp appRunner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "close SKU",

@@ -211,7 +211,7 @@ func newSKUCmd(withApp appRunner) *cobra.Command {
 	}
 	// JSON by default, as before --format existed, so scripts keep working.
 	show.Flags().StringVar(&showFormat, "format", output.JSON, "output format: json, table or csv")
-	cmd.AddCommand(create, warm, show, newSKUListCmd(withApp), newSKUCloseCmd(withApp))
+	cmd.AddCommand(create, warm, show, newSKUListCmd(withApp), newSKUCloseCmd(withApp), newSKURetireCmd(withApp))
 	return cmd
 }
 

@@ -48,8 +48,9 @@ func classify(c check) (Class, []Finding) {
 	f := c.figures()
 	known := c.ledger.Count + int64(len(c.inFlight))
 	if !c.live.Present {
-		if known == 0 {
-			return ClassOK, nil // defined but never warmed: nothing to compare
+		if known == 0 || c.live.Retired {
+			// Defined but never warmed, or retired after its sale: nothing to compare.
+			return ClassOK, nil
 		}
 		return ClassRedisMissing, []Finding{{SKU: c.sku, Class: ClassRedisMissing, Before: f,
 			Detail: fmt.Sprintf("the ledger holds %d events up to seq %d but Redis has no state for the SKU", known, f.TruthSeq)}}

@@ -29,6 +29,9 @@ type Inventory interface {
 type LiveSKU struct {
 	// Present is false when the live side holds nothing for the SKU.
 	Present bool
+	// Retired is true when the SKU is absent because it was retired: the
+	// ledger answers for it, and nothing is missing.
+	Retired bool
 	Stock   int64
 	Seq     int64
 	Status  string

@@ -36,9 +36,10 @@ type SKULister interface {
 	Get(ctx context.Context, sku domain.SKUID) (domain.SKUDefinition, error)
 }
 
-// Restorer rebuilds one SKU's Redis state from its ledger fold and stamps it.
+// Restorer brings back what Redis lost of one SKU: its state, rebuilt from
+// the ledger fold and stamped, or its tombstone when it was retired.
 type Restorer interface {
-	RestoreSKU(ctx context.Context, sku string) error
+	RepairSKU(ctx context.Context, sku string) error
 }
 
 // BalanceRepairer repairs one SKU's drifted balances row by recomputing it
@@ -482,7 +483,7 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 			fail(fmt.Errorf("%d events are still in flight; restoring now would drop them, retrying after the projector catches up", len(c.inFlight)))
 			return
 		}
-		if err := r.cfg.Restorer.RestoreSKU(ctx, c.sku); err != nil {
+		if err := r.cfg.Restorer.RepairSKU(ctx, c.sku); err != nil {
 			fail(err)
 			return
 		}

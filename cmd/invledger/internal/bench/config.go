@@ -37,6 +37,7 @@ type Config struct {
 	Drain      time.Duration // after issuing stops
 	CatchUp    time.Duration // longest wait for the ledger to equal Redis
 	Projector  bool          // lib: run the projector in this process
+	Retire     bool          // lib: close, archive and retire the SKU after the sale, to measure Redis after it
 	PGMaxConns int           // pg-direct pool size; 0: one per client as far as max_connections allows
 
 	Durability     string // --compare: the private Redis's fsync policy

@@ -13,6 +13,12 @@ type libTarget struct {
 	stock     int64
 	stopProj  context.CancelFunc
 	projDone  chan error
+	// retire, when set, retires the SKU after the sale to measure Redis
+	// after it, waiting up to retireWait for the ledger; before is Redis
+	// before the sale.
+	retire     bool
+	retireWait time.Duration
+	before     Footprint
 }
 
 // newLibTarget sells through site's library. With projector set it runs
@@ -31,7 +37,16 @@ func (t *libTarget) name() string { return "lib" }
 
 func (t *libTarget) prepare(ctx context.Context, sku string, stock int64) error {
 	t.sku, t.stock = sku, stock
+	before, err := t.lib.Footprint(ctx, sku)
+	if err != nil {
+		return err
+	}
+	t.before = before
 	return t.lib.PutOnSale(ctx, sku, stock)
+}
+
+func (t *libTarget) memory(ctx context.Context, sold int64) (*MemoryReport, error) {
+	return measureMemory(ctx, t.lib, t.sku, t.before, sold, t.retire, t.retireWait)
 }
 
 func (t *libTarget) deduct(ctx context.Context, _ *benchWorker, user, requestID string) (outcome, int64, error) {

@@ -68,6 +68,21 @@ type Library interface {
 	// WaitLedger polls until the ledger's balance and seq for sku equal
 	// Redis's, or timeout passes, and says how long it waited.
 	WaitLedger(ctx context.Context, sku string, timeout time.Duration) (caughtUp bool, waited time.Duration, err error)
+	// Footprint measures what sku costs Redis.
+	Footprint(ctx context.Context, sku string) (Footprint, error)
+	// Retire closes sku, archives its buyers once the ledger has caught up
+	// (within timeout) and retires it from Redis.
+	Retire(ctx context.Context, sku string, timeout time.Duration) error
+}
+
+// Footprint is what a SKU costs Redis: MEMORY USAGE of its keys and of its
+// partition's tombstone set, and the server's used_memory.
+type Footprint struct {
+	UsedMemory int64
+	SKUHash    int64
+	Buyers     int64
+	Requests   int64
+	Tombstones int64
 }
 
 // Receipt is what the bench reads of a purchase's receipt.

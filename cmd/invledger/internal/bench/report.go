@@ -34,8 +34,10 @@ type Report struct {
 	LedgerEqualsRedis      *bool     `json:"ledger_equals_redis,omitempty"`
 	LedgerEqualsRedisAfter *float64  `json:"ledger_equals_redis_after_s,omitempty"`
 	CPU                    *CPUCores `json:"cpu_cores,omitempty"`
-	Command                string    `json:"command,omitempty"`
-	Notes                  []string  `json:"notes,omitempty"`
+	// Memory is set for lib: what the sale cost Redis.
+	Memory  *MemoryReport `json:"redis_memory,omitempty"`
+	Command string        `json:"command,omitempty"`
+	Notes   []string      `json:"notes,omitempty"`
 }
 
 // LatencyMS holds latency percentiles in milliseconds. redis-benchmark does
@@ -218,6 +220,9 @@ func (r *Report) print(w io.Writer) {
 	}
 	if c := r.CPU; c != nil {
 		fmt.Fprintf(w, "  cores used           bench %.2f  redis %.2f  postgres %.2f\n", c.Bench, c.Redis, c.Postgres)
+	}
+	if r.Memory != nil {
+		r.Memory.print(w)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)

@@ -128,7 +128,9 @@ func runSingle(ctx context.Context, cfg Config, deps Deps, progress io.Writer) (
 			return nil, err
 		}
 		defer site.Close()
-		t = newLibTarget(ctx, site, deps.ErrorCode, cfg.Projector)
+		lt := newLibTarget(ctx, site, deps.ErrorCode, cfg.Projector)
+		lt.retire, lt.retireWait = cfg.Retire, cfg.CatchUp
+		t = lt
 	case "http":
 		t = newHTTPTarget(cfg.URL, cfg.Token, cfg.OperatorToken, cfg.Concurrency, cfg.Timeout)
 	case "pg-direct":

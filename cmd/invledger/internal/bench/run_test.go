@@ -26,12 +26,14 @@ type fakeLibrary struct {
 	seq    int64
 	bought map[string]Receipt // by sku, user and request id
 	buyers map[string]bool    // by sku and user
+	// retired SKUs hold no bytes; the others 100 per unit sold.
+	retired map[string]bool
 }
 
 var _ Library = (*fakeLibrary)(nil)
 
 func newFakeLibrary() *fakeLibrary {
-	return &fakeLibrary{stock: map[string]int64{}, bought: map[string]Receipt{}, buyers: map[string]bool{}}
+	return &fakeLibrary{stock: map[string]int64{}, bought: map[string]Receipt{}, buyers: map[string]bool{}, retired: map[string]bool{}}
 }
 
 func (f *fakeLibrary) PutOnSale(_ context.Context, sku string, stock int64) error {
@@ -70,6 +72,28 @@ func (f *fakeLibrary) WaitLedger(context.Context, string, time.Duration) (bool, 
 	return true, 0, nil
 }
 
+func (f *fakeLibrary) Footprint(_ context.Context, sku string) (Footprint, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retired[sku] {
+		return Footprint{UsedMemory: 1000, Tombstones: 20}, nil
+	}
+	var n int64
+	for k := range f.buyers {
+		if strings.HasPrefix(k, sku+"/") {
+			n++
+		}
+	}
+	return Footprint{UsedMemory: 1000 + 150*n, SKUHash: 100, Buyers: 40 * n, Requests: 60 * n}, nil
+}
+
+func (f *fakeLibrary) Retire(_ context.Context, sku string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retired[sku] = true
+	return nil
+}
+
 func fakeErrorCode(err error) string {
 	switch {
 	case errors.Is(err, errFakeSoldOut):
@@ -102,7 +126,7 @@ func TestRunLib(t *testing.T) {
 		},
 	}
 	cfg := Config{Target: "lib", Concurrency: 4, Requests: 300, Stock: 100, Users: 1000, RetryShare: 0.2, RepeatShare: 0.1,
-		Projector: true, JSON: true}
+		Projector: true, Retire: true, JSON: true}
 	var out bytes.Buffer
 	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -126,6 +150,11 @@ func TestRunLib(t *testing.T) {
 	}
 	if !projecting.Load() || !projected.Load() {
 		t.Errorf("projector started %v, stopped %v: want both", projecting.Load(), projected.Load())
+	}
+	m := rep.Memory
+	if m == nil || m.UsedPerPurchase != 150 || m.KeysPerPurchase.Buyers != 40 || m.KeysPerPurchase.Requests != 60 ||
+		m.KeysPerPurchase.Total != 101 || m.Retired == nil || m.Retired.KeysBytes != 0 || m.Retired.TombstoneBytes != 20 {
+		t.Errorf("redis memory: %+v", m)
 	}
 }
 

@@ -22,6 +22,11 @@ type target interface {
 	close()
 }
 
+// memoryTarget is a target that reports what its sale cost Redis.
+type memoryTarget interface {
+	memory(ctx context.Context, sold int64) (*MemoryReport, error)
+}
+
 // runTarget runs one target through a sale and reports it.
 // cpu, if not nil, measures the cores each process used during the run.
 func runTarget(ctx context.Context, t target, sku string, spec loadSpec, stock int64, catchUp time.Duration, progress io.Writer, cpu *cpuSampler) (Report, error) {
@@ -60,5 +65,10 @@ func runTarget(ctx context.Context, t target, sku string, spec loadSpec, stock i
 		return rep, fmt.Errorf("%s: read what was sold: %w", t.name(), err)
 	}
 	rep.applyCheck(sold, remaining)
+	if mt, ok := t.(memoryTarget); ok {
+		if rep.Memory, err = mt.memory(ctx, rep.Sold); err != nil {
+			return rep, fmt.Errorf("%s: measure Redis memory: %w", t.name(), err)
+		}
+	}
 	return rep, nil
 }

@@ -43,6 +43,19 @@ func NewCloseResultJSON(r ledger.CloseResult) CloseResultJSON {
 	return CloseResultJSON{SKU: r.SKU, ClosedAt: r.ClosedAt, AlreadyClosed: r.AlreadyClosed}
 }
 
+// RetireResultJSON is what `sku retire` prints.
+type RetireResultJSON struct {
+	SKU            string    `json:"sku"`
+	Seq            int64     `json:"seq"`
+	RetiredAt      time.Time `json:"retired_at"`
+	AlreadyRetired bool      `json:"already_retired"`
+}
+
+// NewRetireResultJSON maps r field by field.
+func NewRetireResultJSON(r ledger.RetireResult) RetireResultJSON {
+	return RetireResultJSON{SKU: r.SKU, Seq: r.Seq, RetiredAt: r.RetiredAt, AlreadyRetired: r.AlreadyRetired}
+}
+
 // ArchiveResultJSON is what `archive-buyers` prints per SKU.
 type ArchiveResultJSON struct {
 	SKU             string    `json:"sku"`
@@ -86,12 +99,13 @@ type RestoreReportJSON struct {
 	SKUs    int      `json:"skus"`
 	Rows    int64    `json:"rows"`
 	Skipped int      `json:"skipped"`
+	Retired int      `json:"retired,omitempty"`
 	Failed  []string `json:"failed,omitempty"`
 }
 
 // NewRestoreReportJSON maps r field by field.
 func NewRestoreReportJSON(r ledger.RestoreReport) RestoreReportJSON {
-	return RestoreReportJSON{SKUs: r.SKUs, Rows: r.Rows, Skipped: r.Skipped, Failed: r.Failed}
+	return RestoreReportJSON{SKUs: r.SKUs, Rows: r.Rows, Skipped: r.Skipped, Retired: r.Retired, Failed: r.Failed}
 }
 
 // mapSlice maps in with f, keeping a nil slice nil.

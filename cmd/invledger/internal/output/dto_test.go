@@ -26,6 +26,8 @@ func TestPrintedJSONIsAsBefore(t *testing.T) {
 		{"close", NewCloseResultJSON(ledger.CloseResult{SKU: "a", ClosedAt: at, AlreadyClosed: true}),
 			`{"sku":"a","closed_at":"2026-11-29T12:00:00.123Z","already_closed":true}`},
 		{"zero close", NewCloseResultJSON(ledger.CloseResult{}), `{"sku":"","closed_at":"0001-01-01T00:00:00Z","already_closed":false}`},
+		{"retire", NewRetireResultJSON(ledger.RetireResult{SKU: "a", Seq: 7, RetiredAt: at, AlreadyRetired: true}),
+			`{"sku":"a","seq":7,"retired_at":"2026-11-29T12:00:00.123Z","already_retired":true}`},
 		{"archive", NewArchiveResultJSON(ledger.ArchiveResult{SKU: "a", Seq: 4, Buyers: 2, Units: 3, ArchivedAt: at, AlreadyArchived: true}),
 			`{"sku":"a","seq":4,"buyers":2,"units":3,"archived_at":"2026-11-29T12:00:00.123Z","already_archived":true}`},
 		{"zero archive", NewArchiveResultJSON(ledger.ArchiveResult{}),
@@ -41,6 +43,7 @@ func TestPrintedJSONIsAsBefore(t *testing.T) {
 		{"restore", NewRestoreReportJSON(ledger.RestoreReport{SKUs: 2, Rows: 9, Skipped: 1, Failed: []string{"b"}}),
 			`{"skus":2,"rows":9,"skipped":1,"failed":["b"]}`},
 		{"zero restore", NewRestoreReportJSON(ledger.RestoreReport{}), `{"skus":0,"rows":0,"skipped":0}`},
+		{"restore with retired", NewRestoreReportJSON(ledger.RestoreReport{SKUs: 3, Retired: 1}), `{"skus":3,"rows":0,"skipped":0,"retired":1}`},
 		{"empty restore", NewRestoreReportJSON(ledger.RestoreReport{Failed: []string{}}), `{"skus":0,"rows":0,"skipped":0}`},
 	} {
 		b, err := json.Marshal(tc.v)
