@@ -16,6 +16,7 @@ import (
 	"github.com/invledger/invledger/adapters/alertwebhook"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -73,6 +74,10 @@ type Metrics struct {
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
 	Unavailable *prometheus.CounterVec
+	// HTTPRequests counts the API's answers by route pattern and status;
+	// HTTPDuration times them by route pattern.
+	HTTPRequests *prometheus.CounterVec
+	HTTPDuration *prometheus.HistogramVec
 }
 
 // Application is invledger wired once: the application services over their
@@ -118,7 +123,9 @@ func New(ctx context.Context, cfg Config) (*Application, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Application{cfg: cfg, Log: cfg.Logger, RunIDs: redisinventory.NewRunIDs()}
+	// Every layer's lines logged for an API request carry its request_id.
+	log := slog.New(requestid.LogHandler(cfg.Logger.Handler()))
+	a := &Application{cfg: cfg, Log: log, RunIDs: redisinventory.NewRunIDs()}
 	var err error
 	if a.Keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
 		return nil, err
@@ -195,8 +202,17 @@ func (a *Application) wire() error {
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
-		}, []string{"route", "code"})}
-	reg.MustRegister(a.Metrics.Unavailable)
+		}, []string{"route", "code"}),
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "invledger_http_requests_total",
+			Help: "API answers by route pattern and HTTP status.",
+		}, []string{"route", "status"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "invledger_http_request_duration_seconds",
+			Help:    "Time to answer an API request, by route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"})}
+	reg.MustRegister(a.Metrics.Unavailable, a.Metrics.HTTPRequests, a.Metrics.HTTPDuration)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 

@@ -217,7 +217,7 @@ func TestAppendBodies(t *testing.T) {
 		t.Fatalf("release body %s: %+v %v", b, rel, err)
 	}
 	var e struct{ Error, Detail, Field string }
-	b = appendError(nil, "invalid_request", "must be \"x\"\n", "qty")
+	b = appendError(nil, "invalid_request", "must be \"x\"\n", "qty", "")
 	if err := json.Unmarshal(b, &e); err != nil || e.Error != "invalid_request" || e.Detail != "must be \"x\"\n" || e.Field != "qty" {
 		t.Fatalf("error body %s: %+v %v", b, e, err)
 	}

@@ -24,7 +24,8 @@ func TestUnknownSKUIsNotFoundAndColdIsNotWarmed(t *testing.T) {
 
 // TestFieldErrorsNameTheFieldOnce: the field at fault is the body's
 // "field" member and the detail does not repeat it (F10); an absent
-// request_id says it is required and why (F7).
+// request_id says it is required and why (F7); the body's only other
+// member is the trace_id.
 func TestFieldErrorsNameTheFieldOnce(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -37,7 +38,7 @@ func TestFieldErrorsNameTheFieldOnce(t *testing.T) {
 	} {
 		r := s.do(t, http.MethodPost, "/v1/skus/once/deduct", secretGateway, c.body)
 		var e map[string]string
-		if err := json.Unmarshal(r.body, &e); err != nil || r.status != http.StatusBadRequest || len(e) != 3 ||
+		if err := json.Unmarshal(r.body, &e); err != nil || r.status != http.StatusBadRequest || len(e) != 4 || e["trace_id"] == "" ||
 			e["error"] != "invalid_request" || e["field"] != c.field || e["detail"] != c.detail {
 			t.Errorf("%s: %d %s, want 400 with field %q and detail %q", c.body, r.status, r.body, c.field, c.detail)
 		}

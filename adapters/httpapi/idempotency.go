@@ -93,7 +93,7 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		rec := &answerRecorder{ResponseWriter: w}
+		rec := &answerRecorder{trackedWriter: trackedWriter{ResponseWriter: w}}
 		h(rec, r)
 		// The answer is sent; keeping it must not depend on the caller
 		// still waiting.
@@ -112,22 +112,11 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 
 // answerRecorder passes an answer through and keeps its status and body.
 type answerRecorder struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (a *answerRecorder) WriteHeader(status int) {
-	if a.status == 0 {
-		a.status = status
-	}
-	a.ResponseWriter.WriteHeader(status)
+	trackedWriter
+	body bytes.Buffer
 }
 
 func (a *answerRecorder) Write(b []byte) (int, error) {
-	if a.status == 0 {
-		a.status = http.StatusOK
-	}
 	a.body.Write(b)
-	return a.ResponseWriter.Write(b)
+	return a.trackedWriter.Write(b)
 }

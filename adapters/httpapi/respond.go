@@ -53,14 +53,20 @@ func (s *server) writeError(w http.ResponseWriter, status int, code, detail stri
 	s.writeFieldError(w, status, code, detail, "")
 }
 
-// writeFieldError sends {"error":code,"detail":detail,"field":field}; field
-// names the input at fault and is left out when empty.
+// writeFieldError sends {"error":code,"detail":detail,"field":field,
+// "trace_id":id}; field names the input at fault and is left out when
+// empty, and trace_id is the request's X-Request-Id, which ServeHTTP set
+// on w.
 func (s *server) writeFieldError(w http.ResponseWriter, status int, code, detail, field string) {
+	var traceID string
+	if ids := w.Header()[HeaderRequestID]; len(ids) == 1 {
+		traceID = ids[0]
+	}
 	bp := getBuf()
-	sendBuf(w, status, bp, appendError((*bp)[:0], code, detail, field))
+	sendBuf(w, status, bp, appendError((*bp)[:0], code, detail, field, traceID))
 }
 
-func appendError(b []byte, code, detail, field string) []byte {
+func appendError(b []byte, code, detail, field, traceID string) []byte {
 	b = append(b, `{"error":`...)
 	b = appendJSONString(b, code)
 	if detail != "" {
@@ -70,6 +76,10 @@ func appendError(b []byte, code, detail, field string) []byte {
 	if field != "" {
 		b = append(b, `,"field":`...)
 		b = appendJSONString(b, field)
+	}
+	if traceID != "" {
+		b = append(b, `,"trace_id":`...)
+		b = appendJSONString(b, traceID)
 	}
 	return append(b, '}')
 }

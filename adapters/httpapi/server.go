@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invledger/invledger/adapters/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -68,6 +69,10 @@ type Config struct {
 	// retry: the route pattern and the code (unavailable, recovering,
 	// unsafe_redis), for a metric.
 	OnUnavailable func(route string, code domain.Code)
+	// OnRequest, if set, is told of every answer: the route pattern
+	// (net/http's, "/" for an unknown path), the status and how long it
+	// took, for metrics.
+	OnRequest func(route string, status int, elapsed time.Duration)
 	// Ready is the readiness probe behind GET /readyz: it checks this
 	// process's dependencies and says whether it can do its work. The
 	// answer lists each dependency as ok or unreachable, never an address
@@ -149,6 +154,7 @@ type server struct {
 	idempotency  IdempotencyStore
 	metrics      http.Handler
 	unavailable  func(route string, code domain.Code)
+	onRequest    func(route string, status int, elapsed time.Duration)
 	tokens       *TokenSet
 	log          *slog.Logger
 	maxBody      int64
@@ -184,8 +190,9 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		idempotency:  cfg.Idempotency,
 		metrics:      cfg.Metrics,
 		unavailable:  cfg.OnUnavailable,
+		onRequest:    cfg.OnRequest,
 		tokens:       tokens,
-		log:          cfg.Logger,
+		log:          slog.New(requestid.LogHandler(cfg.Logger.Handler())),
 		maxBody:      cfg.MaxBodyBytes,
 		ready:        cfg.Ready,
 		readyTimeout: cfg.ReadyTimeout,
@@ -296,6 +303,9 @@ func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.H
 			s.writeError(w, http.StatusForbidden, codeForbidden, "role "+string(p.Role)+" may not call "+pattern)
 			return
 		}
+		if tw, ok := w.(*trackedWriter); ok {
+			tw.principal = p.Name
+		}
 		h.ServeHTTP(w, r.WithContext(ledger.WithActor(WithPrincipal(r.Context(), p), p.Name)))
 	})
 }
@@ -303,16 +313,22 @@ func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.H
 // ServeHTTP turns a panic into a logged 500, so no input can crash a
 // connection without an answer.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := requestID(r)
+	w.Header()[HeaderRequestID] = []string{id}
+	r = r.WithContext(requestid.NewContext(r.Context(), id))
+	tw := &trackedWriter{ResponseWriter: w}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler { // net/http's own abort: let it through
 				panic(v)
 			}
 			s.log.ErrorContext(r.Context(), "httpapi: panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-			s.writeError(w, http.StatusInternalServerError, string(domain.CodeInternal), detailInternal)
+			s.writeError(tw, http.StatusInternalServerError, string(domain.CodeInternal), detailInternal)
 		}
+		s.done(r, tw, start)
 	}()
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(tw, r)
 }
 
 // body limits the request body to MaxBodyBytes. A declared length over the

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -374,6 +375,10 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
 		OnUnavailable: func(route string, code domain.Code) {
 			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
+		},
+		OnRequest: func(route string, status int, elapsed time.Duration) {
+			a.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			a.Metrics.HTTPDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 		},
 		Ready:  readiness(a, components),
 		Logger: a.Log,

@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// HeaderRequestID carries a request's id: the caller's when it sends a
+// valid one, else one the server makes. Every answer carries it, every
+// error body repeats it as trace_id, and every log line of the request
+// has it as request_id. It is not the purchase's request_id, which is an
+// idempotency key.
+const HeaderRequestID = "X-Request-Id"
+
+// requestID is the caller's X-Request-Id when it is 1-128 visible ASCII
+// characters, safe to log as it is, else a new random one.
+func requestID(r *http.Request) string {
+	id := r.Header.Get(HeaderRequestID)
+	ok := id != "" && len(id) <= 128
+	for i := 0; ok && i < len(id); i++ {
+		ok = id[i] > ' ' && id[i] < 0x7f
+	}
+	if ok {
+		return id
+	}
+	return uuid.NewString()
+}
+
+// trackedWriter notes what the access log and the metrics need: the
+// status sent and the principal authorize found.
+type trackedWriter struct {
+	http.ResponseWriter
+	status    int
+	principal string
+}
+
+func (w *trackedWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *trackedWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer
+// (flushing a stream, deadlines).
+func (w *trackedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// done logs the request's access line and reports it to OnRequest.
+func (s *server) done(r *http.Request, w *trackedWriter, start time.Time) {
+	elapsed := time.Since(start)
+	if w.status == 0 {
+		w.status = http.StatusOK // a handler that wrote nothing: net/http sends 200
+	}
+	if s.log.Enabled(r.Context(), slog.LevelInfo) {
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", slog.String("method", r.Method),
+			slog.String("route", r.Pattern), slog.Int("status", w.status), slog.Duration("duration", elapsed),
+			slog.String("principal", w.principal))
+	}
+	if s.onRequest != nil {
+		s.onRequest(r.Pattern, w.status, elapsed)
+	}
+}
