@@ -42,6 +42,8 @@ func (h handler) Handle(ctx context.Context, rec slog.Record) error {
 	return h.Handler.Handle(ctx, rec)
 }
 
-func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler { return handler{h.Handler.WithAttrs(attrs)} }
+func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return handler{h.Handler.WithAttrs(attrs)}
+}
 
 func (h handler) WithGroup(name string) slog.Handler { return handler{h.Handler.WithGroup(name)} }
