@@ -315,12 +315,12 @@ func TestHappyPath(t *testing.T) {
 	}
 
 	// Warm.
-	var w warmJSON
+	var w WarmJSON
 	r = s.do(t, http.MethodPost, skuPath+"/warm", op, "")
 	if err := json.Unmarshal(r.body, &w); err != nil || r.status != http.StatusOK {
 		t.Fatalf("warm: %d %s %v", r.status, r.body, err)
 	}
-	if w != (warmJSON{SKU: sku, Stock: 3, Seq: 1, Status: "open", Stocked: true}) {
+	if w != (WarmJSON{SKU: sku, Stock: 3, Seq: 1, Status: "open", Stocked: true}) {
 		t.Fatalf("warm: %s", r.body)
 	}
 
@@ -352,7 +352,7 @@ func TestHappyPath(t *testing.T) {
 	if err := json.Unmarshal(r.body, &w); err != nil || r.status != http.StatusOK {
 		t.Fatalf("re-warm: %d %s %v", r.status, r.body, err)
 	}
-	if w != (warmJSON{SKU: sku, Stock: 2, Seq: 2, Status: "open", Stocked: false}) {
+	if w != (WarmJSON{SKU: sku, Stock: 2, Seq: 2, Status: "open", Stocked: false}) {
 		t.Fatalf("re-warm reset the sale: %s", r.body)
 	}
 

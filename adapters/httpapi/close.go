@@ -17,9 +17,9 @@ type SKUCloser interface {
 
 var _ SKUCloser = (*ledger.Archiver)(nil)
 
-// closeJSON is the answer of POST /v1/skus/{sku}/close. AlreadyClosed is
+// CloseJSON is the answer of POST /v1/skus/{sku}/close. AlreadyClosed is
 // true when the SKU was closed before; ClosedAt is then the original time.
-type closeJSON struct {
+type CloseJSON struct {
 	SKU           string    `json:"sku"`
 	Status        string    `json:"status"`
 	ClosedAt      time.Time `json:"closed_at"`
@@ -37,13 +37,13 @@ func (s *server) closeSKU(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, closeJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
+	s.writeJSON(w, http.StatusOK, CloseJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
 }
 
-// retireJSON is the answer of POST /v1/skus/{sku}/retire. AlreadyRetired
+// RetireJSON is the answer of POST /v1/skus/{sku}/retire. AlreadyRetired
 // is true when the SKU was retired before; Seq and RetiredAt are then the
 // original ones.
-type retireJSON struct {
+type RetireJSON struct {
 	SKU            string    `json:"sku"`
 	Status         string    `json:"status"`
 	Seq            int64     `json:"seq"`
@@ -63,6 +63,6 @@ func (s *server) retireSKU(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, retireJSON{SKU: res.SKU, Status: string(domain.StatusRetired), Seq: res.Seq,
+	s.writeJSON(w, http.StatusOK, RetireJSON{SKU: res.SKU, Status: string(domain.StatusRetired), Seq: res.Seq,
 		RetiredAt: res.RetiredAt, AlreadyRetired: res.AlreadyRetired})
 }

@@ -49,7 +49,7 @@ func TestBodiesKeepTheirJSONKeys(t *testing.T) {
 	finding := reconcile.Finding{SKU: "a", Class: reconcile.ClassRedisLow, Before: full, After: &full,
 		MissingSeqs: []reconcile.SeqRange{{From: 1, To: 2}}, Lost: []reconcile.LostReceipt{{Seq: 3}},
 		Repaired: true, RepairError: "e"}
-	rep := newReportJSON(reconcile.Report{Drifts: []reconcile.Finding{finding}, Repaired: []reconcile.Finding{}})
+	rep := NewReconcileReportJSON(reconcile.Report{Drifts: []reconcile.Finding{finding}, Repaired: []reconcile.Finding{}})
 
 	pinKeys(t, "report", rep, "checked drifts finished_at lagging repaired run_id started_at trigger unverified verified")
 	pinKeys(t, "finding", rep.Drifts[0], "after before class detail lost missing_seqs repair_error repaired sku")
@@ -58,11 +58,11 @@ func TestBodiesKeepTheirJSONKeys(t *testing.T) {
 	pinKeys(t, "lost receipt", rep.Drifts[0].Lost[0], "event_id qty request_id seq user_id")
 	pinKeys(t, "bare finding", reconcilejson.NewFinding(reconcile.Finding{}), "before class detail repaired sku")
 	pinKeys(t, "bare figures", reconcilejson.NewFigures(reconcile.Figures{}), "in_flight in_flight_delta ledger_count ledger_holders ledger_seq ledger_stock redis_seq redis_stock truth_seq truth_stock")
-	if b, _ := json.Marshal(newReportJSON(reconcile.Report{})); !strings.Contains(string(b), `"drifts":null`) {
+	if b, _ := json.Marshal(NewReconcileReportJSON(reconcile.Report{})); !strings.Contains(string(b), `"drifts":null`) {
 		t.Errorf("a report without findings: %s, want drifts null as before", b)
 	}
 
-	run := newRecordedRunJSON(reconcile.RecordedRun{Findings: []reconcile.RecordedFinding{{}}})
+	run := NewRunJSON(reconcile.RecordedRun{Findings: []reconcile.RecordedFinding{{}}})
 	// Issue 17 (F13): the runs listing counts in drift_count and repaired_count;
 	// drifts and repaired are the report's lists, one type per key.
 	pinKeys(t, "recorded run", run, "checked drift_count error findings finished_at id repaired_count started_at trigger")

@@ -29,8 +29,8 @@ type reconcileRequest struct {
 	Repair bool   `json:"repair"`
 }
 
-// reportJSON is the body of POST /v1/reconcile: a reconcile.Report.
-type reportJSON struct {
+// ReconcileReportJSON is the body of POST /v1/reconcile: a reconcile.Report.
+type ReconcileReportJSON struct {
 	RunID      int64                   `json:"run_id"`
 	Trigger    string                  `json:"trigger"`
 	Started    time.Time               `json:"started_at"`
@@ -43,8 +43,10 @@ type reportJSON struct {
 	Unverified int                     `json:"unverified"`
 }
 
-func newReportJSON(r reconcile.Report) reportJSON {
-	return reportJSON{
+// NewReconcileReportJSON maps r into the body POST /v1/reconcile answers,
+// for clients that print a report in the same shape, such as the CLI.
+func NewReconcileReportJSON(r reconcile.Report) ReconcileReportJSON {
+	return ReconcileReportJSON{
 		RunID: r.RunID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished,
 		Checked: r.Checked, Lagging: r.Lagging,
 		Drifts: mapSlice(r.Drifts, reconcilejson.NewFinding), Repaired: mapSlice(r.Repaired, reconcilejson.NewFinding),
@@ -52,10 +54,10 @@ func newReportJSON(r reconcile.Report) reportJSON {
 	}
 }
 
-// recordedRunJSON is one run of GET /v1/reconciliations. Its counts are
+// RunJSON is one run of GET /v1/reconciliations. Its counts are
 // drift_count and repaired_count: in the report of POST /v1/reconcile,
 // drifts and repaired are the lists, and one key has one type across the API.
-type recordedRunJSON struct {
+type RunJSON struct {
 	ID            int64                 `json:"id"`
 	Trigger       string                `json:"trigger"`
 	Started       string                `json:"started_at"`
@@ -64,33 +66,33 @@ type recordedRunJSON struct {
 	DriftCount    int                   `json:"drift_count"`
 	RepairedCount int                   `json:"repaired_count"`
 	Error         *string               `json:"error"`
-	Findings      []recordedFindingJSON `json:"findings"`
+	Findings      []RecordedFindingJSON `json:"findings"`
 }
 
-// recordedFindingJSON is a stored finding. Before carries the missing seqs
+// RecordedFindingJSON is a stored finding. Before carries the missing seqs
 // the finding named, as the figures were recorded with them.
-type recordedFindingJSON struct {
+type RecordedFindingJSON struct {
 	SKU         string                 `json:"sku"`
 	Class       string                 `json:"class"`
 	Detail      string                 `json:"detail"`
-	Before      recordedFiguresJSON    `json:"before"`
+	Before      RecordedFiguresJSON    `json:"before"`
 	After       *reconcilejson.Figures `json:"after"`
 	Repaired    bool                   `json:"repaired"`
 	RepairError *string                `json:"repair_error"`
 }
 
-type recordedFiguresJSON struct {
+type RecordedFiguresJSON struct {
 	reconcilejson.Figures
 	MissingSeqs []reconcilejson.SeqRange `json:"missing_seqs,omitempty"`
 }
 
-func newRecordedRunJSON(r reconcile.RecordedRun) recordedRunJSON {
-	return recordedRunJSON{
+func NewRunJSON(r reconcile.RecordedRun) RunJSON {
+	return RunJSON{
 		ID: r.ID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished,
 		Checked: r.Checked, DriftCount: r.Drifts, RepairedCount: r.Repaired, Error: r.Error,
-		Findings: mapSlice(r.Findings, func(f reconcile.RecordedFinding) recordedFindingJSON {
-			return recordedFindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail,
-				Before: recordedFiguresJSON{Figures: reconcilejson.NewFigures(f.Before.Figures),
+		Findings: mapSlice(r.Findings, func(f reconcile.RecordedFinding) RecordedFindingJSON {
+			return RecordedFindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail,
+				Before: RecordedFiguresJSON{Figures: reconcilejson.NewFigures(f.Before.Figures),
 					MissingSeqs: reconcilejson.NewSeqRanges(f.Before.MissingSeqs)},
 				After:    reconcilejson.NewOptionalFigures(f.After),
 				Repaired: f.Repaired, RepairError: f.RepairError}
@@ -134,7 +136,7 @@ func (s *server) reconcile(w http.ResponseWriter, r *http.Request) {
 		opts.SKUs = []string{req.SKU}
 	}
 	rep, err := s.reconciler.Run(r.Context(), opts)
-	answer(s, w, r, rep, err, newReportJSON)
+	answer(s, w, r, rep, err, NewReconcileReportJSON)
 }
 
 // reconciliations is GET /v1/reconciliations?after=ID&limit=N: recorded
@@ -162,23 +164,19 @@ func (s *server) reconciliations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page := runsPageJSON{Runs: mapSlice(runs, newRecordedRunJSON)}
+	page := RunPageJSON{Runs: mapSlice(runs, NewRunJSON)}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
 		page.NextAfter = &page.Runs[limit-1].ID
 	}
 	if page.Runs == nil {
-		page.Runs = []recordedRunJSON{}
+		page.Runs = []RunJSON{}
 	}
 	s.writeJSON(w, http.StatusOK, page)
 }
 
-// runsPageJSON is the body of GET /v1/reconciliations.
-type runsPageJSON struct {
-	Runs      []recordedRunJSON `json:"runs"`
-	NextAfter *int64            `json:"next_after"`
+// RunPageJSON is the body of GET /v1/reconciliations.
+type RunPageJSON struct {
+	Runs      []RunJSON `json:"runs"`
+	NextAfter *int64    `json:"next_after"`
 }
-
-// NewReconcileReportJSON is the body POST /v1/reconcile answers for r, for
-// clients that print a report in the same shape, such as the CLI.
-func NewReconcileReportJSON(r reconcile.Report) any { return newReportJSON(r) }

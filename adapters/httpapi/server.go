@@ -382,8 +382,8 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeRaw(w, status, append(b, '}'))
 }
 
-// skuJSON is a SKU definition as PUT /v1/skus/{sku} returns it.
-type skuJSON struct {
+// SKUJSON is a SKU definition as PUT /v1/skus/{sku} returns it.
+type SKUJSON struct {
 	SKU          string `json:"sku"`
 	Stock        int64  `json:"stock"`
 	PerUserLimit int64  `json:"per_user_limit"`
@@ -409,12 +409,12 @@ func (s *server) createSKU(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	s.writeJSON(w, status, skuJSON{SKU: def.SKU().String(), Stock: def.InitialStock(), PerUserLimit: def.PerUserLimit()})
+	s.writeJSON(w, status, SKUJSON{SKU: def.SKU().String(), Stock: def.InitialStock(), PerUserLimit: def.PerUserLimit()})
 }
 
-// warmJSON is the answer of POST /v1/skus/{sku}/warm. Stocked is false when
+// WarmJSON is the answer of POST /v1/skus/{sku}/warm. Stocked is false when
 // the SKU was already live and nothing changed.
-type warmJSON struct {
+type WarmJSON struct {
 	SKU     string `json:"sku"`
 	Stock   int64  `json:"stock"`
 	Seq     int64  `json:"seq"`
@@ -429,7 +429,7 @@ func (s *server) warm(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, warmJSON{
+	s.writeJSON(w, http.StatusOK, WarmJSON{
 		SKU: sku, Stock: res.State.Stock, Seq: res.State.Seq, Status: string(res.State.Status), Stocked: res.Stocked,
 	})
 }
@@ -505,9 +505,9 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	sendBuf(w, http.StatusOK, bp, appendReleaseReceipt((*bp)[:0], rel.EventID, rel.Seq, rel.AlreadyReleased))
 }
 
-// skuViewJSON is GET /v1/skus/{sku}: null where a side does not know yet
+// SKUViewJSON is GET /v1/skus/{sku}: null where a side does not know yet
 // (Redis before warm, the ledger before the first projection).
-type skuViewJSON struct {
+type SKUViewJSON struct {
 	SKU         string `json:"sku"`
 	RedisStock  *int64 `json:"redis_stock"`
 	LedgerStock *int64 `json:"ledger_stock"`
@@ -527,7 +527,7 @@ func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, skuViewJSON{
+	s.writeJSON(w, http.StatusOK, SKUViewJSON{
 		SKU:             v.Definition.SKU().String(),
 		RedisStock:      v.RedisStock,
 		LedgerStock:     v.LedgerStock,
