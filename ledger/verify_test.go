@@ -28,7 +28,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 	}
 	s.ProjectStreams(t)
 
-	rep, err := ledger.VerifyChains(ctx, s.Ledger, "", nil)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +52,14 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	rep, err = ledger.VerifyChains(ctx, s.Ledger, "", nil)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Broken) != 1 || rep.Broken[0].SKU != "chain-a" || rep.Broken[0].Seq != 4 || !strings.Contains(rep.Broken[0].Reason, "hash") {
 		t.Fatalf("edited ledger: %+v, want chain-a broken at seq 4", rep.Broken)
 	}
-	if one, err := ledger.VerifyChains(ctx, s.Ledger, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 7 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 7 {
 		t.Fatalf("chain-b alone: %+v %v", one, err)
 	}
 
@@ -75,7 +75,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)
-	if one, err := ledger.VerifyChains(ctx, s.Ledger, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 8 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 8 {
 		t.Fatalf("chain-b after restore and a new sale: %+v %v", one, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/invledger/invledger/ledger/seal"
 	"github.com/invledger/invledger/migrations"
 	"github.com/invledger/invledger/projections"
 )
@@ -58,6 +59,7 @@ type Adapters struct {
 	Adjustments     *pgstore.PostgresAdjustmentStore
 	Operations      *pgstore.PostgresOperationStore
 	DeadLetters     *pgstore.PostgresDeadLetterStore
+	Seals           *pgstore.PostgresSealStore
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -68,6 +70,7 @@ type Metrics struct {
 	Projection *projections.Metrics
 	Reconcile  *reconcile.Metrics
 	Alerts     *alertwebhook.Metrics
+	Seal       *seal.Metrics
 }
 
 // Application is invledger wired once: the application services over their
@@ -86,6 +89,9 @@ type Application struct {
 	// Catalog lists the SKUs with their state in Redis and the ledger.
 	Catalog    *ledger.Catalog
 	Reconciler *reconcile.Reconciler
+	// Sealer seals the ledger's tamper-evident chain; serve runs it with
+	// the projector.
+	Sealer *seal.Sealer
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
 	// lines and passes them on to Webhook.
 	Alerts *reconcile.LogAlerter
@@ -182,10 +188,12 @@ func (a *Application) wire() error {
 	ad.Adjustments = pgstore.NewPostgresAdjustmentStore(a.Pool)
 	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
 	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
+	ad.Seals = pgstore.NewPostgresSealStore(a.Pool)
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
-		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg)}
+		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
+		Seal: seal.NewMetrics(reg)}
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 
@@ -234,6 +242,9 @@ func (a *Application) wire() error {
 		return rep.RunID, err
 	}
 	a.Adjustments = ledger.NewAdjustments(ad.Adjustments, ad.Inventory, reconcileSKU, a.Log)
+	if a.Sealer, err = seal.New(seal.Config{Store: ad.Seals, Metrics: a.Metrics.Seal, Logger: a.Log}); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -3,7 +3,6 @@ package redisinventory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -118,7 +117,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		buyers = len(st.Buyers)
 	}
 	for req, p := range st.Requests {
-		if err := w.add(ctx, keys[2], req, receiptJSON(p)); err != nil {
+		if err := w.add(ctx, keys[2], req, receiptValue(p)); err != nil {
 			return err
 		}
 	}
@@ -127,7 +126,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	}
 
 	v, err = restoreFinishScript.Run(ctx, r.client, keys, token, st.Stock, st.Seq, img.Limit, img.StockedEventID,
-		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.LastHash).Slice()
+		micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests)).Slice()
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
@@ -155,25 +154,15 @@ func errFenceLost(sku string) error {
 		"run the restore again", domain.ErrConflict, sku)
 }
 
-// receipt is a deduction as deduct.lua and release.lua keep it in the
-// requests hash (cjson); the scripts read exactly these fields.
-type receipt struct {
-	User           string `json:"user"`
-	Qty            int64  `json:"qty"`
-	EventID        string `json:"event_id"`
-	Seq            int64  `json:"seq"`
-	Remaining      int64  `json:"remaining"`
-	Released       bool   `json:"released,omitempty"`
-	ReleaseEventID string `json:"release_event_id,omitempty"`
-	ReleaseSeq     int64  `json:"release_seq,omitempty"`
-}
-
-func receiptJSON(p domain.Purchase) []byte {
-	b, _ := json.Marshal(receipt{ // strings and integers: Marshal cannot fail
-		User: p.User, Qty: p.Qty, EventID: p.EventID, Seq: p.Seq, Remaining: p.Remaining,
-		Released: p.Released, ReleaseEventID: p.ReleaseEventID, ReleaseSeq: p.ReleaseSeq,
-	})
-	return b
+// receiptValue renders a deduction as receipt.lua writes it in the
+// requests hash: seq:remaining:qty:event_id:user, prefixed with
+// R<release_seq>:<release_event_id>: once released.
+func receiptValue(p domain.Purchase) string {
+	v := strconv.FormatInt(p.Seq, 10) + ":" + strconv.FormatInt(p.Remaining, 10) + ":" + strconv.FormatInt(p.Qty, 10) + ":" + p.EventID + ":" + p.User
+	if p.Released {
+		v = "R" + strconv.FormatInt(p.ReleaseSeq, 10) + ":" + p.ReleaseEventID + ":" + v
+	}
+	return v
 }
 
 // micros renders t as Redis TIME microseconds, the scripts' timestamp

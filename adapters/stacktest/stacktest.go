@@ -44,6 +44,8 @@ type Stack struct {
 	Snapshots         *pgstore.PostgresLedgerSnapshotStore
 	Reconciliations   *pgstore.PostgresReconciliationStore
 	Archives          *pgstore.PostgresBuyerArchiveStore
+	// Seals is the ledger's tamper-evident chain; ProjectStreams seals it.
+	Seals *pgstore.PostgresSealStore
 	// Service is measured, as serve's is, and journals receipts only when
 	// Redis runs appendfsync everysec, the one mode that can lose them.
 	Service *ledger.Service
@@ -122,6 +124,7 @@ func New(t testing.TB, opts ...Option) *Stack {
 	s.ReconcileSource, s.Epoch = ad.ReconcileSource, ad.Epoch
 	s.SKUs, s.Ledger, s.Projection, s.Balances = ad.SKUs, ad.Ledger, ad.Projection, ad.Balances
 	s.Audit, s.Snapshots, s.Reconciliations, s.Archives = ad.Audit, ad.Snapshots, ad.Reconciliations, ad.BuyerArchives
+	s.Seals = ad.Seals
 	s.Service, s.Journal = a.Service, a.Journal
 	return s
 }

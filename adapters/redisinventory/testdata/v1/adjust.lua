@@ -1,0 +1,45 @@
+-- adjust.lua: apply an approved manual stock change and append its adjusted
+-- event. Idempotent by adjustment id: a retried approval gets the original
+-- outcome and never applies twice.
+-- KEYS[1] sku hash, KEYS[2] partition stream
+-- ARGV[1] sku id, ARGV[2] delta, ARGV[3] event id, ARGV[4] actor (requester
+-- and approver), ARGV[5] reason, ARGV[6] the caller's Redis run_id,
+-- ARGV[7] adjustment id
+-- Reply: {1, event_id, seq, stock} applied now; {2, event_id, seq, stock}
+-- applied before; {-1} not warmed; {-4} recovering (see deduct.lua);
+-- {-8, stock} the change would take stock below zero.
+local sku_key, stream_key = KEYS[1], KEYS[2]
+local sku, delta, event_id, actor, reason, run_id = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local marker = 'adjustment:' .. ARGV[7]
+
+local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'epoch', 'hash', marker)
+if not live[1] then
+  return {-1}
+end
+if live[5] then
+  local done = cjson.decode(live[5])
+  return {2, done.event_id, done.seq, done.stock}
+end
+if live[2] ~= run_id or tonumber(live[3]) ~= redis.call('LASTSAVE') then
+  return {-4}
+end
+local stock = tonumber(live[1])
+if stock + delta < 0 then
+  return {-8, stock}
+end
+
+-- All checks done; writes follow.
+stock = redis.call('HINCRBY', sku_key, 'stock', delta)
+local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
+local t = redis.call('TIME')
+local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+local prev = live[4] or ''
+local qty = math.abs(delta)
+local hash = chain_hash(prev, {event_id, 'adjusted', sku, int(seq), int(qty), int(delta), int(stock),
+  '', '', actor, reason, ts})
+redis.call('HSET', sku_key, 'hash', hash, marker, cjson.encode({event_id = event_id, seq = seq, stock = stock}))
+redis.call('XADD', stream_key, '*',
+  'event_id', event_id, 'type', 'adjusted', 'sku', sku, 'seq', seq,
+  'qty', qty, 'delta', delta, 'balance', stock,
+  'actor', actor, 'reason', reason, 'ts', ts, 'prev_hash', prev, 'hash', hash)
+return {1, event_id, seq, stock}

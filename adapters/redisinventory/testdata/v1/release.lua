@@ -1,0 +1,51 @@
+-- release.lua: compensation for a purchase that will not complete. Returns a deduction's units to stock
+-- exactly once and appends the released event.
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,
+-- ARGV[6] the caller's Redis run_id
+-- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
+-- (the original release event); {-1} not warmed; {-4} recovering (see deduct.lua); {-6} the deduction belongs
+-- to another user; {-7} no deduction with that request id.
+local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local sku, user, request_id, event_id, reason, run_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+
+local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch', 'hash')
+if not live[1] then
+  return {-1}
+end
+if live[2] ~= run_id or tonumber(live[3]) ~= redis.call('LASTSAVE') then
+  return {-4}
+end
+local raw = redis.call('HGET', requests_key, request_id)
+if not raw then
+  return {-7}
+end
+local p = cjson.decode(raw)
+if p.user ~= user then
+  return {-6}
+end
+if p.released then
+  return {2, p.release_event_id, p.release_seq}
+end
+
+-- All checks done; writes follow.
+local stock = redis.call('HINCRBY', sku_key, 'stock', p.qty)
+local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
+if redis.call('HINCRBY', buyers_key, user, -p.qty) <= 0 then
+  redis.call('HDEL', buyers_key, user)
+end
+p.released = true
+p.release_event_id = event_id
+p.release_seq = seq
+redis.call('HSET', requests_key, request_id, cjson.encode(p))
+local t = redis.call('TIME')
+local ts = t[1] .. string.format('%06d', tonumber(t[2]))
+local prev = live[4] or ''
+local hash = chain_hash(prev, {event_id, 'released', sku, int(seq), int(p.qty), int(p.qty), int(stock),
+  user, request_id, '', reason, ts})
+redis.call('HSET', sku_key, 'hash', hash)
+redis.call('XADD', stream_key, '*',
+  'event_id', event_id, 'type', 'released', 'sku', sku, 'seq', seq,
+  'qty', p.qty, 'delta', p.qty, 'balance', stock,
+  'user', user, 'request_id', request_id, 'reason', reason, 'ts', ts, 'prev_hash', prev, 'hash', hash)
+return {1, event_id, seq, stock}
