@@ -100,7 +100,7 @@ func (p *entryParser) eventType(t string) domain.EventType {
 
 // packed reads field e, "event_id type sku seq qty balance", where qty is
 // the signed delta for an adjusted event, and takes the time from the
-// stream id's milliseconds.
+// stream id's milliseconds (the zero time when the id is not a stream id).
 func (p *entryParser) packed(e *domain.Event, v string) {
 	parts := strings.Split(v, " ")
 	if len(parts) != 6 {
@@ -117,11 +117,11 @@ func (p *entryParser) packed(e *domain.Event, v string) {
 	default:
 		e.Delta = e.Qty
 	}
+	// A reader that is not given the stream id (a fan-out subscriber)
+	// gets no time; the projector always has it.
 	ms, _, _ := strings.Cut(e.StreamID, "-")
 	if n, err := strconv.ParseInt(ms, 10, 64); err == nil && n > 0 {
 		e.OccurredAt = time.UnixMilli(n).UTC()
-	} else if e.StreamID != "" {
-		p.fail("%s: %q is not a stream id", StreamIDField, e.StreamID)
 	}
 }
 
