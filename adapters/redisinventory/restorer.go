@@ -3,6 +3,7 @@ package redisinventory
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		buyers = len(st.Buyers)
 	}
 	for req, p := range st.Requests {
-		if err := w.add(ctx, keys[2], req, receiptValue(p)); err != nil {
+		if err := w.add(ctx, keys[2], req, ReceiptValue(p)); err != nil {
 			return err
 		}
 	}
@@ -154,15 +155,67 @@ func errFenceLost(sku string) error {
 		"run the restore again", domain.ErrConflict, sku)
 }
 
-// receiptValue renders a deduction as receipt.lua writes it in the
+// ReceiptValue renders a deduction as receipt.lua writes it in the
 // requests hash: seq:remaining:qty:event_id:user, prefixed with
 // R<release_seq>:<release_event_id>: once released.
-func receiptValue(p domain.Purchase) string {
+func ReceiptValue(p domain.Purchase) string {
 	v := strconv.FormatInt(p.Seq, 10) + ":" + strconv.FormatInt(p.Remaining, 10) + ":" + strconv.FormatInt(p.Qty, 10) + ":" + p.EventID + ":" + p.User
 	if p.Released {
 		v = "R" + strconv.FormatInt(p.ReleaseSeq, 10) + ":" + p.ReleaseEventID + ":" + v
 	}
 	return v
+}
+
+// ParseReceipt reads a receipt of the requests hash as receipt.lua does:
+// the compact format ReceiptValue writes, or the previous version's cjson
+// object. A value in neither format is ErrScript.
+func ParseReceipt(raw string) (domain.Purchase, error) {
+	var p domain.Purchase
+	if strings.HasPrefix(raw, "{") {
+		var v struct {
+			User           string `json:"user"`
+			Qty            int64  `json:"qty"`
+			EventID        string `json:"event_id"`
+			Seq            int64  `json:"seq"`
+			Remaining      int64  `json:"remaining"`
+			Released       bool   `json:"released"`
+			ReleaseEventID string `json:"release_event_id"`
+			ReleaseSeq     int64  `json:"release_seq"`
+		}
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return p, fmt.Errorf("receipt %q: %w: %w", raw, ErrScript, err)
+		}
+		return domain.Purchase(v), nil
+	}
+	bad := func() (domain.Purchase, error) {
+		return domain.Purchase{}, fmt.Errorf("receipt %q: %w: not seq:remaining:qty:event_id:user", raw, ErrScript)
+	}
+	rest := raw
+	if after, ok := strings.CutPrefix(raw, "R"); ok {
+		parts := strings.SplitN(after, ":", 3)
+		if len(parts) != 3 {
+			return bad()
+		}
+		n, err := strconv.ParseInt(parts[0], 10, 64)
+		if err != nil {
+			return bad()
+		}
+		p.Released, p.ReleaseSeq, p.ReleaseEventID, rest = true, n, parts[1], parts[2]
+	}
+	parts := strings.SplitN(rest, ":", 5)
+	if len(parts) != 5 {
+		return bad()
+	}
+	var nums [3]int64
+	for i := range nums {
+		n, err := strconv.ParseInt(parts[i], 10, 64)
+		if err != nil {
+			return bad()
+		}
+		nums[i] = n
+	}
+	p.Seq, p.Remaining, p.Qty, p.EventID, p.User = nums[0], nums[1], nums[2], parts[3], parts[4]
+	return p, nil
 }
 
 // micros renders t as Redis TIME microseconds, the scripts' timestamp

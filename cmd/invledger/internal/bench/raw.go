@@ -276,6 +276,10 @@ func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label st
 	if err != nil {
 		return Report{}, err
 	}
+	cost, err := startScriptCost(ctx, c.rdb)
+	if err != nil {
+		return Report{}, err
+	}
 	var before, after cpuSample
 	if cpu != nil {
 		before = cpu.sample()
@@ -287,6 +291,10 @@ func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label st
 	if err != nil {
 		return Report{}, err
 	}
+	var rep Report
+	if err := cost.finish(ctx, c.rdb, &rep); err != nil {
+		return Report{}, err
+	}
 	stock1, seq1, err := rawState(ctx, c.rdb, s)
 	if err != nil {
 		return Report{}, err
@@ -295,10 +303,10 @@ func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label st
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{
+	rep = Report{
 		Target: label, Clients: clients, Stock: stock, SKU: s.sku, Attempts: res.requests, Seconds: res.seconds, Throughput: res.rps,
 		Latency: LatencyMS{P50: res.p50, P99: res.p99, P999: res.p999, Max: res.maxL}, Command: cmdline,
-		Outcomes: map[string]int64{},
+		Outcomes: map[string]int64{}, ScriptUsecPerCall: rep.ScriptUsecPerCall, AOFBytesPerCall: rep.AOFBytesPerCall,
 	}
 	if cpu != nil {
 		rep.CPU = cpu.cores(before, after, true)

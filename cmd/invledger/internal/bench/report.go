@@ -35,6 +35,12 @@ type Report struct {
 	LedgerEqualsRedisAfter *float64  `json:"ledger_equals_redis_after_s,omitempty"`
 	CPU                    *CPUCores `json:"cpu_cores,omitempty"`
 	Command                string    `json:"command,omitempty"`
+	// ScriptUsecPerCall and AOFBytesPerCall are Redis's own view of a
+	// script run alone under redis-benchmark (raw, raw-sold-out,
+	// seed-like): INFO commandstats' usec_per_call for EVALSHA, and the
+	// growth of aof_current_size per call.
+	ScriptUsecPerCall float64 `json:"script_usec_per_call,omitempty"`
+	AOFBytesPerCall   float64 `json:"aof_bytes_per_call,omitempty"`
 	Notes                  []string  `json:"notes,omitempty"`
 }
 
