@@ -39,9 +39,9 @@ type Report struct {
 	// script run alone under redis-benchmark (raw, raw-sold-out,
 	// seed-like): INFO commandstats' usec_per_call for EVALSHA, and the
 	// growth of aof_current_size per call.
-	ScriptUsecPerCall float64 `json:"script_usec_per_call,omitempty"`
-	AOFBytesPerCall   float64 `json:"aof_bytes_per_call,omitempty"`
-	Notes                  []string  `json:"notes,omitempty"`
+	ScriptUsecPerCall float64  `json:"script_usec_per_call,omitempty"`
+	AOFBytesPerCall   float64  `json:"aof_bytes_per_call,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
 }
 
 // LatencyMS holds latency percentiles in milliseconds. redis-benchmark does
