@@ -124,27 +124,8 @@ func (c *comparison) runSeedLike(ctx context.Context, n int, cpu *cpuSampler) (R
 		return Report{}, err
 	}
 	defer func() { _ = s.cleanup(ctx, c.rdb) }()
-	cost, err := startScriptCost(ctx, c.rdb)
+	rep, res, err := c.measureScript(ctx, s, seedLikeLabel, rawCeilingStock, n, cpu)
 	if err != nil {
-		return Report{}, err
-	}
-	var before, after cpuSample
-	if cpu != nil {
-		before = cpu.sample()
-	}
-	res, cmdline, err := runRedisBenchmark(ctx, c.cfg.RedisBenchmark, c.srv.RedisURL, s, c.cfg.Concurrency, n)
-	if cpu != nil {
-		after = cpu.sample()
-	}
-	if err != nil {
-		return Report{}, err
-	}
-	rep := Report{Target: seedLikeLabel, Clients: c.cfg.Concurrency, Stock: rawCeilingStock, SKU: s.sku, Attempts: res.requests, Seconds: res.seconds,
-		Throughput: res.rps, Latency: LatencyMS{P50: res.p50, P99: res.p99, P999: res.p999, Max: res.maxL}, Command: cmdline, Outcomes: map[string]int64{}}
-	if cpu != nil {
-		rep.CPU = cpu.cores(before, after, true)
-	}
-	if err := cost.finish(ctx, c.rdb, &rep); err != nil {
 		return rep, err
 	}
 	left, err := c.rdb.Get(ctx, s.skuKey).Int64()
