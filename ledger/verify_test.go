@@ -158,6 +158,33 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 	if len(rep.Unsealed) != 1 || rep.Unsealed[0].SKU != "seal-beyond" || rep.Unsealed[0].SealedTo != 6 || !rep.Unsealed[0].Missing {
 		t.Fatalf("unsealed: %+v, want seal-beyond sealed to 6 with seq 7 missing", rep.Unsealed)
 	}
+
+	// The gap closes: the sealer links seq 7 and the row that waited.
+	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "seal-beyond",
+		Seq: 7, Qty: 1, Delta: -1, Balance: 4, User: "gap", RequestID: "gap", OccurredAt: time.Now(), StreamID: "0-3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if pass := s.Seal(t); len(pass.Waiting) != 0 || pass.Sealed[domain.SealSHA256] != 2 {
+		t.Fatalf("sealer after the gap closed: %+v, want seqs 7 and 8 sealed", pass)
+	}
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 0 || len(one.Unsealed) != 0 || one.Sealed != 8 {
+		t.Fatalf("seal-beyond after the gap closed: %+v %v", one, err)
+	}
+
+	// A row carrying a previous version's SHA-1 link that does not match
+	// its fields was edited before it could be sealed: the seal stops there.
+	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "seal-beyond",
+		Seq: 9, Qty: 1, Delta: -1, Balance: 2, User: "old", RequestID: "old", OccurredAt: time.Now(), StreamID: "0-4",
+		PrevHash: "whatever", Hash: "0123456789abcdef0123456789abcdef01234567"}}); err != nil {
+		t.Fatal(err)
+	}
+	if pass := s.Seal(t); len(pass.Broken) != 1 || pass.Broken[0].SKU != "seal-beyond" || pass.Broken[0].Seq != 9 {
+		t.Fatalf("sealer on a row whose own link does not match: %+v", pass)
+	}
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 1 || one.Broken[0].Seq != 9 ||
+		!strings.Contains(one.Broken[0].Reason, "SHA-1") {
+		t.Fatalf("verify of that row: %+v %v", one, err)
+	}
 }
 
 // superuser runs stmts with the append-only triggers of both tables off,
