@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,10 +93,11 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Sealer seals the ledger's rows. Run it in one goroutine; several
-// processes may run one each.
+// Sealer seals the ledger's rows. Its passes run one at a time; several
+// processes may each run one, and a SKU is sealed by one of them at a time.
 type Sealer struct {
 	cfg Config
+	mu  sync.Mutex // one pass at a time; guards waiting
 	// waiting remembers since when each SKU's seal stops at a seq, and
 	// which one, so the warning comes once per stop.
 	waiting map[string]gap
@@ -153,6 +155,8 @@ func (s *Sealer) Run(ctx context.Context) error {
 
 // SealAll seals every SKU as far as its rows are contiguous.
 func (s *Sealer) SealAll(ctx context.Context) (Pass, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	pass := Pass{Sealed: map[domain.SealAlgorithm]int64{}}
 	skus, err := s.cfg.Store.Behind(ctx)
 	if err != nil {
