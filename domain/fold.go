@@ -26,8 +26,6 @@ type SKUState struct {
 	Buyers map[string]int64
 	// Requests maps a deduction's request id to the purchase it made.
 	Requests map[string]Purchase
-	// LastHash is the hash of the last event: where the chain continues.
-	LastHash string
 }
 
 // NewSKUState returns the empty state a SKU has before its stocked event.
@@ -96,7 +94,6 @@ func (s *SKUState) Apply(e Event) error {
 	}
 	s.Stock = e.Balance
 	s.Seq = e.Seq
-	s.LastHash = e.Hash
 	return nil
 }
 

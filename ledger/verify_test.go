@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/invledger/invledger/domain"
 
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
@@ -28,7 +32,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 	}
 	s.ProjectStreams(t)
 
-	rep, err := ledger.VerifyChains(ctx, s.Ledger, "", nil)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +56,14 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	rep, err = ledger.VerifyChains(ctx, s.Ledger, "", nil)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Broken) != 1 || rep.Broken[0].SKU != "chain-a" || rep.Broken[0].Seq != 4 || !strings.Contains(rep.Broken[0].Reason, "hash") {
 		t.Fatalf("edited ledger: %+v, want chain-a broken at seq 4", rep.Broken)
 	}
-	if one, err := ledger.VerifyChains(ctx, s.Ledger, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 7 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 7 {
 		t.Fatalf("chain-b alone: %+v %v", one, err)
 	}
 
@@ -75,7 +79,133 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)
-	if one, err := ledger.VerifyChains(ctx, s.Ledger, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 8 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 8 {
 		t.Fatalf("chain-b after restore and a new sale: %+v %v", one, err)
+	}
+}
+
+// TestSealedChainCatchesTampering goes around the append-only triggers as
+// a superuser, after the sealer linked the rows, and checks that audit
+// verify names each kind of tampering by seq: an edited row, a deleted
+// row, and a forged row inserted out of order (in place of a deleted row
+// and its seal, or beyond a missing seq, where the sealer refuses to seal).
+func TestSealedChainCatchesTampering(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	skus := []string{"seal-edit", "seal-delete", "seal-insert", "seal-beyond"}
+	for _, sku := range skus {
+		s.SKU(t, sku, 10, 1)
+		for i := range 5 {
+			u := fmt.Sprint("u", i)
+			if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.ProjectStreams(t)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SKUs != 4 || rep.Events != 24 || rep.Sealed != 24 || len(rep.Broken) != 0 || len(rep.Unsealed) != 0 {
+		t.Fatalf("honest ledger: %+v, want 4 SKUs, 24 events, all sealed, nothing broken", rep)
+	}
+	var sha256Seals int
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_seals WHERE algorithm = 'sha256'`).Scan(&sha256Seals); err != nil || sha256Seals != 24 {
+		t.Fatalf("%d sha256 seals (%v), want 24", sha256Seals, err)
+	}
+
+	superuser(t, s,
+		`UPDATE ledger_entries SET user_id = 'mallory' WHERE sku = 'seal-edit' AND seq = 3`,
+		`DELETE FROM ledger_entries WHERE sku = 'seal-delete' AND seq = 4`,
+		// A forged row in place of seq 4, its seal removed with the original.
+		`DELETE FROM ledger_seals WHERE sku = 'seal-insert' AND seq = 4`,
+		`DELETE FROM ledger_entries WHERE sku = 'seal-insert' AND seq = 4`,
+		`INSERT INTO ledger_entries (event_id, sku, seq, type, delta, qty, balance_after, user_id, request_id, occurred_at, stream_id)
+		 VALUES (gen_random_uuid(), 'seal-insert', 4, 'deducted', -1, 1, 7, 'mallory', 'forged', now(), '0-1')`,
+	)
+	// A row past the end, leaving seq 7 missing, through the projector's own
+	// path, as an event arriving before its predecessor does.
+	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "seal-beyond",
+		Seq: 8, Qty: 1, Delta: -1, Balance: 3, User: "late", RequestID: "late", OccurredAt: time.Now(), StreamID: "0-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	pass := s.Seal(t)
+	if len(pass.Waiting) != 1 || pass.Waiting[0].SKU != "seal-beyond" || pass.Waiting[0].Seq != 7 {
+		t.Fatalf("sealer: %+v, want it to wait at seal-beyond seq 7", pass)
+	}
+	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		seq  int64
+		says string
+	}{
+		"seal-edit":   {3, "does not match"},
+		"seal-delete": {4, "deleted"},
+		"seal-insert": {4, "inserted out of order"},
+	}
+	if len(rep.Broken) != len(want) {
+		t.Fatalf("tampered ledger: %+v, want %d broken chains", rep.Broken, len(want))
+	}
+	for _, b := range rep.Broken {
+		if w, ok := want[b.SKU]; !ok || b.Seq != w.seq || !strings.Contains(b.Reason, w.says) {
+			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
+		}
+	}
+	if len(rep.Unsealed) != 1 || rep.Unsealed[0].SKU != "seal-beyond" || rep.Unsealed[0].SealedTo != 6 || !rep.Unsealed[0].Missing {
+		t.Fatalf("unsealed: %+v, want seal-beyond sealed to 6 with seq 7 missing", rep.Unsealed)
+	}
+
+	// The gap closes: the sealer links seq 7 and the row that waited.
+	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "seal-beyond",
+		Seq: 7, Qty: 1, Delta: -1, Balance: 4, User: "gap", RequestID: "gap", OccurredAt: time.Now(), StreamID: "0-3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if pass := s.Seal(t); len(pass.Waiting) != 0 || pass.Sealed[domain.SealSHA256] != 2 {
+		t.Fatalf("sealer after the gap closed: %+v, want seqs 7 and 8 sealed", pass)
+	}
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 0 || len(one.Unsealed) != 0 || one.Sealed != 8 {
+		t.Fatalf("seal-beyond after the gap closed: %+v %v", one, err)
+	}
+
+	// A row carrying a previous version's SHA-1 link that does not match
+	// its fields was edited before it could be sealed: the seal stops there.
+	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "seal-beyond",
+		Seq: 9, Qty: 1, Delta: -1, Balance: 2, User: "old", RequestID: "old", OccurredAt: time.Now(), StreamID: "0-4",
+		PrevHash: "whatever", Hash: "0123456789abcdef0123456789abcdef01234567"}}); err != nil {
+		t.Fatal(err)
+	}
+	if pass := s.Seal(t); len(pass.Broken) != 1 || pass.Broken[0].SKU != "seal-beyond" || pass.Broken[0].Seq != 9 {
+		t.Fatalf("sealer on a row whose own link does not match: %+v", pass)
+	}
+	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 1 || one.Broken[0].Seq != 9 ||
+		!strings.Contains(one.Broken[0].Reason, "SHA-1") {
+		t.Fatalf("verify of that row: %+v %v", one, err)
+	}
+}
+
+// superuser runs stmts with the append-only triggers of both tables off,
+// as someone going around the database's guard would.
+func superuser(t *testing.T, s *stacktest.Stack, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	all := append([]string{`ALTER TABLE ledger_entries DISABLE TRIGGER USER`, `ALTER TABLE ledger_seals DISABLE TRIGGER USER`}, stmts...)
+	all = append(all,
+		`ALTER TABLE ledger_entries ENABLE ALWAYS TRIGGER ledger_entries_no_update_delete`,
+		`ALTER TABLE ledger_entries ENABLE ALWAYS TRIGGER ledger_entries_no_truncate`,
+		`ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_no_update_delete`,
+		`ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_no_truncate`)
+	for _, stmt := range all {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/invledger/invledger/ledger/seal"
 	"github.com/invledger/invledger/migrations"
 	"github.com/invledger/invledger/projections"
 )
@@ -60,6 +61,7 @@ type Adapters struct {
 	Operations      *pgstore.PostgresOperationStore
 	DeadLetters     *pgstore.PostgresDeadLetterStore
 	Idempotency     *pgstore.PostgresIdempotencyStore
+	Seals           *pgstore.PostgresSealStore
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -70,6 +72,7 @@ type Metrics struct {
 	Projection *projections.Metrics
 	Reconcile  *reconcile.Metrics
 	Alerts     *alertwebhook.Metrics
+	Seal       *seal.Metrics
 	// Unavailable counts the API's 503 answers that ask for a retry, by
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
@@ -96,6 +99,9 @@ type Application struct {
 	// Catalog lists the SKUs with their state in Redis and the ledger.
 	Catalog    *ledger.Catalog
 	Reconciler *reconcile.Reconciler
+	// Sealer seals the ledger's tamper-evident chain; serve runs it with
+	// the projector.
+	Sealer *seal.Sealer
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
 	// lines and passes them on to Webhook.
 	Alerts *reconcile.LogAlerter
@@ -195,10 +201,12 @@ func (a *Application) wire() error {
 	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
 	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
 	ad.Idempotency = pgstore.NewPostgresIdempotencyStore(a.Pool)
+	ad.Seals = pgstore.NewPostgresSealStore(a.Pool)
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
+		Seal: seal.NewMetrics(reg),
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
@@ -262,6 +270,9 @@ func (a *Application) wire() error {
 		return rep.RunID, err
 	}
 	a.Adjustments = ledger.NewAdjustments(ad.Adjustments, ad.Inventory, reconcileSKU, a.Log)
+	if a.Sealer, err = seal.New(seal.Config{Store: ad.Seals, Metrics: a.Metrics.Seal, Logger: a.Log}); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -95,13 +95,18 @@ func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error 
 	}
 	for msg := range msgs {
 		msg.Ack() // fan-out: nothing to acknowledge in Redis; the next read waits for it
-		if msg.Metadata["sku"] != cfg.SKU {
-			continue // another SKU of the same partition
-		}
 		e, err := redisinventory.ParseEntry(msg.Metadata)
 		if err != nil {
 			cfg.Logger.Warn("eventtail: skipping an entry that cannot be decoded", "sku", cfg.SKU, "err", err)
 			continue
+		}
+		if e.SKU != cfg.SKU {
+			continue // another SKU of the same partition
+		}
+		if e.OccurredAt.IsZero() {
+			// An entry's time is its stream id, which this subscriber is
+			// not given: the time it was read stands in.
+			e.OccurredAt = time.Now().UTC()
 		}
 		if err := fn(e); err != nil {
 			return err

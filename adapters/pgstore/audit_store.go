@@ -14,8 +14,8 @@ import (
 
 var _ ledger.AuditStore = (*PostgresAuditStore)(nil)
 
-// PostgresAuditStore answers the audit queries from ledger_entries alone,
-// through the indexes of migration 00007.
+// PostgresAuditStore answers the audit queries from ledger_entries and
+// the rows' seals, through the indexes of migration 00007.
 type PostgresAuditStore struct {
 	pool *pgxpool.Pool
 }
@@ -25,26 +25,33 @@ func NewPostgresAuditStore(pool *pgxpool.Pool) *PostgresAuditStore {
 	return &PostgresAuditStore{pool: pool}
 }
 
-// auditColumns are every column of ledger_entries, in scanAuditEntry's order.
-const auditColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''),
-       COALESCE(request_id, ''), COALESCE(actor, ''), COALESCE(reason, ''), occurred_at, recorded_at, stream_id, prev_hash, hash`
+// auditColumns are every column of ledger_entries, in scanAuditEntry's
+// order, with the row's link in its SKU's chain: its seal's once the
+// sealer linked it, else the SHA-1 link Redis computed for rows written
+// before the chain moved to the ledger, else empty. auditFrom joins them.
+const (
+	auditColumns = `e.event_id::text, e.sku, e.seq, e.type, e.delta, e.qty, e.balance_after, COALESCE(e.user_id, ''),
+       COALESCE(e.request_id, ''), COALESCE(e.actor, ''), COALESCE(e.reason, ''), e.occurred_at, e.recorded_at, e.stream_id,
+       COALESCE(s.prev_hash, e.prev_hash), COALESCE(s.hash, e.hash)`
+	auditFrom = ` FROM ledger_entries e LEFT JOIN ledger_seals s ON s.sku = e.sku AND s.seq = e.seq`
+)
 
 // SKUEntries returns up to limit rows of sku with seq above after, in seq
 // order, through the (sku, seq) unique index.
 func (s *PostgresAuditStore) SKUEntries(ctx context.Context, sku domain.SKUID, after int64, limit int) ([]ledger.AuditEntry, error) {
-	return s.auditEntries(ctx, `SELECT `+auditColumns+` FROM ledger_entries
-WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku.String(), after, limit)
+	return s.auditEntries(ctx, `SELECT `+auditColumns+auditFrom+`
+WHERE e.sku = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`, sku.String(), after, limit)
 }
 
 // UserEntries returns up to limit rows of user after the cursor, ordered
 // by (occurred_at, event_id), through ledger_entries_user_idx.
 func (s *PostgresAuditStore) UserEntries(ctx context.Context, user domain.UserID, after ledger.UserCursor, limit int) ([]ledger.AuditEntry, error) {
 	if after.IsZero() {
-		return s.auditEntries(ctx, `SELECT `+auditColumns+` FROM ledger_entries
-WHERE user_id = $1 ORDER BY occurred_at, event_id LIMIT $2`, user.String(), limit)
+		return s.auditEntries(ctx, `SELECT `+auditColumns+auditFrom+`
+WHERE e.user_id = $1 ORDER BY e.occurred_at, e.event_id LIMIT $2`, user.String(), limit)
 	}
-	return s.auditEntries(ctx, `SELECT `+auditColumns+` FROM ledger_entries
-WHERE user_id = $1 AND (occurred_at, event_id) > ($2, $3::uuid) ORDER BY occurred_at, event_id LIMIT $4`,
+	return s.auditEntries(ctx, `SELECT `+auditColumns+auditFrom+`
+WHERE e.user_id = $1 AND (e.occurred_at, e.event_id) > ($2, $3::uuid) ORDER BY e.occurred_at, e.event_id LIMIT $4`,
 		user.String(), after.OccurredAt, after.EventID, limit)
 }
 

@@ -91,7 +91,7 @@ const eventColumns = `event_id::text, sku, seq, type, delta, qty, balance_after,
 
 // ScanSKU calls fn with every ledger event of sku, in seq order.
 func (s *PostgresLedgerStore) ScanSKU(ctx context.Context, sku domain.SKUID, fn func(domain.Event) error) error {
-	return s.scanEvents(ctx, fn, `SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku.String())
+	return scanEvents(ctx, s.pool, fn, `SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku.String())
 }
 
 // Purchase finds the deduction user made of sku with request id req, and
@@ -103,7 +103,7 @@ func (s *PostgresLedgerStore) Purchase(ctx context.Context, sku domain.SKUID, us
 		p     domain.Purchase
 		found bool
 	)
-	err := s.scanEvents(ctx, func(e domain.Event) error {
+	err := scanEvents(ctx, s.pool, func(e domain.Event) error {
 		switch e.Type {
 		case domain.EventDeducted:
 			p.User, p.Qty, p.EventID, p.Seq, p.Remaining, found = e.User, e.Qty, e.ID, e.Seq, e.Balance, true
@@ -123,11 +123,11 @@ WHERE user_id = $1 AND sku = $2 AND request_id = $3 AND type IN ('deducted', 're
 // ScanAll calls fn with every ledger event ordered by (sku, seq), streaming
 // the rows as PostgreSQL sends them: the ledger is never held in memory.
 func (s *PostgresLedgerStore) ScanAll(ctx context.Context, fn func(domain.Event) error) error {
-	return s.scanEvents(ctx, fn, `SELECT `+eventColumns+` FROM ledger_entries ORDER BY sku, seq`)
+	return scanEvents(ctx, s.pool, fn, `SELECT `+eventColumns+` FROM ledger_entries ORDER BY sku, seq`)
 }
 
-func (s *PostgresLedgerStore) scanEvents(ctx context.Context, fn func(domain.Event) error, query string, args ...any) error {
-	rows, err := s.pool.Query(ctx, query, args...)
+func scanEvents(ctx context.Context, q querier, fn func(domain.Event) error, query string, args ...any) error {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("read the ledger: %w", translate(err))
 	}

@@ -1,6 +1,6 @@
 -- adjust.lua: apply an approved manual stock change and append its adjusted
--- event. Idempotent by adjustment id: a retried approval gets the original
--- outcome and never applies twice.
+-- event (entry.lua). Idempotent by adjustment id: a retried approval gets
+-- the original outcome and never applies twice.
 -- KEYS[1] sku hash, KEYS[2] partition stream
 -- ARGV[1] sku id, ARGV[2] delta, ARGV[3] event id, ARGV[4] actor (requester
 -- and approver), ARGV[5] reason, ARGV[6] the caller's Redis run_id,
@@ -8,11 +8,13 @@
 -- Reply: {1, event_id, seq, stock} applied now; {2, event_id, seq, stock}
 -- applied before; {-1} not warmed; {-4} recovering (see deduct.lua);
 -- {-8, stock} the change would take stock below zero.
+-- The event's qty is the delta's magnitude and its type says nothing of the
+-- sign, so the packed qty of an adjusted event is the signed delta.
 local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, delta, event_id, actor, reason, run_id = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local marker = 'adjustment:' .. ARGV[7]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'epoch', 'hash', marker)
+local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'epoch', 'seq', marker)
 if not live[1] then
   return {-1}
 end
@@ -29,17 +31,10 @@ if stock + delta < 0 then
 end
 
 -- All checks done; writes follow.
-stock = redis.call('HINCRBY', sku_key, 'stock', delta)
-local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
-local t = redis.call('TIME')
-local ts = t[1] .. string.format('%06d', tonumber(t[2]))
-local prev = live[4] or ''
-local qty = math.abs(delta)
-local hash = chain_hash(prev, {event_id, 'adjusted', sku, int(seq), int(qty), int(delta), int(stock),
-  '', '', actor, reason, ts})
-redis.call('HSET', sku_key, 'hash', hash, marker, cjson.encode({event_id = event_id, seq = seq, stock = stock}))
-redis.call('XADD', stream_key, '*',
-  'event_id', event_id, 'type', 'adjusted', 'sku', sku, 'seq', seq,
-  'qty', qty, 'delta', delta, 'balance', stock,
-  'actor', actor, 'reason', reason, 'ts', ts, 'prev_hash', prev, 'hash', hash)
+stock = stock + delta
+local seq = tonumber(live[4]) + 1
+redis.call('HSET', sku_key, 'stock', stock, 'seq', seq,
+  marker, cjson.encode({event_id = event_id, seq = seq, stock = stock}))
+redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'adjusted', sku, seq, delta, stock),
+  'actor', actor, 'reason', reason)
 return {1, event_id, seq, stock}

@@ -1,6 +1,11 @@
 -- deduct.lua: one purchase attempt, atomically: checks, deduction, buyer
--- record and the deducted event. Every check runs before the first write,
--- because Redis does not roll back a script that fails halfway.
+-- record, receipt and the deducted event. Every check runs before the first
+-- write, because Redis does not roll back a script that fails halfway.
+-- Each purchase writes as little as the projector and a retry need: one HSET
+-- of stock and seq, the buyer, a compact receipt (receipt.lua) and a
+-- stream entry (entry.lua). The entry's time is its stream id, which Redis
+-- stamps from its clock; its delta follows from type and qty; the
+-- tamper-evident chain is sealed in the ledger, not here.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id,
 -- ARGV[6] the caller's Redis run_id
@@ -18,7 +23,7 @@
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, qty, request_id, event_id, run_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'epoch', 'hash')
+local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'epoch', 'seq')
 if not live[1] then
   return {-1}
 end
@@ -36,7 +41,7 @@ end
 -- the original outcome, never buy a second time.
 local prior = redis.call('HGET', requests_key, request_id)
 if prior then
-  local p = cjson.decode(prior)
+  local p = read_receipt(prior)
   if p.user ~= user or p.qty ~= qty then
     return {-6}
   end
@@ -64,19 +69,10 @@ if stock < qty then
 end
 
 -- All checks done; writes follow.
-local remaining = redis.call('HINCRBY', sku_key, 'stock', -qty)
-local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
-redis.call('HINCRBY', buyers_key, user, qty)
-redis.call('HSET', requests_key, request_id, cjson.encode({
-  user = user, qty = qty, event_id = event_id, seq = seq, remaining = remaining}))
-local t = redis.call('TIME')
-local ts = t[1] .. string.format('%06d', tonumber(t[2]))
-local prev = live[6] or ''
-local hash = chain_hash(prev, {event_id, 'deducted', sku, int(seq), int(qty), int(-qty), int(remaining),
-  user, request_id, '', '', ts})
-redis.call('HSET', sku_key, 'hash', hash)
-redis.call('XADD', stream_key, '*',
-  'event_id', event_id, 'type', 'deducted', 'sku', sku, 'seq', seq,
-  'qty', qty, 'delta', -qty, 'balance', remaining,
-  'user', user, 'request_id', request_id, 'ts', ts, 'prev_hash', prev, 'hash', hash)
+local remaining, seq = stock - qty, tonumber(live[6]) + 1
+redis.call('HSET', sku_key, 'stock', remaining, 'seq', seq)
+redis.call('HSET', buyers_key, user, held + qty)
+redis.call('HSET', requests_key, request_id, write_receipt(seq, remaining, qty, event_id, user))
+redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'deducted', sku, seq, qty, remaining),
+  'user', user, 'request_id', request_id)
 return {1, event_id, seq, remaining}

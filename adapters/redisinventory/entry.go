@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,74 +24,132 @@ const StreamIDField = "_stream_id"
 var ErrMalformedEntry = errors.New("malformed stream entry")
 
 // ParseEntry turns the fields the Lua scripts write, plus StreamIDField,
-// into an event. It is the one decoder of the stream format. Every problem
-// is an ErrMalformedEntry naming the field.
+// into an event. It is the one decoder of the stream format, and reads both
+// formats: the packed one (field e, see entry.lua), whose time is the entry's
+// stream id and whose chain is sealed in the ledger, and the previous
+// version's one field per value, which carries its own time and SHA-1 chain
+// link from Redis. Every problem is an ErrMalformedEntry naming the field.
 func ParseEntry(fields map[string]string) (domain.Event, error) {
-	var errs []error
-	str := func(name string, required bool) string {
-		v, ok := fields[name]
-		if required && (!ok || v == "") {
-			errs = append(errs, fmt.Errorf("%s: missing", name))
-		}
-		return v
-	}
-	num := func(name string) int64 {
-		v := str(name, true)
-		if v == "" {
-			return 0
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q is not an integer", name, v))
-		}
-		return n
-	}
-
+	p := entryParser{fields: fields}
 	var e domain.Event
-	e.ID = str("event_id", true)
+	e.StreamID = p.str(StreamIDField, true)
+	if packed, ok := fields["e"]; ok {
+		p.packed(&e, packed)
+	} else {
+		p.previous(&e)
+	}
 	if e.ID != "" {
 		if id, err := uuid.Parse(e.ID); err != nil {
-			errs = append(errs, fmt.Errorf("event_id: %q is not a uuid", e.ID))
+			p.fail("event_id: %q is not a uuid", e.ID)
 		} else {
 			e.ID = id.String()
 		}
 	}
-	if t := str("type", true); t != "" {
-		typ, err := domain.ParseEventType(t)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		e.Type = typ
-	}
-	e.SKU = str("sku", true)
 	if e.SKU != "" {
 		if _, err := domain.NewSKUID(e.SKU); err != nil {
-			errs = append(errs, err)
+			p.errs = append(p.errs, err)
 		}
 	}
-	e.Seq = num("seq")
-	if e.Seq <= 0 && fields["seq"] != "" {
-		errs = append(errs, fmt.Errorf("seq: must be positive"))
+	if e.Seq <= 0 && p.errs == nil {
+		p.fail("seq: must be positive")
 	}
+	purchase := e.Type == domain.EventDeducted || e.Type == domain.EventReleased
+	e.User = p.str("user", purchase)
+	e.RequestID = p.str("request_id", purchase)
+	e.Actor = p.str("actor", e.Type == domain.EventAdjusted)
+	e.Reason = p.str("reason", false)
+	if err := errors.Join(p.errs...); err != nil {
+		return domain.Event{}, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
+	}
+	return e, nil
+}
+
+// entryParser collects every problem of one entry.
+type entryParser struct {
+	fields map[string]string
+	errs   []error
+}
+
+func (p *entryParser) fail(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf(format, args...))
+}
+
+func (p *entryParser) str(name string, required bool) string {
+	v, ok := p.fields[name]
+	if required && (!ok || v == "") {
+		p.fail("%s: missing", name)
+	}
+	return v
+}
+
+func (p *entryParser) num(name, v string) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		p.fail("%s: %q is not an integer", name, v)
+	}
+	return n
+}
+
+func (p *entryParser) eventType(t string) domain.EventType {
+	typ, err := domain.ParseEventType(t)
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
+	return typ
+}
+
+// packed reads field e, "event_id type sku seq qty balance", where qty is
+// the signed delta for an adjusted event, and takes the time from the
+// stream id's milliseconds (the zero time when the id is not a stream id).
+func (p *entryParser) packed(e *domain.Event, v string) {
+	parts := strings.Split(v, " ")
+	if len(parts) != 6 {
+		p.fail("e: %q has %d of 6 space-separated values (event_id type sku seq qty balance)", v, len(parts))
+		return
+	}
+	e.ID, e.Type, e.SKU = parts[0], p.eventType(parts[1]), parts[2]
+	e.Seq, e.Qty, e.Balance = p.num("seq", parts[3]), p.num("qty", parts[4]), p.num("balance", parts[5])
+	switch e.Type {
+	case domain.EventDeducted:
+		e.Delta = -e.Qty
+	case domain.EventAdjusted:
+		e.Delta, e.Qty = e.Qty, max(e.Qty, -e.Qty)
+	default:
+		e.Delta = e.Qty
+	}
+	// A reader that is not given the stream id (a fan-out subscriber)
+	// gets no time; the projector always has it.
+	ms, _, _ := strings.Cut(e.StreamID, "-")
+	if n, err := strconv.ParseInt(ms, 10, 64); err == nil && n > 0 {
+		e.OccurredAt = time.UnixMilli(n).UTC()
+	}
+}
+
+// previous reads the previous version's entry: one field per value, Redis
+// TIME in ts, and the SHA-1 chain link Redis computed.
+func (p *entryParser) previous(e *domain.Event) {
+	num := func(name string) int64 {
+		if v := p.str(name, true); v != "" {
+			return p.num(name, v)
+		}
+		return 0
+	}
+	e.ID = p.str("event_id", true)
+	if t := p.str("type", true); t != "" {
+		e.Type = p.eventType(t)
+	}
+	e.SKU = p.str("sku", true)
+	e.Seq = num("seq")
 	e.Qty = num("qty")
 	e.Delta = num("delta")
 	e.Balance = num("balance")
 	if ts := num("ts"); ts > 0 {
 		e.OccurredAt = time.UnixMicro(ts).UTC()
-	} else if fields["ts"] != "" {
-		errs = append(errs, fmt.Errorf("ts: must be positive microseconds"))
+	} else if p.fields["ts"] != "" {
+		p.fail("ts: must be positive microseconds")
 	}
-	e.User = str("user", e.Type == domain.EventDeducted || e.Type == domain.EventReleased)
-	e.RequestID = str("request_id", e.Type == domain.EventDeducted || e.Type == domain.EventReleased)
-	e.Actor = str("actor", e.Type == domain.EventAdjusted)
-	e.Reason = str("reason", false)
-	e.StreamID = str(StreamIDField, true)
-	e.PrevHash = str("prev_hash", false) // empty for a SKU's first event
-	e.Hash = str("hash", true)
-	if err := errors.Join(errs...); err != nil {
-		return domain.Event{}, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
-	}
-	return e, nil
+	e.PrevHash = p.str("prev_hash", false) // empty for a SKU's first event
+	e.Hash = p.str("hash", true)
 }
 
 // EntryFields renders a stream entry's values as the strings the scripts

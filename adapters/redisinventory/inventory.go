@@ -17,9 +17,14 @@ import (
 )
 
 var (
-	// chainSource defines chain_hash, shared by the scripts that append events.
-	//go:embed chain.lua
-	chainSource string
+	// entrySource defines entry, the stream entry format of the scripts
+	// that append events.
+	//go:embed entry.lua
+	entrySource string
+	// receiptSource defines read_receipt and write_receipt, the receipt
+	// format of the requests hash.
+	//go:embed receipt.lua
+	receiptSource string
 	// seqGuardSource defines guard_seq, shared by the compare-and-set scripts.
 	//go:embed seqguard.lua
 	seqGuardSource string
@@ -36,11 +41,11 @@ var (
 
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
-	warmScript    = redis.NewScript(chainSource + warmSource)
-	deductScript  = redis.NewScript(chainSource + deductSource)
-	releaseScript = redis.NewScript(chainSource + releaseSource)
+	warmScript    = redis.NewScript(entrySource + warmSource)
+	deductScript  = redis.NewScript(entrySource + receiptSource + deductSource)
+	releaseScript = redis.NewScript(entrySource + receiptSource + releaseSource)
 	stateScript   = redis.NewScript(stateSource)
-	adjustScript  = redis.NewScript(chainSource + adjustSource)
+	adjustScript  = redis.NewScript(entrySource + adjustSource)
 )
 
 // DefaultTimeout is InventoryConfig.Timeout's default.

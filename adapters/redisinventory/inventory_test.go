@@ -248,14 +248,15 @@ func TestReleaseReturnsStockExactlyOnce(t *testing.T) {
 	}
 	events := must(f.client.XRange(ctx, f.keys.SKUStreamKey("rel"), "-", "+").Result())
 	var types []string
-	for _, e := range events {
-		types = append(types, e.Values["type"].(string))
+	for _, m := range events {
+		e := must(redisinventory.ParseMessage(m))
+		types = append(types, string(e.Type))
 	}
 	if fmt.Sprint(types) != "[stocked deducted released deducted]" {
 		t.Fatalf("stream types %v", types)
 	}
-	if events[2].Values["reason"] != "payment timeout" || events[2].Values["delta"] != "1" {
-		t.Fatalf("released event fields %v", events[2].Values)
+	if e := must(redisinventory.ParseMessage(events[2])); e.Reason != "payment timeout" || e.Delta != 1 {
+		t.Fatalf("released event %+v", e)
 	}
 }
 
@@ -371,7 +372,7 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	if newRunID := f.runIDs.Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
 		t.Fatalf("run_id not refreshed on reconnect: %q -> %q", oldRunID, newRunID)
 	}
-	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("chain.lua")))+string(must(os.ReadFile("deduct.lua")))).Result()),
+	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("entry.lua")))+string(must(os.ReadFile("receipt.lua")))+string(must(os.ReadFile("deduct.lua")))).Result()),
 		[]string{f.keys.SKUKey("fenced"), f.keys.BuyersKey("fenced"), f.keys.RequestsKey("fenced"), f.keys.SKUStreamKey("fenced")},
 		"fenced", "u3", 1, "stale", uuid.NewString(), oldRunID).Slice()
 	if err != nil || reply[0] != int64(-4) {

@@ -232,11 +232,8 @@ func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUI
 			return nil, fmt.Errorf("read %s: %w", stream, err)
 		}
 		for _, m := range batch {
-			if m.Values["sku"] != sku.String() {
-				continue
-			}
 			e, err := ParseMessage(m)
-			if err != nil || !want[e.Seq] {
+			if err != nil || e.SKU != sku.String() || !want[e.Seq] {
 				continue
 			}
 			out = append(out, e)

@@ -1,5 +1,5 @@
 -- release.lua: compensation for a purchase that will not complete. Returns a deduction's units to stock
--- exactly once and appends the released event.
+-- exactly once, marks its receipt released (receipt.lua) and appends the released event (entry.lua).
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,
 -- ARGV[6] the caller's Redis run_id
@@ -9,7 +9,7 @@
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, request_id, event_id, reason, run_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch', 'hash')
+local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch', 'stock')
 if not live[1] then
   return {-1}
 end
@@ -20,7 +20,7 @@ local raw = redis.call('HGET', requests_key, request_id)
 if not raw then
   return {-7}
 end
-local p = cjson.decode(raw)
+local p = read_receipt(raw)
 if p.user ~= user then
   return {-6}
 end
@@ -29,23 +29,13 @@ if p.released then
 end
 
 -- All checks done; writes follow.
-local stock = redis.call('HINCRBY', sku_key, 'stock', p.qty)
-local seq = redis.call('HINCRBY', sku_key, 'seq', 1)
+local stock, seq = tonumber(live[4]) + p.qty, tonumber(live[1]) + 1
+redis.call('HSET', sku_key, 'stock', stock, 'seq', seq)
 if redis.call('HINCRBY', buyers_key, user, -p.qty) <= 0 then
   redis.call('HDEL', buyers_key, user)
 end
-p.released = true
-p.release_event_id = event_id
-p.release_seq = seq
-redis.call('HSET', requests_key, request_id, cjson.encode(p))
-local t = redis.call('TIME')
-local ts = t[1] .. string.format('%06d', tonumber(t[2]))
-local prev = live[4] or ''
-local hash = chain_hash(prev, {event_id, 'released', sku, int(seq), int(p.qty), int(p.qty), int(stock),
-  user, request_id, '', reason, ts})
-redis.call('HSET', sku_key, 'hash', hash)
-redis.call('XADD', stream_key, '*',
-  'event_id', event_id, 'type', 'released', 'sku', sku, 'seq', seq,
-  'qty', p.qty, 'delta', p.qty, 'balance', stock,
-  'user', user, 'request_id', request_id, 'reason', reason, 'ts', ts, 'prev_hash', prev, 'hash', hash)
+redis.call('HSET', requests_key, request_id,
+  'R' .. seq .. ':' .. event_id .. ':' .. write_receipt(p.seq, p.remaining, p.qty, p.event_id, user))
+redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'released', sku, seq, p.qty, stock),
+  'user', user, 'request_id', request_id, 'reason', reason)
 return {1, event_id, seq, stock}

@@ -6,9 +6,9 @@
 -- ARGV[1] restore token, ARGV[2] stock, ARGV[3] seq, ARGV[4] per-user limit,
 -- ARGV[5] stocked event id, ARGV[6] closed_at ('' while open),
 -- ARGV[7] archived_at ('' unless the buyers were archived to SQL),
--- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] the hash of the
--- ledger's last event, where the SKU's tamper-evident chain continues,
--- ARGV[11] sku id
+-- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] sku id.
+-- The tamper-evident chain is sealed in the ledger, so nothing of it lives
+-- in Redis; the 'hash' field the previous version kept is dropped.
 -- Reply: {1} stamped; {0} the fence no longer holds the token (another
 -- restore or a stamp took over): nothing written; {-2, buyers, requests}
 -- the hashes do not hold what was written: nothing written, the SKU stays
@@ -33,7 +33,8 @@ end
 -- All checks done; writes follow.
 local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'seq', ARGV[3], 'limit', ARGV[4], 'status', status,
-  'stocked_event_id', ARGV[5], 'fence', run_id, 'epoch', redis.call('LASTSAVE'), 'hash', ARGV[10])
+  'stocked_event_id', ARGV[5], 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+redis.call('HDEL', KEYS[1], 'hash')
 if closed_at then
   redis.call('HSET', KEYS[1], 'closed_at', closed_at)
 else
@@ -44,5 +45,5 @@ if ARGV[7] ~= '' then
 else
   redis.call('HDEL', KEYS[1], 'archived_at')
 end
-redis.call('SREM', KEYS[4], ARGV[11])
+redis.call('SREM', KEYS[4], ARGV[10])
 return {1}

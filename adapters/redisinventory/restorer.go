@@ -122,7 +122,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		buyers = len(st.Buyers)
 	}
 	for req, p := range st.Requests {
-		if err := w.add(ctx, keys[2], req, receiptJSON(p)); err != nil {
+		if err := w.add(ctx, keys[2], req, ReceiptValue(p)); err != nil {
 			return err
 		}
 	}
@@ -131,8 +131,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	}
 
 	v, err = restoreFinishScript.Run(ctx, r.client, append(keys, r.keys.SKUTombstoneKey(st.SKU)), token, st.Stock, st.Seq,
-		img.Limit, img.StockedEventID, micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.LastHash,
-		st.SKU).Slice()
+		img.Limit, img.StockedEventID, micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.SKU).Slice()
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
@@ -173,25 +172,67 @@ func errFenceLost(sku string) error {
 		"run the restore again", domain.ErrConflict, sku)
 }
 
-// receipt is a deduction as deduct.lua and release.lua keep it in the
-// requests hash (cjson); the scripts read exactly these fields.
-type receipt struct {
-	User           string `json:"user"`
-	Qty            int64  `json:"qty"`
-	EventID        string `json:"event_id"`
-	Seq            int64  `json:"seq"`
-	Remaining      int64  `json:"remaining"`
-	Released       bool   `json:"released,omitempty"`
-	ReleaseEventID string `json:"release_event_id,omitempty"`
-	ReleaseSeq     int64  `json:"release_seq,omitempty"`
+// ReceiptValue renders a deduction as receipt.lua writes it in the
+// requests hash: seq:remaining:qty:event_id:user, prefixed with
+// R<release_seq>:<release_event_id>: once released.
+func ReceiptValue(p domain.Purchase) string {
+	v := strconv.FormatInt(p.Seq, 10) + ":" + strconv.FormatInt(p.Remaining, 10) + ":" + strconv.FormatInt(p.Qty, 10) + ":" + p.EventID + ":" + p.User
+	if p.Released {
+		v = "R" + strconv.FormatInt(p.ReleaseSeq, 10) + ":" + p.ReleaseEventID + ":" + v
+	}
+	return v
 }
 
-func receiptJSON(p domain.Purchase) []byte {
-	b, _ := json.Marshal(receipt{ // strings and integers: Marshal cannot fail
-		User: p.User, Qty: p.Qty, EventID: p.EventID, Seq: p.Seq, Remaining: p.Remaining,
-		Released: p.Released, ReleaseEventID: p.ReleaseEventID, ReleaseSeq: p.ReleaseSeq,
-	})
-	return b
+// ParseReceipt reads a receipt of the requests hash as receipt.lua does:
+// the compact format ReceiptValue writes, or the previous version's cjson
+// object. A value in neither format is ErrScript.
+func ParseReceipt(raw string) (domain.Purchase, error) {
+	var p domain.Purchase
+	if strings.HasPrefix(raw, "{") {
+		var v struct {
+			User           string `json:"user"`
+			Qty            int64  `json:"qty"`
+			EventID        string `json:"event_id"`
+			Seq            int64  `json:"seq"`
+			Remaining      int64  `json:"remaining"`
+			Released       bool   `json:"released"`
+			ReleaseEventID string `json:"release_event_id"`
+			ReleaseSeq     int64  `json:"release_seq"`
+		}
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return p, fmt.Errorf("receipt %q: %w: %w", raw, ErrScript, err)
+		}
+		return domain.Purchase(v), nil
+	}
+	bad := func() (domain.Purchase, error) {
+		return domain.Purchase{}, fmt.Errorf("receipt %q: %w: not seq:remaining:qty:event_id:user", raw, ErrScript)
+	}
+	rest := raw
+	if after, ok := strings.CutPrefix(raw, "R"); ok {
+		parts := strings.SplitN(after, ":", 3)
+		if len(parts) != 3 {
+			return bad()
+		}
+		n, err := strconv.ParseInt(parts[0], 10, 64)
+		if err != nil {
+			return bad()
+		}
+		p.Released, p.ReleaseSeq, p.ReleaseEventID, rest = true, n, parts[1], parts[2]
+	}
+	parts := strings.SplitN(rest, ":", 5)
+	if len(parts) != 5 {
+		return bad()
+	}
+	var nums [3]int64
+	for i := range nums {
+		n, err := strconv.ParseInt(parts[i], 10, 64)
+		if err != nil {
+			return bad()
+		}
+		nums[i] = n
+	}
+	p.Seq, p.Remaining, p.Qty, p.EventID, p.User = nums[0], nums[1], nums[2], parts[3], parts[4]
+	return p, nil
 }
 
 // micros renders t as Redis TIME microseconds, the scripts' timestamp

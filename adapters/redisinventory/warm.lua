@@ -1,4 +1,5 @@
--- warm.lua: load a SKU's definition into Redis and append its stocked event.
+-- warm.lua: load a SKU's definition into Redis and append its stocked event
+-- (entry.lua).
 -- KEYS[1] sku hash, KEYS[2] partition stream
 -- ARGV[1] sku id, ARGV[2] initial stock, ARGV[3] per-user limit, ARGV[4] event id
 -- Reply: {1, stock, seq, status} when stocked now; {2, stock, seq, status} when
@@ -15,12 +16,7 @@ end
 
 -- All checks done; writes follow.
 local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-local t = redis.call('TIME')
-local ts = t[1] .. string.format('%06d', tonumber(t[2]))
-local hash = chain_hash('', {event_id, 'stocked', sku, '1', stock, stock, stock, '', '', '', '', ts})
 redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
-  'stocked_event_id', event_id, 'fence', run_id, 'epoch', redis.call('LASTSAVE'), 'hash', hash)
-redis.call('XADD', stream_key, '*',
-  'event_id', event_id, 'type', 'stocked', 'sku', sku, 'seq', 1,
-  'qty', stock, 'delta', stock, 'balance', stock, 'ts', ts, 'prev_hash', '', 'hash', hash)
+  'stocked_event_id', event_id, 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'stocked', sku, 1, stock, stock))
 return {1, tonumber(stock), 1, 'open'}

@@ -346,6 +346,7 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 	return []component{
 		{"projector", p.Run},
 		{"janitor", func(ctx context.Context) error { j.Run(ctx); return nil }},
+		{"sealer", a.Sealer.Run},
 	}, release, nil
 }
 

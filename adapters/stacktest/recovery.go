@@ -15,6 +15,7 @@ import (
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/seal"
 	"github.com/invledger/invledger/projections"
 )
 
@@ -27,8 +28,9 @@ func (s *Stack) Recovery(testing.TB) *ledger.Recovery { return s.App.Recovery }
 func (s *Stack) Archiver(testing.TB) *ledger.Archiver { return s.App.Archiver }
 
 // ProjectStreams appends every event now in the partition streams to the
-// ledger, as the projector would, without running one: for tests that need
-// the ledger to equal Redis at a known moment.
+// ledger, as the projector would, without running one, and seals the
+// ledger as serve's sealer would: for tests that need the ledger to equal
+// Redis at a known moment.
 func (s *Stack) ProjectStreams(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
@@ -53,6 +55,17 @@ func (s *Stack) ProjectStreams(t testing.TB) {
 			events = events[n:]
 		}
 	}
+	s.Seal(t)
+}
+
+// Seal runs one pass of the application's sealer.
+func (s *Stack) Seal(t testing.TB) seal.Pass {
+	t.Helper()
+	pass, err := s.App.Sealer.SealAll(context.Background())
+	if err != nil {
+		t.Fatalf("seal the ledger: %v", err)
+	}
+	return pass
 }
 
 // ProjectorStore is where a test projector writes: the stack's projection

@@ -50,6 +50,8 @@ type Stack struct {
 	Snapshots         *pgstore.PostgresLedgerSnapshotStore
 	Reconciliations   *pgstore.PostgresReconciliationStore
 	Archives          *pgstore.PostgresBuyerArchiveStore
+	// Seals is the ledger's tamper-evident chain; ProjectStreams seals it.
+	Seals *pgstore.PostgresSealStore
 	// Service is measured, as serve's is, and journals receipts only when
 	// Redis runs appendfsync everysec, the one mode that can lose them.
 	Service *ledger.Service
@@ -145,6 +147,7 @@ func New(t testing.TB, opts ...Option) *Stack {
 	s.ReconcileSource, s.Epoch = ad.ReconcileSource, ad.Epoch
 	s.SKUs, s.Ledger, s.Projection, s.Balances = ad.SKUs, ad.Ledger, ad.Projection, ad.Balances
 	s.Audit, s.Snapshots, s.Reconciliations, s.Archives = ad.Audit, ad.Snapshots, ad.Reconciliations, ad.BuyerArchives
+	s.Seals = ad.Seals
 	s.Service, s.Journal = a.Service, a.Journal
 	return s
 }
@@ -170,7 +173,10 @@ func (s *Stack) SKU(t testing.TB, sku string, stock, limit int64) {
 }
 
 // StreamEvents returns the fields of every entry of the SKU's partition
-// stream that belongs to the SKU, in stream order.
+// stream that belongs to the SKU, in stream order, named as the previous
+// version's one field per value (event_id, type, sku, seq, qty, delta,
+// balance, user, request_id, actor, reason) whichever format the entry is
+// in. An entry that cannot be decoded, a dead letter, keeps its raw fields.
 func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	t.Helper()
 	msgs, err := s.App.Redis.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()
@@ -179,8 +185,19 @@ func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	}
 	var out []map[string]any
 	for _, m := range msgs {
-		if m.Values["sku"] == sku {
+		e, err := redisinventory.ParseMessage(m)
+		switch {
+		case err != nil && m.Values["sku"] == sku:
 			out = append(out, m.Values)
+		case err == nil && e.SKU == sku:
+			f := map[string]any{"event_id": e.ID, "type": string(e.Type), "sku": e.SKU, "seq": strconv.FormatInt(e.Seq, 10),
+				"qty": strconv.FormatInt(e.Qty, 10), "delta": strconv.FormatInt(e.Delta, 10), "balance": strconv.FormatInt(e.Balance, 10)}
+			for k, v := range map[string]string{"user": e.User, "request_id": e.RequestID, "actor": e.Actor, "reason": e.Reason} {
+				if v != "" {
+					f[k] = v
+				}
+			}
+			out = append(out, f)
 		}
 	}
 	return out

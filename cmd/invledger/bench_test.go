@@ -43,7 +43,7 @@ func TestBenchCompareNeverOversells(t *testing.T) {
 		if r.Oversold != 0 {
 			t.Errorf("%s oversold %d", r.Target, r.Oversold)
 		}
-		if r.Target == "raw" || r.Target == "raw-sold-out" {
+		if r.Target == "raw" || r.Target == "raw-sold-out" || r.Target == "seed-like" {
 			if r.Attempts != 600 {
 				t.Errorf("%s made %d calls, want 600", r.Target, r.Attempts)
 			}
@@ -71,6 +71,14 @@ func TestBenchCompareNeverOversells(t *testing.T) {
 	}
 	if raw := rep.Result("raw"); raw != nil && raw.Sold != 600 {
 		t.Errorf("raw ceiling deducted %d of 600 calls", raw.Sold)
+	}
+	for _, name := range []string{"raw", "seed-like"} {
+		if r := rep.Result(name); r != nil && (r.ScriptUsecPerCall <= 0 || r.AOFBytesPerCall <= 0) {
+			t.Errorf("%s: usec_per_call %.2f, AOF bytes per call %.0f: Redis's view of the script is missing", name, r.ScriptUsecPerCall, r.AOFBytesPerCall)
+		}
+	}
+	if _, ok := rep.Ratios["raw/seed-like"]; rep.Result("raw") != nil && !ok {
+		t.Errorf("no raw/seed-like ratio: %v", rep.Ratios)
 	}
 	if _, ok := rep.Ratios["lib/pg-direct"]; !ok {
 		t.Errorf("no lib/pg-direct ratio: %v", rep.Ratios)

@@ -53,7 +53,9 @@ func TestDeadLetterCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	mangled := fields(1)
-	mangled["seq"] = "x"
+	packed := strings.Split(mangled["e"], " ") // event_id type sku seq qty balance
+	packed[3] = "x"
+	mangled["e"] = strings.Join(packed, " ")
 	if err := s.Projection.AddDeadLetter(ctx, stream, "0-1", mangled, "seq: not an integer"); err != nil {
 		t.Fatal(err)
 	}

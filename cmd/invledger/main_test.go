@@ -80,6 +80,18 @@ func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// serve's sealer links the projected rows into the chain within a pass.
+	for {
+		_, m := call("GET", "/v1/skus/srv-1/events?limit=10", "auditor-secret-0001", "")
+		if events, _ := m["events"].([]any); len(events) == 4 && events[3].(map[string]any)["hash"] != "" &&
+			events[3].(map[string]any)["prev_hash"] == events[2].(map[string]any)["hash"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not seal the ledger: %v", m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	code, report := call("POST", "/v1/reconcile", op, `{"repair":true}`)
 	if code != 200 || report["checked"] != float64(1) || len(report["drifts"].([]any)) != 0 {
 		t.Fatalf("reconcile: %d %v", code, report)
@@ -103,7 +115,7 @@ func TestServeRunsAPIAndProjectorAndStopsGracefully(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, name := range []string{"invledger_projected_events_total", "invledger_projection_batch_events", "go_goroutines",
-		"invledger_deduction_duration_seconds", "invledger_inventory_operations_total", "invledger_reconcile_runs_total", "invledger_fenced_skus"} {
+		"invledger_deduction_duration_seconds", "invledger_inventory_operations_total", "invledger_reconcile_runs_total", "invledger_fenced_skus", "invledger_ledger_seals_total"} {
 		if !bytes.Contains(metrics, []byte(name)) {
 			t.Fatalf("/metrics lacks %s", name)
 		}

@@ -20,13 +20,17 @@ func newAuditVerifyCmd(withApp appRunner) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [--sku S]",
 		Short: "Check the ledger's tamper-evident chains and name the first broken seq",
-		Long: `verify recomputes every SKU's chain (or --sku S's) from ledger_entries: each
-event's hash must equal sha1(prev_hash || its fields) and link to the event
-before it, as the Lua script computed them when it appended the event. The
-ledger table refuses UPDATE and DELETE itself, so a break means someone went
-around the database's guard, e.g. as a superuser with the triggers off; the
-first broken seq is the first row to look at. Exit status 3 when a chain is
-broken. Progress goes to stderr on long runs.`,
+		Long: `verify recomputes every SKU's chain (or --sku S's) from ledger_entries and
+ledger_seals, where serve's sealer links each row, in seq order, as rows
+become contiguous: each seal's hash must equal sha256(prev_hash || the row's
+fields) (sha1 for the links Redis computed before the chain moved to the
+ledger) and link to the seal before it. Both tables refuse UPDATE and DELETE
+themselves, so a break means someone went around the database's guard, e.g.
+as a superuser with the triggers off: an edited row, a deleted one and one
+inserted out of order are each named by seq. Rows the sealer has not linked
+yet are listed, with the seq where a SKU's seal waits when the next one is
+missing. Exit status 3 when a chain is broken. Progress goes to stderr on
+long runs.`,
 		Example: "  invledger audit verify\n  invledger audit verify --sku phone-x --format json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,7 +43,7 @@ broken. Progress goes to stderr on long runs.`,
 			}
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				p := progress.NewPrinter(cmd.ErrOrStderr())
-				rep, err := ledger.VerifyChains(cmd.Context(), a.Adapters.Ledger, sku, func(events int64) {
+				rep, err := ledger.VerifyChains(cmd.Context(), a.Adapters.Seals, sku, func(events int64) {
 					p.Print(false, "verified %d events (%.0f/s)", events, p.Rate(events))
 				})
 				if err != nil {
@@ -48,9 +52,12 @@ broken. Progress goes to stderr on long runs.`,
 				w := cmd.OutOrStdout()
 				switch format {
 				case output.Table:
-					fmt.Fprintf(w, "verified %d events of %d SKUs: %d broken chains\n", rep.Events, rep.SKUs, len(rep.Broken))
+					fmt.Fprintf(w, "verified %d events of %d SKUs (%d sealed): %d broken chains\n", rep.Events, rep.SKUs, rep.Sealed, len(rep.Broken))
 					for _, b := range rep.Broken {
 						fmt.Fprintf(w, "  %s: first broken at seq %d: %s\n", b.SKU, b.Seq, b.Reason)
+					}
+					for _, u := range rep.Unsealed {
+						fmt.Fprintf(w, "  not sealed yet: %s\n", u)
 					}
 				case output.CSV:
 					out := csv.NewWriter(w)

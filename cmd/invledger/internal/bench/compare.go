@@ -208,6 +208,11 @@ func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, 
 		return 0, fmt.Errorf("raw: %w", err)
 	}
 	defer func() { err = errors.Join(err, ok.cleanup(ctx, c.rdb)) }()
+	restore, err := pauseAOFRewrites(ctx, c.rdb)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, restore()) }()
 	n = cfg.Requests
 	if n == 0 {
 		calN := max(50_000, 50*cfg.Concurrency)
@@ -225,6 +230,12 @@ func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, 
 		return 0, err
 	}
 	c.rep.Results = append(c.rep.Results, raw)
+	fmt.Fprintf(progress, "%s: redis-benchmark, the seed's script plus one XADD, %d calls at %d clients ...\n", seedLikeLabel, n, cfg.Concurrency)
+	seed, err := c.runSeedLike(ctx, int(n), cpu)
+	if err != nil {
+		return 0, err
+	}
+	c.rep.Results = append(c.rep.Results, seed)
 	so, err := prepareRawScenario(ctx, c.site, benchSKU("raw-so"), 1)
 	if err != nil {
 		return 0, fmt.Errorf("raw sold-out: %w", err)
@@ -334,6 +345,12 @@ func (r *CompareReport) evaluate() {
 		r.Goals = append(r.Goals, GoalResult{Name: name, Value: v, Goal: text, Met: met})
 	}
 	raw, lib, web, pg := success(rawLabel), success("lib"), success("http"), success("pg-direct")
+	seed := success(seedLikeLabel)
+	if v, ok := ratio("raw/seed-like", raw, seed); ok {
+		goal("raw (the service's deduct script) / seed-like script", ">= 0.85", v, v >= 0.85)
+	}
+	ratio("lib/seed-like", lib, seed)
+	ratio("http/seed-like", web, seed)
 	if v, ok := ratio("lib/raw", lib, raw); ok {
 		goal("lib throughput / raw redis-benchmark", ">= 0.80", v, v >= 0.8)
 	}
@@ -420,7 +437,7 @@ func (r *CompareReport) print(w io.Writer) {
 	for _, b := range r.Results {
 		if c := b.CPU; c != nil {
 			who := "bench"
-			if b.Target == rawLabel || b.Target == rawSoldOutLabel {
+			if b.Target == rawLabel || b.Target == rawSoldOutLabel || b.Target == seedLikeLabel {
 				who = "redis-benchmark"
 			}
 			fmt.Fprintf(w, "  %-13s %s %.2f  redis %.2f  postgres %.2f\n", b.Target, who, c.Bench, c.Redis, c.Postgres)
@@ -434,8 +451,16 @@ func (r *CompareReport) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-52s %10s  goal %-8s %s\n", g.Name, formatRatio(g.Value), g.Goal, state)
 	}
-	if v, ok := r.Ratios["raw_sold_out/success"]; ok {
-		fmt.Fprintf(w, "  %-52s %10s  (reference)\n", "raw sold-out / raw success path", formatRatio(v))
+	for _, name := range []string{"raw_sold_out/success", "lib/seed-like", "http/seed-like"} {
+		if v, ok := r.Ratios[name]; ok {
+			fmt.Fprintf(w, "  %-52s %10s  (reference)\n", name, formatRatio(v))
+		}
+	}
+	fmt.Fprintf(w, "\nRedis's view of each script, run alone (INFO commandstats, aof_current_size)\n")
+	for _, b := range r.Results {
+		if b.ScriptUsecPerCall > 0 {
+			fmt.Fprintf(w, "  %-13s usec_per_call %6.2f  AOF bytes per call %6.0f\n", b.Target, b.ScriptUsecPerCall, b.AOFBytesPerCall)
+		}
 	}
 	for _, b := range r.Results {
 		for _, n := range b.Notes {

@@ -263,11 +263,38 @@ func rawState(ctx context.Context, rdb redis.UniversalClient, s *rawScenario) (s
 	return stock, seq, nil
 }
 
+// measureScript runs redis-benchmark on one scenario for n calls and reports
+// what it printed, the cores used, and Redis's own view of the script.
+func (c *comparison) measureScript(ctx context.Context, s *rawScenario, label string, stock int64, n int, cpu *cpuSampler) (Report, rawResult, error) {
+	cost, err := startScriptCost(ctx, c.rdb)
+	if err != nil {
+		return Report{}, rawResult{}, err
+	}
+	var before, after cpuSample
+	if cpu != nil {
+		before = cpu.sample()
+	}
+	res, cmdline, err := runRedisBenchmark(ctx, c.cfg.RedisBenchmark, c.srv.RedisURL, s, c.cfg.Concurrency, n)
+	if cpu != nil {
+		after = cpu.sample()
+	}
+	if err != nil {
+		return Report{}, rawResult{}, err
+	}
+	rep := Report{
+		Target: label, Clients: c.cfg.Concurrency, Stock: stock, SKU: s.sku, Attempts: res.requests, Seconds: res.seconds, Throughput: res.rps,
+		Latency: LatencyMS{P50: res.p50, P99: res.p99, P999: res.p999, Max: res.maxL}, Command: cmdline, Outcomes: map[string]int64{},
+	}
+	if cpu != nil {
+		rep.CPU = cpu.cores(before, after, true)
+	}
+	return rep, res, cost.finish(ctx, c.rdb, &rep)
+}
+
 // runRawCeiling runs redis-benchmark on the scenario and checks in Redis what
 // the calls did: each success-path call must have deducted, and sold-out
 // calls must have written nothing.
 func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label string, stock int64, n int, cpu *cpuSampler) (Report, error) {
-	clients := c.cfg.Concurrency
 	stock0, seq0, err := rawState(ctx, c.rdb, s)
 	if err != nil {
 		return Report{}, err
@@ -276,14 +303,7 @@ func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label st
 	if err != nil {
 		return Report{}, err
 	}
-	var before, after cpuSample
-	if cpu != nil {
-		before = cpu.sample()
-	}
-	res, cmdline, err := runRedisBenchmark(ctx, c.cfg.RedisBenchmark, c.srv.RedisURL, s, clients, n)
-	if cpu != nil {
-		after = cpu.sample()
-	}
+	rep, res, err := c.measureScript(ctx, s, label, stock, n, cpu)
 	if err != nil {
 		return Report{}, err
 	}
@@ -294,14 +314,6 @@ func (c *comparison) runRawCeiling(ctx context.Context, s *rawScenario, label st
 	len1, err := c.rdb.XLen(ctx, s.benchStream).Result()
 	if err != nil {
 		return Report{}, err
-	}
-	rep := Report{
-		Target: label, Clients: clients, Stock: stock, SKU: s.sku, Attempts: res.requests, Seconds: res.seconds, Throughput: res.rps,
-		Latency: LatencyMS{P50: res.p50, P99: res.p99, P999: res.p999, Max: res.maxL}, Command: cmdline,
-		Outcomes: map[string]int64{},
-	}
-	if cpu != nil {
-		rep.CPU = cpu.cores(before, after, true)
 	}
 	deducted := stock0 - stock1
 	rep.Sold, rep.SoldByTarget = deducted, deducted

@@ -37,7 +37,13 @@ type Report struct {
 	// Memory is set for lib: what the sale cost Redis.
 	Memory  *MemoryReport `json:"redis_memory,omitempty"`
 	Command string        `json:"command,omitempty"`
-	Notes   []string      `json:"notes,omitempty"`
+	// ScriptUsecPerCall and AOFBytesPerCall are Redis's own view of a
+	// script run alone under redis-benchmark (raw, raw-sold-out,
+	// seed-like): INFO commandstats' usec_per_call for EVALSHA, and the
+	// growth of aof_current_size per call.
+	ScriptUsecPerCall float64  `json:"script_usec_per_call,omitempty"`
+	AOFBytesPerCall   float64  `json:"aof_bytes_per_call,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
 }
 
 // LatencyMS holds latency percentiles in milliseconds. redis-benchmark does

@@ -16,6 +16,16 @@ type ChainReportJSON struct {
 	SKUs   int               `json:"skus"`
 	Events int64             `json:"events"`
 	Broken []BrokenChainJSON `json:"broken"`
+	// Sealed and Unsealed say how far the sealer has linked the rows.
+	Sealed   int64               `json:"sealed,omitempty"`
+	Unsealed []UnsealedChainJSON `json:"unsealed,omitempty"`
+}
+
+type UnsealedChainJSON struct {
+	SKU      string `json:"sku"`
+	SealedTo int64  `json:"sealed_to"`
+	Rows     int64  `json:"rows"`
+	Missing  bool   `json:"next_seq_missing"`
 }
 
 type BrokenChainJSON struct {
@@ -28,6 +38,8 @@ type BrokenChainJSON struct {
 func NewChainReportJSON(r ledger.ChainReport) ChainReportJSON {
 	return ChainReportJSON{SKUs: r.SKUs, Events: r.Events, Broken: mapSlice(r.Broken, func(b ledger.BrokenChain) BrokenChainJSON {
 		return BrokenChainJSON{SKU: b.SKU, Seq: b.Seq, Reason: b.Reason}
+	}), Sealed: r.Sealed, Unsealed: mapSlice(r.Unsealed, func(u ledger.UnsealedChain) UnsealedChainJSON {
+		return UnsealedChainJSON{SKU: u.SKU, SealedTo: u.SealedTo, Rows: u.Rows, Missing: u.Missing}
 	})}
 }
 

@@ -1,0 +1,33 @@
+-- receipt.lua: prepended to deduct.lua and release.lua (see inventory.go).
+-- A deduction's receipt in the requests hash is one string in a fixed field
+-- order, no JSON:
+--   seq:remaining:qty:event_id:user
+-- and once its units are released, with the release's seq and event id in
+-- front:
+--   R<release_seq>:<release_event_id>:seq:remaining:qty:event_id:user
+-- user comes last because it is the one field that may hold a colon.
+-- Receipts the previous version wrote are cjson objects (they start with
+-- '{'); read_receipt reads both, so a retry of a purchase made before the
+-- upgrade gets its original receipt.
+local function read_receipt(raw)
+  if string.byte(raw, 1) == 123 then
+    local p = cjson.decode(raw)
+    return {user = p.user, qty = p.qty, event_id = p.event_id, seq = p.seq, remaining = p.remaining,
+      released = p.released, release_seq = p.release_seq, release_event_id = p.release_event_id}
+  end
+  local p, rest = {}, raw
+  if string.byte(raw, 1) == 82 then
+    local rseq, revent, tail = string.match(raw, '^R(%d+):([^:]*):(.*)$')
+    p.released, p.release_seq, p.release_event_id, rest = true, tonumber(rseq), revent, tail
+  end
+  local seq, remaining, qty, event_id, user = string.match(rest, '^(%d+):(%-?%d+):(%d+):([^:]*):(.*)$')
+  if not seq then
+    error('malformed receipt in the requests hash: ' .. raw)
+  end
+  p.seq, p.remaining, p.qty, p.event_id, p.user = tonumber(seq), tonumber(remaining), tonumber(qty), event_id, user
+  return p
+end
+
+local function write_receipt(seq, remaining, qty, event_id, user)
+  return seq .. ':' .. remaining .. ':' .. qty .. ':' .. event_id .. ':' .. user
+end
