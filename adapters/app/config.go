@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"runtime"
@@ -128,4 +129,30 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))
 	}
 	return errors.Join(errs...)
+}
+
+// NewLogger returns a logger that writes to w the records at level (debug,
+// info, warn or error) and above, in format: text (key=value) or json (one
+// JSON object a line, for log collectors). Its errors name the flags and
+// variables that set them.
+func NewLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	var errs []error
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level (INVLEDGER_LOG_LEVEL) must be debug, info, warn or error, got %q", level))
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		errs = append(errs, fmt.Errorf("--log-format (INVLEDGER_LOG_FORMAT) must be text or json, got %q", format))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slog.New(h), nil
 }

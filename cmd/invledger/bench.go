@@ -130,8 +130,8 @@ func benchDeps(config func() (Config, error)) bench.Deps {
 			return benchSite{cfg: cfg}.servers(), nil
 		},
 		StartStack: func(ctx context.Context, o bench.StackOptions) (bench.Servers, func(), error) {
-			cfg := Config{LogLevel: "warn"}
-			log := newLogger(cfg.LogLevel)
+			cfg := Config{LogLevel: "warn", LogFormat: "text"}
+			log := cfg.logger()
 			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: o.Dir, AppendFsync: appendFsync(o.Durability), Logger: log, PostgresSettings: o.PGSettings})
 			if err != nil {
 				return bench.Servers{}, nil, err

@@ -25,6 +25,7 @@ type Config struct {
 	DatabaseURL         string
 	Partitions          int
 	LogLevel            string
+	LogFormat           string
 	// RedisTimeout is --redis-timeout, the purchase path's deadline.
 	RedisTimeout time.Duration
 	// Durability is serve's --durability; other commands run strict.
@@ -37,11 +38,14 @@ func (c *Config) setDefaults() {
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
+	if c.LogFormat == "" {
+		c.LogFormat = "text"
+	}
 }
 
 // Validate reports every invalid setting at once, naming flag and variable.
 func (c Config) Validate() error {
-	_, err := parseLogLevel(c.LogLevel)
+	_, err := app.NewLogger(os.Stderr, c.LogLevel, c.LogFormat)
 	return errors.Join(err, c.appConfig().Validate())
 }
 
@@ -49,20 +53,16 @@ func (c Config) Validate() error {
 func (c Config) appConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
 		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
-		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Logger: newLogger(c.LogLevel)}
+		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Logger: c.logger()}
 }
 
-func newLogger(level string) *slog.Logger {
-	l, _ := parseLogLevel(level) // validated with the config
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
-}
-
-func parseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level (INVLEDGER_LOG_LEVEL) must be debug, info, warn or error, got %q", s)
+// logger logs to stderr as --log-level and --log-format say; Validate
+// reports a bad one first, and text at info stands in for it.
+func (c Config) logger() *slog.Logger {
+	if l, err := app.NewLogger(os.Stderr, c.LogLevel, c.LogFormat); err == nil {
+		return l
 	}
-	return l, nil
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }
 
 // envFlags registers flags whose defaults come from the environment and

@@ -40,7 +40,7 @@ valid. Delete the directory to start over.`,
 			}
 			c := *cfg
 			c.setDefaults()
-			log := newLogger(c.LogLevel)
+			log := c.logger()
 			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: abs, AppendFsync: appendFsync(ss.Durability), Logger: log, KeepPorts: true})
 			if err != nil {
 				return err

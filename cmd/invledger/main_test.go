@@ -132,6 +132,7 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		{"INVLEDGER_BATCH_WAIT", "soon", "serve", "INVLEDGER_BATCH_WAIT"},
 		{"INVLEDGER_DATABASE_URL", "", "migrate", "INVLEDGER_DATABASE_URL"},
 		{"INVLEDGER_LOG_LEVEL", "loud", "migrate", "INVLEDGER_LOG_LEVEL"},
+		{"INVLEDGER_LOG_FORMAT", "xml", "migrate", "INVLEDGER_LOG_FORMAT"},
 		{"INVLEDGER_DURABILITY", "maybe", "serve", "INVLEDGER_DURABILITY"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
@@ -148,4 +149,4 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 	}
 }
 
-func quietLogger() *slog.Logger { return newLogger("error") }
+func quietLogger() *slog.Logger { return Config{LogLevel: "error", LogFormat: "text"}.logger() }

@@ -50,6 +50,7 @@ Every flag can also be set with the environment variable named in its help.`,
 	env.URL(&cfg.DatabaseURL, "database-url", "INVLEDGER_DATABASE_URL", "", "PostgreSQL URL")
 	env.Int(&cfg.Partitions, "partitions", "INVLEDGER_PARTITIONS", 16, "partition streams; fixed for a deployment")
 	env.String(&cfg.LogLevel, "log-level", "INVLEDGER_LOG_LEVEL", "info", "debug, info, warn or error")
+	env.String(&cfg.LogFormat, "log-format", "INVLEDGER_LOG_FORMAT", "text", "text, or json: one JSON object a line")
 	env.Duration(&cfg.RedisTimeout, "redis-timeout", "INVLEDGER_REDIS_TIMEOUT", redisinventory.DefaultTimeout,
 		"deadline of each purchase-path call to Redis; keep it well below the HTTP write timeout (15s)")
 
@@ -116,7 +117,7 @@ func newMigrateCmd(config func() (Config, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return app.Migrate(cmd.Context(), c.DatabaseURL, newLogger(c.LogLevel))
+			return app.Migrate(cmd.Context(), c.DatabaseURL, c.logger())
 		},
 	}
 }

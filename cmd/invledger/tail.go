@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,7 @@ entries are kept for serve's --stream-retention).`,
 			c := *cfg
 			c.setDefaults()
 			keys, kerr := redisinventory.NewKeyspace(c.Partitions)
-			_, lerr := parseLogLevel(c.LogLevel)
+			_, lerr := app.NewLogger(os.Stderr, c.LogLevel, c.LogFormat)
 			if err := errors.Join(kerr, lerr, eventtail.CheckFormat(format)); err != nil {
 				return err
 			}
@@ -40,7 +41,7 @@ entries are kept for serve's --stream-retention).`,
 			if err != nil {
 				return err
 			}
-			tc.Client, tc.Keys, tc.Logger = client, keys, newLogger(c.LogLevel)
+			tc.Client, tc.Keys, tc.Logger = client, keys, c.logger()
 			return eventtail.Follow(cmd.Context(), tc, eventtail.Printer(cmd.OutOrStdout(), format))
 		},
 	}
