@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -17,6 +21,11 @@ import (
 type Config struct {
 	// URL receives a JSON POST per alert. Required.
 	URL string
+	// Secret, when set, signs every delivery the Standard Webhooks way
+	// (webhook-id, webhook-timestamp, and webhook-signature: HMAC-SHA256
+	// over "id.timestamp.body"), so the receiver can tell the alert came
+	// from here. It is base64, optionally prefixed whsec_.
+	Secret string
 	// Timeout bounds one delivery attempt. Default 5 s.
 	Timeout time.Duration
 	// Attempts is how often a failed delivery is tried in all. Default 3.
@@ -63,7 +72,21 @@ func (c Config) Validate() error {
 	if c.Metrics == nil {
 		errs = append(errs, errors.New("alert webhook: Metrics is required"))
 	}
+	if c.Secret != "" {
+		if err := CheckSecret(c.Secret); err != nil {
+			errs = append(errs, fmt.Errorf("alert webhook: Secret %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// CheckSecret reports whether s can sign alerts: base64, optionally
+// prefixed whsec_. Its error never shows s.
+func CheckSecret(s string) error {
+	if _, err := standardwebhooks.NewWebhook(s); err != nil || s == "" {
+		return errors.New("must be base64, optionally prefixed whsec_ (the secret itself is not shown)")
+	}
+	return nil
 }
 
 // WebhookNotifier POSTs every alert it is given to the webhook, in the
@@ -72,6 +95,8 @@ func (c Config) Validate() error {
 type WebhookNotifier struct {
 	cfg   Config
 	queue chan webhookAlert
+	// signer signs deliveries; nil without Config.Secret.
+	signer *standardwebhooks.Webhook
 }
 
 var _ reconcile.Notifier = (*WebhookNotifier)(nil)
@@ -83,7 +108,11 @@ func NewWebhookNotifier(cfg Config) (*WebhookNotifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &WebhookNotifier{cfg: cfg, queue: make(chan webhookAlert, cfg.QueueSize)}, nil
+	n := &WebhookNotifier{cfg: cfg, queue: make(chan webhookAlert, cfg.QueueSize)}
+	if cfg.Secret != "" {
+		n.signer, _ = standardwebhooks.NewWebhook(cfg.Secret) // checked by Validate
+	}
+	return n, nil
 }
 
 // Alert queues a reconciliation finding.
@@ -147,9 +176,11 @@ func (n *WebhookNotifier) deliver(ctx context.Context, a webhookAlert) {
 		n.cfg.Logger.Error("encode alert", "err", err)
 		return
 	}
+	// One id for every attempt: the receiver drops repeats by it.
+	id := "alert_" + uuid.NewString()
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err = n.post(ctx, body)
+		err = n.post(ctx, id, body)
 		if err == nil {
 			n.cfg.Metrics.deliveries.WithLabelValues("delivered").Inc()
 			return
@@ -167,7 +198,7 @@ func (n *WebhookNotifier) deliver(ctx context.Context, a webhookAlert) {
 	n.cfg.Logger.Warn("alert webhook delivery failed", "kind", a.Kind, "err", err)
 }
 
-func (n *WebhookNotifier) post(ctx context.Context, body []byte) error {
+func (n *WebhookNotifier) post(ctx context.Context, id string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(body))
@@ -175,6 +206,16 @@ func (n *WebhookNotifier) post(ctx context.Context, body []byte) error {
 		return fmt.Errorf("alert webhook request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if n.signer != nil {
+		now := time.Now()
+		sig, err := n.signer.Sign(id, now, body)
+		if err != nil {
+			return fmt.Errorf("alert webhook: sign: %w", err)
+		}
+		req.Header.Set(standardwebhooks.HeaderWebhookID, id)
+		req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+		req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	}
 	resp, err := n.cfg.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("alert webhook: %w", err)

@@ -2,17 +2,20 @@ package alertwebhook
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -152,5 +155,67 @@ func TestWebhookJSONIsPinned(t *testing.T) {
 		if string(got) != tc.want {
 			t.Errorf("webhook body\n got %s\nwant %s", got, tc.want)
 		}
+	}
+}
+
+// TestSignedAlertsVerifyTheStandardWebhooksWay: with a secret, every
+// delivery carries webhook-id, webhook-timestamp and webhook-signature,
+// which the Standard Webhooks library verifies with the same secret and
+// refuses with another; a retried delivery keeps its webhook-id.
+func TestSignedAlertsVerifyTheStandardWebhooksWay(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	good, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString([]byte("another secret, not ours")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := good.Verify(body, r.Header); err != nil {
+			t.Errorf("a delivery does not verify: %v (%v)", err, r.Header)
+		}
+		if err := other.Verify(body, r.Header); err == nil {
+			t.Error("a delivery verifies with another secret")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, r.Header.Get("webhook-id"))
+		if len(ids) == 1 { // the first attempt fails: the retry keeps the id
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}))
+	defer srv.Close()
+	m := NewMetrics(prometheus.NewRegistry())
+	n, err := NewWebhookNotifier(Config{URL: srv.URL, Secret: secret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(ctx) }()
+	n.Fenced(ctx, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(m.deliveries.WithLabelValues("delivered")) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the signed alert was not delivered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] {
+		t.Fatalf("webhook-ids %q: want one id, kept across the retry", ids)
+	}
+	if _, err := NewWebhookNotifier(Config{URL: srv.URL, Secret: "not base64!", Metrics: m}); err == nil || strings.Contains(err.Error(), "not base64!") {
+		t.Fatalf("a malformed secret = %v; want refused without being shown", err)
 	}
 }

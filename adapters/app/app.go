@@ -240,7 +240,7 @@ func (a *Application) wire() error {
 	// Findings, dead letters and fenced SKUs all alert through one alerter.
 	var webhook reconcile.Notifier
 	if cfg.AlertWebhook != "" {
-		if a.Webhook, err = alertwebhook.NewWebhookNotifier(alertwebhook.Config{URL: cfg.AlertWebhook, Logger: a.Log,
+		if a.Webhook, err = alertwebhook.NewWebhookNotifier(alertwebhook.Config{URL: cfg.AlertWebhook, Secret: cfg.AlertWebhookSecret, Logger: a.Log,
 			Metrics: a.Metrics.Alerts}); err != nil {
 			return err
 		}

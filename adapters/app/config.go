@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/invledger/invledger/adapters/alertwebhook"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -54,8 +55,10 @@ type Config struct {
 	// everysec mode the purchase path keeps a journal of acknowledged
 	// receipts, so a Redis crash's loss can be named.
 	Durability string
-	// AlertWebhook, if set, receives a JSON POST per alert.
-	AlertWebhook string
+	// AlertWebhook, if set, receives a JSON POST per alert, signed with
+	// AlertWebhookSecret when that is set (see alertwebhook.Config.Secret).
+	AlertWebhook       string
+	AlertWebhookSecret string
 	// Alerter, if set, receives reconciliation findings instead of
 	// Application.Alerts; the CLI, which prints findings itself, silences
 	// them.
@@ -120,6 +123,13 @@ func (c Config) Validate() error {
 	if c.AlertWebhook != "" {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
+		}
+	}
+	if c.AlertWebhookSecret != "" {
+		if err := alertwebhook.CheckSecret(c.AlertWebhookSecret); err != nil {
+			errs = append(errs, fmt.Errorf("--alert-webhook-secret (INVLEDGER_ALERT_WEBHOOK_SECRET) %w", err))
+		} else if c.AlertWebhook == "" {
+			errs = append(errs, errors.New("--alert-webhook-secret (INVLEDGER_ALERT_WEBHOOK_SECRET) signs alerts, but no --alert-webhook (INVLEDGER_ALERT_WEBHOOK) receives them"))
 		}
 	}
 	if c.RedisTimeout < 0 {

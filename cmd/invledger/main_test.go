@@ -133,6 +133,7 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		{"INVLEDGER_DATABASE_URL", "", "migrate", "INVLEDGER_DATABASE_URL"},
 		{"INVLEDGER_LOG_LEVEL", "loud", "migrate", "INVLEDGER_LOG_LEVEL"},
 		{"INVLEDGER_LOG_FORMAT", "xml", "migrate", "INVLEDGER_LOG_FORMAT"},
+		{"INVLEDGER_ALERT_WEBHOOK_SECRET", "not base64!", "serve", "INVLEDGER_ALERT_WEBHOOK_SECRET"},
 		{"INVLEDGER_DURABILITY", "maybe", "serve", "INVLEDGER_DURABILITY"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {

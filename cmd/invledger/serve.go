@@ -11,12 +11,11 @@ import (
 	"github.com/invledger/invledger/adapters/server"
 )
 
-// serveSettings are serve's flags: what runs, and the two application
-// settings only a serving process needs.
+// serveSettings are serve's flags: what runs, and the settings only a serving process needs.
 type serveSettings struct {
 	server.Config
-	Durability   string
-	AlertWebhook string
+	Durability                       string
+	AlertWebhook, AlertWebhookSecret string
 }
 
 func newServeCmd(config func() (Config, error)) *cobra.Command {
@@ -60,6 +59,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.String(&ss.DataDir, "data-dir", "INVLEDGER_DATA_DIR", server.DefaultDataDir(), "this instance's state (the projector's instance id); one per live process")
 	env.Duration(&ss.ReconcileInterval, "reconcile-interval", "INVLEDGER_RECONCILE_INTERVAL", time.Minute, "time between reconciliations with repair")
 	env.Secret(&ss.AlertWebhook, "alert-webhook", "INVLEDGER_ALERT_WEBHOOK", "URL that receives a JSON POST per reconciliation finding")
+	env.Secret(&ss.AlertWebhookSecret, "alert-webhook-secret", "INVLEDGER_ALERT_WEBHOOK_SECRET", "base64 key (whsec_...) that signs each alert the Standard Webhooks way")
 	env.Duration(&ss.ArchiveAfter, "archive-after", "INVLEDGER_ARCHIVE_AFTER", 24*time.Hour, "archive the buyers of SKUs closed this long ago (0 disables)")
 	env.Duration(&ss.RetireAfter, "retire-after", "INVLEDGER_RETIRE_AFTER", 24*time.Hour, "retire SKUs closed (or restored) this long ago from Redis: the retry window of gateways (0 disables)")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
@@ -73,7 +73,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 func serve(ctx context.Context, c Config, ss serveSettings) error {
 	c.Durability = ss.Durability
 	ac := c.appConfig()
-	ac.AlertWebhook = ss.AlertWebhook
+	ac.AlertWebhook, ac.AlertWebhookSecret = ss.AlertWebhook, ss.AlertWebhookSecret
 	if err := errors.Join(ac.Validate(), server.Check(ss.Config)); err != nil {
 		return err
 	}
