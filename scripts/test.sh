@@ -30,11 +30,25 @@ phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
 
 phase "fuzz targets, ${FUZZTIME} each"
+fuzzlog=$(mktemp)
+trap 'rm -f "$fuzzlog"' EXIT
 grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do
   pkg=$(dirname "$file")
   grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
     echo "-- $pkg $target"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+    # Go 1.26's fuzz coordinator can fail a run with a bare "context
+    # deadline exceeded" when -fuzztime ends while a starved worker is
+    # mid-call (go.dev/issue/75804, fixed in Go 1.27). A real finding
+    # always writes its input to testdata/fuzz; only a failure without one
+    # is run once more.
+    if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tee "$fuzzlog"; then
+      if grep -q 'context deadline exceeded' "$fuzzlog" && ! grep -q 'Failing input written' "$fuzzlog"; then
+        echo "-- $pkg $target: the fuzz coordinator's deadline race, not a finding; running it once more"
+        go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+      else
+        exit 1
+      fi
+    fi
   done
 done
 echo "== all tests passed in ${SECONDS}s"
