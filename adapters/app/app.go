@@ -72,6 +72,8 @@ type Metrics struct {
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
 	Unavailable *prometheus.CounterVec
+	// RedisConfigAssumed is 1 when serve runs with --redis-config=assume.
+	RedisConfigAssumed prometheus.Gauge
 }
 
 // Application is invledger wired once: the application services over their
@@ -194,7 +196,11 @@ func (a *Application) wire() error {
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
 		}, []string{"route", "code"})}
-	reg.MustRegister(a.Metrics.Unavailable)
+	a.Metrics.RedisConfigAssumed = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "invledger_redis_config_assumed",
+		Help: "1 when Redis persistence settings are assumed (--redis-config=assume), not read with CONFIG GET.",
+	})
+	reg.MustRegister(a.Metrics.Unavailable, a.Metrics.RedisConfigAssumed)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 

@@ -321,6 +321,14 @@ type Readiness struct {
 	Ready bool
 	// Checks are the dependencies probed, in the order the body lists them.
 	Checks []DependencyCheck
+	// Notes are facts the body lists after the checks, such as
+	// "redis_config":"assumed".
+	Notes []ReadinessNote
+}
+
+// ReadinessNote is one name and value the readiness body shows.
+type ReadinessNote struct {
+	Name, Value string
 }
 
 // DependencyCheck is the state of one dependency: OK when it answered.
@@ -349,6 +357,12 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		b = appendJSONString(b, c.Name)
 		b = append(b, ':')
 		b = appendJSONString(b, state)
+	}
+	for _, n := range rd.Notes {
+		b = append(b, ',')
+		b = appendJSONString(b, n.Name)
+		b = append(b, ':')
+		b = appendJSONString(b, n.Value)
 	}
 	writeRaw(w, status, append(b, '}'))
 }

@@ -129,7 +129,7 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 			t.Fatalf("/metrics lacks %q", strings.TrimSpace(want))
 		}
 	}
-	if rd := readiness(st.App, []string{ComponentProjector})(ctx); rd.Ready {
+	if rd := readiness(st.App, Config{Components: []string{ComponentProjector}})(ctx); rd.Ready {
 		t.Fatalf("a projector-only process is ready without postgres: %+v", rd)
 	}
 

@@ -54,6 +54,11 @@ type Config struct {
 	TokensFile string
 	// AllowVolatileRedis runs although Redis persistence is off.
 	AllowVolatileRedis bool
+	// RedisConfig is RedisConfigCheck (default: read every master's
+	// persistence settings with CONFIG GET) or RedisConfigAssume (skip the
+	// read, for a managed Redis with CONFIG disabled; the log, /readyz and
+	// invledger_redis_config_assumed say so).
+	RedisConfig string
 	// Subscribers is the projector's consumers per partition stream. Each
 	// reads in batches and holds one Redis connection per stream. Default 1.
 	Subscribers int
@@ -112,6 +117,9 @@ func (c *Config) setDefaults() {
 	if c.RedisCheckInterval == 0 {
 		c.RedisCheckInterval = time.Second
 	}
+	if c.RedisConfig == "" {
+		c.RedisConfig = RedisConfigCheck
+	}
 }
 
 // Validate reports every invalid setting at once, naming flag and variable.
@@ -145,6 +153,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisCheckInterval < 0 {
 		errs = append(errs, errors.New("redis check interval must not be negative"))
+	}
+	if c.RedisConfig != RedisConfigCheck && c.RedisConfig != RedisConfigAssume {
+		errs = append(errs, fmt.Errorf("--redis-config (INVLEDGER_REDIS_CONFIG) must be check or assume, got %q", c.RedisConfig))
 	}
 	if c.ArchiveAfter < 0 {
 		errs = append(errs, errors.New("--archive-after (INVLEDGER_ARCHIVE_AFTER) must not be negative"))
@@ -191,7 +202,11 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 	if err := a.PingRedis(ctx); err != nil {
 		return err
 	}
-	if err := checkDurability(ctx, a.Redis, a.Config().Durability, sc.AllowVolatileRedis, a.Log); err != nil {
+	policy := safetyPolicy{mode: a.Config().Durability, allowVolatile: sc.AllowVolatileRedis, assume: sc.RedisConfig == RedisConfigAssume}
+	if policy.assume {
+		a.Metrics.RedisConfigAssumed.Set(1)
+	}
+	if err := checkDurability(ctx, a.Redis, policy, a.Log); err != nil {
 		return err
 	}
 	if err := a.Adapters.Inventory.Load(ctx); err != nil {
@@ -245,7 +260,7 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 			return err
 		}
 		components = append(components, c, component{"redis-safety", safetyWatcher{client: a.Redis,
-			mode: a.Config().Durability, allowVolatile: sc.AllowVolatileRedis, sales: a.Adapters.Inventory,
+			policy: policy, sales: a.Adapters.Inventory,
 			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run})
 	}
 	err = runAll(ctx, components)
@@ -338,9 +353,10 @@ func DefaultDataDir() string {
 	return ".invledger-state"
 }
 
-// Handler is the HTTP API over a's services, for a process running
-// components: every route, one table, authenticating against tokens.
-func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) (http.Handler, error) {
+// Handler is the HTTP API over a's services, for a process configured by
+// sc (its components, its --redis-config): every route, one table,
+// authenticating against tokens.
+func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Handler, error) {
 	return httpapi.NewHandler(httpapi.Config{
 		TokenSet:    tokens,
 		Ledger:      a.Service,
@@ -355,7 +371,7 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 		OnUnavailable: func(route string, code domain.Code) {
 			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
 		},
-		Ready:  readiness(a, components),
+		Ready:  readiness(a, sc),
 		Logger: a.Log,
 	})
 }
@@ -365,8 +381,8 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 // PostgreSQL outage only delays the ledger, and the probe says so in its
 // body. Any other process (projector, reconciler) needs both. The
 // reasons, with addresses, go to the log, never to the caller.
-func readiness(a *app.Application, components []string) func(ctx context.Context) httpapi.Readiness {
-	needPostgres := !slices.Contains(components, ComponentAPI)
+func readiness(a *app.Application, sc Config) func(ctx context.Context) httpapi.Readiness {
+	needPostgres := !sc.has(ComponentAPI)
 	return func(ctx context.Context) httpapi.Readiness {
 		deps := []struct {
 			name   string
@@ -383,6 +399,9 @@ func readiness(a *app.Application, components []string) func(ctx context.Context
 		}
 		wg.Wait()
 		rd := httpapi.Readiness{Ready: true}
+		if sc.RedisConfig == RedisConfigAssume {
+			rd.Notes = append(rd.Notes, httpapi.ReadinessNote{Name: "redis_config", Value: "assumed"})
+		}
 		for i, d := range deps {
 			rd.Checks = append(rd.Checks, httpapi.DependencyCheck{Name: d.name, OK: errs[i] == nil})
 			if errs[i] != nil {
@@ -405,7 +424,7 @@ const idleTimeout = 30 * time.Second
 // apiComponent listens at once, so a taken address fails Serve before any
 // component starts, and serves until ctx ends.
 func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (component, error) {
-	handler, err := Handler(a, sc.Components, tokens)
+	handler, err := Handler(a, sc, tokens)
 	if err != nil {
 		return component{}, err
 	}

@@ -39,7 +39,7 @@ func TestDurabilityCheck(t *testing.T) {
 			})
 			client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			defer client.Close()
-			err := checkDurability(ctx, client, tc.mode, tc.allowVolatile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			err := checkDurability(ctx, client, safetyPolicy{mode: tc.mode, allowVolatile: tc.allowVolatile}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}

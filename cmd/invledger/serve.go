@@ -61,6 +61,8 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Duration(&ss.ReconcileInterval, "reconcile-interval", "INVLEDGER_RECONCILE_INTERVAL", time.Minute, "time between reconciliations with repair")
 	env.Secret(&ss.AlertWebhook, "alert-webhook", "INVLEDGER_ALERT_WEBHOOK", "URL that receives a JSON POST per reconciliation finding")
 	env.Duration(&ss.ArchiveAfter, "archive-after", "INVLEDGER_ARCHIVE_AFTER", 24*time.Hour, "archive the buyers of SKUs closed this long ago (0 disables)")
+	env.String(&ss.RedisConfig, "redis-config", "INVLEDGER_REDIS_CONFIG", server.RedisConfigCheck,
+		"check: read every master's persistence settings (CONFIG GET); assume: skip the read (managed Redis with CONFIG disabled) and assert the persistence --durability names")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd
