@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -302,15 +304,45 @@ func NewRegistry() *prometheus.Registry {
 // Config is the configuration a was opened with, defaults filled in.
 func (a *Application) Config() Config { return a.cfg }
 
-// PingRedis checks that Redis answers, with an error that says what to fix.
+// PingRedis checks that Redis answers (in a cluster, at least one master),
+// with an error that says what to fix.
 func (a *Application) PingRedis(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if err := a.Redis.Ping(ctx).Err(); err != nil {
+	if err := pingAny(ctx, a.Redis); err != nil {
 		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, --redis-cluster or --redis-sentinels, or run `invledger dev`)",
 			domain.ErrUnavailable, a.cfg.RedisTarget(), err)
 	}
 	return nil
+}
+
+// pingAny pings Redis; in a cluster, it succeeds when any master answers,
+// since a master that is down stops only the SKUs whose partitions it holds.
+func pingAny(ctx context.Context, client redis.UniversalClient) error {
+	cluster, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return client.Ping(ctx).Err()
+	}
+	var (
+		mu      sync.Mutex
+		answers int
+		errs    []error
+	)
+	err := cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		err := node.Ping(ctx).Err()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", node.Options().Addr, err))
+		} else {
+			answers++
+		}
+		return nil
+	})
+	if answers > 0 {
+		return nil
+	}
+	return errors.Join(append(errs, err)...)
 }
 
 // PingPostgres checks that PostgreSQL answers, with an error that says what

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,9 +45,13 @@ type safetyPolicy struct {
 // fsynced before it is answered, and no mode survives Redis evicting a
 // receipt (a retry would then buy again).
 func checkDurability(ctx context.Context, client redis.UniversalClient, p safetyPolicy, log *slog.Logger) error {
-	volatile, err := redisSafety(ctx, client, p)
+	volatile, unreachable, err := redisSafety(ctx, client, p)
 	if err != nil {
 		return err
+	}
+	if len(unreachable) > 0 {
+		log.Warn("redis masters unreachable at start: their SKUs answer 503 until they are back, and their settings are checked then",
+			"masters", unreachable)
 	}
 	if volatile {
 		log.Warn("running with Redis persistence off: a Redis restart loses acknowledged sales until restore-redis")
@@ -59,28 +64,38 @@ func checkDurability(ctx context.Context, client redis.UniversalClient, p safety
 }
 
 // redisSafety reads the persistence and eviction settings of every Redis
-// node. An unsafe setting is an error wrapping domain.ErrUnsafeRedis that
-// says how to fix it; any other error means the settings could not be read.
-// volatile reports persistence off, accepted because allowVolatile is set.
-func redisSafety(ctx context.Context, client redis.UniversalClient, p safetyPolicy) (volatile bool, err error) {
-	check := func(ctx context.Context, node *redis.Client) error {
-		v, err := nodeSafety(ctx, node, p)
-		volatile = volatile || v
-		return err
-	}
+// master, as the cluster's current topology names them. An unsafe setting
+// is an error wrapping domain.ErrUnsafeRedis that says how to fix it; any
+// other error means the settings could not be read. volatile reports
+// persistence off, accepted because allowVolatile is set. In a cluster, a
+// master that cannot be reached is listed in unreachable rather than
+// failing the check: its SKUs answer 503 on their own, and its settings are
+// read once it answers.
+func redisSafety(ctx context.Context, client redis.UniversalClient, p safetyPolicy) (volatile bool, unreachable []string, err error) {
 	switch c := client.(type) {
 	case *redis.Client:
-		return volatile, check(ctx, c)
+		volatile, err = nodeSafety(ctx, c, p)
+		return volatile, nil, err
 	case *redis.ClusterClient:
-		// Sequential on purpose: check writes volatile.
-		var errs []error
+		var (
+			mu   sync.Mutex
+			errs []error
+		)
 		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			errs = append(errs, check(ctx, node))
+			v, err := nodeSafety(ctx, node, p)
+			mu.Lock()
+			defer mu.Unlock()
+			volatile = volatile || v
+			if err != nil && !errors.Is(err, domain.ErrUnsafeRedis) && redisinventory.Unavailable(err) {
+				unreachable = append(unreachable, node.Options().Addr)
+				return nil
+			}
+			errs = append(errs, err)
 			return nil
 		})
-		return volatile, errors.Join(append(errs, err)...)
+		return volatile, unreachable, errors.Join(append(errs, err)...)
 	}
-	return false, fmt.Errorf("unsupported redis client %T", client)
+	return false, nil, fmt.Errorf("unsupported redis client %T", client)
 }
 
 func nodeSafety(ctx context.Context, node *redis.Client, p safetyPolicy) (volatile bool, err error) {
@@ -201,7 +216,7 @@ func (w safetyWatcher) run(ctx context.Context) error {
 		case <-t.C:
 		}
 		readCtx, cancel := context.WithTimeout(ctx, w.interval)
-		_, err := redisSafety(readCtx, w.client, w.policy)
+		_, _, err := redisSafety(readCtx, w.client, w.policy)
 		cancel()
 		switch {
 		case errors.Is(err, domain.ErrUnsafeRedis):

@@ -209,8 +209,10 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 	if err := checkDurability(ctx, a.Redis, policy, a.Log); err != nil {
 		return err
 	}
-	if err := a.Adapters.Inventory.Load(ctx); err != nil {
+	if skipped, err := a.Adapters.Inventory.Load(ctx); err != nil {
 		return err
+	} else if len(skipped) > 0 {
+		a.Log.Warn("redis scripts not preloaded on unreachable masters; they are sent on first use", "masters", skipped)
 	}
 
 	var components []component

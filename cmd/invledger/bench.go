@@ -173,7 +173,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.Adapters.Inventory.Load(ctx); err != nil {
+	if _, err := a.Adapters.Inventory.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
