@@ -60,6 +60,12 @@ type Adapters struct {
 	Adjustments     *pgstore.PostgresAdjustmentStore
 	Operations      *pgstore.PostgresOperationStore
 	DeadLetters     *pgstore.PostgresDeadLetterStore
+	// ReconcilerLeader elects the one process that runs the periodic
+	// reconciler; JanitorLeader the one that trims streams; RepairLock
+	// serialises every reconciliation that repairs.
+	ReconcilerLeader *pgstore.PostgresAdvisoryLock
+	JanitorLeader    *pgstore.PostgresAdvisoryLock
+	RepairLock       *pgstore.PostgresAdvisoryLock
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -190,6 +196,9 @@ func (a *Application) wire() error {
 	ad.Adjustments = pgstore.NewPostgresAdjustmentStore(a.Pool)
 	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
 	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
+	ad.ReconcilerLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconciler-leader")
+	ad.JanitorLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "janitor-leader")
+	ad.RepairLock = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconcile-repair")
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
@@ -238,7 +247,8 @@ func (a *Application) wire() error {
 		alerter = cfg.Alerter
 	}
 	rc := reconcile.Config{Inventory: ad.ReconcileSource, Ledger: ad.Snapshots, SKUs: ad.SKUs, Restorer: a.Recovery,
-		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Operations: ad.Operations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log}
+		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Operations: ad.Operations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log,
+		RepairLock: ad.RepairLock}
 	if a.Journal != nil {
 		rc.Journal = a.Journal
 	}

@@ -228,9 +228,15 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		components = append(components, component{"alerts", func(ctx context.Context) error { a.Webhook.Run(ctx); return nil }})
 	}
 	if sc.has(ComponentReconciler) {
+		// One process of the deployment reconciles periodically, so a drift
+		// is repaired and alerted once; the others stand by to take over.
 		components = append(components, component{"reconciler", func(ctx context.Context) error {
-			return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
-				Changed: a.RunIDs.Changed()})
+			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "reconciler", Lock: a.Adapters.ReconcilerLeader,
+				Poll: leaderPoll(sc.ReconcileInterval), OnLeading: a.Metrics.Reconcile.SetLeader, Logger: a.Log},
+				func(ctx context.Context) error {
+					return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
+						Changed: a.RunIDs.Changed()})
+				})
 		}})
 		if sc.ArchiveAfter > 0 {
 			components = append(components, component{"archiver", func(ctx context.Context) error {
@@ -342,8 +348,21 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers, "consumer", name)
 	return []component{
 		{"projector", p.Run},
-		{"janitor", func(ctx context.Context) error { j.Run(ctx); return nil }},
+		// One janitor trims every stream, so one --stream-retention applies.
+		{"janitor", func(ctx context.Context) error {
+			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "janitor", Lock: a.Adapters.JanitorLeader,
+				Poll: leaderPoll(sc.StreamRetention), Logger: a.Log},
+				func(ctx context.Context) error { j.Run(ctx); return nil })
+		}},
 	}, release, nil
+}
+
+// leaderPoll is how often a standby tries to take a role over, and its
+// leader checks its lease: within a second, and never slower than the
+// role's own period, so a dead leader's role is taken over within one
+// period.
+func leaderPoll(period time.Duration) time.Duration {
+	return min(time.Second, period)
 }
 
 // DefaultDataDir is Config.DataDir's default: $XDG_STATE_HOME/invledger,

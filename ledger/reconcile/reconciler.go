@@ -80,6 +80,11 @@ type Config struct {
 	Operations ledger.OperationLog
 	Metrics    *Metrics
 	Logger     *slog.Logger
+	// RepairLock, if set, is held by every run that repairs, from its check
+	// to its last repair, so runs of several processes (the periodic
+	// leader's, an operator's on demand, an adjustment's) never repair the
+	// same drift twice: the second run checks after the first repaired.
+	RepairLock ledger.Lock
 }
 
 func (c *Config) setDefaults() {
@@ -146,6 +151,13 @@ func (r *Reconciler) Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if opts.Repair && r.cfg.RepairLock != nil {
+		lease, err := r.cfg.RepairLock.Acquire(ctx)
+		if err != nil {
+			return Report{Trigger: opts.Trigger}, fmt.Errorf("wait for other processes' repairs: %w", err)
+		}
+		defer lease.Release(context.WithoutCancel(ctx))
+	}
 	rep := Report{Trigger: opts.Trigger, Started: time.Now(), Drifts: []Finding{}, Repaired: []Finding{}}
 	err := r.run(ctx, opts, &rep)
 	rep.Finished = time.Now()
