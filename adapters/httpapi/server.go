@@ -186,7 +186,26 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		mux:          http.NewServeMux(),
 		methods:      map[string][]string{},
 	}
-	s.mount()
+	s.mount(func(route) bool { return true })
+	return s, nil
+}
+
+// NewOpsHandler serves only the public routes, GET /healthz, /readyz and
+// /metrics, for a process that runs no API (a projector or a reconciler),
+// so every process serves its metrics and health. readyTimeout 0 means 2s.
+func NewOpsHandler(metrics http.Handler, ready func(ctx context.Context) Readiness, readyTimeout time.Duration, log *slog.Logger) (http.Handler, error) {
+	if metrics == nil || ready == nil {
+		return nil, errors.New("httpapi: NewOpsHandler needs metrics and ready")
+	}
+	if readyTimeout == 0 {
+		readyTimeout = 2 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &server{metrics: metrics, ready: ready, readyTimeout: readyTimeout, log: log,
+		mux: http.NewServeMux(), methods: map[string][]string{}}
+	s.mount(func(rt route) bool { return rt.roles == public })
 	return s, nil
 }
 
@@ -239,9 +258,11 @@ func (s *server) routes() []route {
 
 // mount registers every route, then the JSON answers for a known path
 // with another method (405 with Allow) and for an unknown path (404).
-func (s *server) mount() {
+func (s *server) mount(include func(route) bool) {
 	for _, rt := range s.routes() {
-		s.handle(rt.method, rt.path, rt.roles, rt.handler)
+		if include(rt) {
+			s.handle(rt.method, rt.path, rt.roles, rt.handler)
+		}
 	}
 	for path, methods := range s.methods {
 		allow := strings.Join(methods, ", ")

@@ -267,3 +267,24 @@ func (l *logLines) waitFor(t *testing.T, want string) {
 		}
 	}
 }
+
+// TestAProcessWithoutTheAPIServesMetricsAndHealth: a projector-only
+// process answers /metrics, /healthz and /readyz on --listen, and nothing
+// else.
+func TestAProcessWithoutTheAPIServesMetricsAndHealth(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	ops := startServe(t, st, Config{Components: []string{ComponentProjector}})
+	if r := call(t, "GET", ops+"/healthz", "", ""); r.status != 200 {
+		t.Fatalf("healthz: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", ops+"/readyz", "", ""); r.status != 200 || r.body != `{"status":"ready","redis":"ok","postgres":"ok"}` {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
+	if m := call(t, "GET", ops+"/metrics", "", "").body; !strings.Contains(m, "invledger_projection_batch_events") {
+		t.Fatalf("/metrics lacks the projector's metrics: %.300s", m)
+	}
+	if r := call(t, "POST", ops+"/v1/skus/x/deduct", secretGateway, deductBody("u", "r")); r.status != 404 {
+		t.Fatalf("deduct on a process without the API: %d %s, want 404", r.status, r.body)
+	}
+}

@@ -42,7 +42,8 @@ func Components() []string { return []string{ComponentAPI, ComponentProjector, C
 type Config struct {
 	// Components to run; default all of Components().
 	Components []string
-	// Listen is the API's address. Default 127.0.0.1:8080.
+	// Listen is the API's address, or, in a process without the API, the
+	// address of its /metrics, /healthz and /readyz. Default 127.0.0.1:8080.
 	Listen string
 	// MaxConns caps the API's open connections; one more is answered 503
 	// with Retry-After and closed at once. Default 1024.
@@ -270,6 +271,12 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		components = append(components, c, component{"redis-safety", safetyWatcher{client: a.Redis,
 			policy: policy, sales: a.Adapters.Inventory,
 			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run})
+	} else {
+		c, err := opsComponent(a, sc)
+		if err != nil {
+			return err
+		}
+		components = append(components, c)
 	}
 	err = runAll(ctx, components)
 	a.Log.Info("stopped")
@@ -442,13 +449,29 @@ const DefaultMaxConns = 1024
 // opens connections and leaves them idle holds them only this long.
 const idleTimeout = 30 * time.Second
 
-// apiComponent listens at once, so a taken address fails Serve before any
-// component starts, and serves until ctx ends.
+// apiComponent serves the API on --listen until ctx ends.
 func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (component, error) {
 	handler, err := Handler(a, sc, tokens)
 	if err != nil {
 		return component{}, err
 	}
+	return httpComponent(a, sc, "api", handler)
+}
+
+// opsComponent serves /metrics, /healthz and /readyz on --listen for a
+// process that runs no API, so every process can be scraped and probed.
+func opsComponent(a *app.Application, sc Config) (component, error) {
+	handler, err := httpapi.NewOpsHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
+		readiness(a, sc), 0, a.Log)
+	if err != nil {
+		return component{}, err
+	}
+	return httpComponent(a, sc, "ops", handler)
+}
+
+// httpComponent listens on sc.Listen at once, so a taken address fails
+// Serve before any component starts, and serves handler until ctx ends.
+func httpComponent(a *app.Application, sc Config, name string, handler http.Handler) (component, error) {
 	ln, err := net.Listen("tcp", sc.Listen)
 	if err != nil {
 		return component{}, fmt.Errorf("listen on %s: %w (is another server using it? change --listen)", sc.Listen, err)
@@ -464,11 +487,11 @@ func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (comp
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
-	a.Log.Info("api listening", "url", "http://"+addr)
+	a.Log.Info(name+" listening", "url", "http://"+addr)
 	if sc.OnListening != nil {
 		sc.OnListening(addr)
 	}
-	return component{"api", func(ctx context.Context) error { return serveHTTP(ctx, srv, ln) }}, nil
+	return component{name, func(ctx context.Context) error { return serveHTTP(ctx, srv, ln) }}, nil
 }
 
 // serveHTTP serves until ctx ends, then lets in-flight requests finish.
