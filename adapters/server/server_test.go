@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"context"
 	"io"
 	"log/slog"
@@ -13,7 +14,12 @@ import (
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 )
 
-func TestMain(m *testing.M) { localstacktest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(serveChild())
+	}
+	localstacktest.Main(m)
+}
 
 func TestDurabilityCheck(t *testing.T) {
 	t.Parallel()

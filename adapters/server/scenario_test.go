@@ -1,0 +1,304 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/adapters/stacktest"
+)
+
+// receipt is a 200 answer of a purchase: the witness the ledger is checked
+// against.
+type receipt struct {
+	SKU     string `json:"-"`
+	Seq     int64  `json:"seq"`
+	EventID string `json:"event_id"`
+}
+
+// sale buys from several serve processes at once, each request retried
+// with its request id until it is answered 200 or the sale stops.
+type sale struct {
+	t       *testing.T
+	skus    []string
+	targets atomic.Pointer[[]string] // API base URLs
+	stop    chan struct{}
+	wg      sync.WaitGroup
+
+	mu          sync.Mutex
+	receipts    []receipt
+	unavailable map[string]int // 503s by SKU
+	client      *http.Client
+}
+
+func startSale(t *testing.T, skus []string, targets []string, workers int) *sale {
+	s := &sale{t: t, skus: skus, stop: make(chan struct{}), unavailable: map[string]int{},
+		client: &http.Client{Timeout: 10 * time.Second}}
+	s.targets.Store(&targets)
+	for w := range workers {
+		s.wg.Go(func() { s.work(w) })
+	}
+	return s
+}
+
+func (s *sale) work(w int) {
+	for i := 0; ; i++ {
+		sku := s.skus[(w+i)%len(s.skus)]
+		user, req := fmt.Sprintf("w%d-u%d", w, i), fmt.Sprintf("w%d-r%d", w, i)
+		for attempt := 0; ; attempt++ {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			targets := *s.targets.Load()
+			status, body := s.buy(targets[(w+attempt)%len(targets)], sku, user, req)
+			if status == 200 {
+				var rc receipt
+				if err := json.Unmarshal([]byte(body), &rc); err != nil {
+					s.t.Errorf("receipt %s: %v", body, err)
+					return
+				}
+				rc.SKU = sku
+				s.mu.Lock()
+				s.receipts = append(s.receipts, rc)
+				s.mu.Unlock()
+				break
+			}
+			if status == 503 {
+				s.mu.Lock()
+				s.unavailable[sku]++
+				s.mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if status != 0 { // 0: the process was killed under the request
+				s.t.Errorf("deduct %s: %d %s, want 200 or 503", sku, status, body)
+				return
+			}
+		}
+	}
+}
+
+func (s *sale) buy(base, sku, user, req string) (int, string) {
+	r, err := http.NewRequest("POST", base+"/v1/skus/"+sku+"/deduct", strings.NewReader(deductBody(user, req)))
+	if err != nil {
+		return 0, err.Error()
+	}
+	r.Header.Set("Authorization", "Bearer "+secretGateway)
+	resp, err := s.client.Do(r)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
+		return 500, "503 without Retry-After: " + b.String()
+	}
+	return resp.StatusCode, b.String()
+}
+
+func (s *sale) sold(sku string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.receipts {
+		if r.SKU == sku {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *sale) finish() []receipt {
+	close(s.stop)
+	s.wg.Wait()
+	return s.receipts
+}
+
+// leads reports whether the serve process at base runs the periodic reconciler.
+func leads(t *testing.T, base string) bool {
+	return strings.Contains(call(t, "GET", base+"/metrics", "", "").body, "\ninvledger_reconciler_leader 1\n")
+}
+
+// TestClusterSaleAcrossServeProcesses runs a sale through two serve
+// processes, with a projector-only process beside them, over SKUs on every
+// master of a 3-master Redis Cluster. A master is killed with kill -9 and
+// restarted: only its SKU answers 503 meanwhile, and it sells again on its
+// own. Then the serve process leading the reconciler is killed with kill
+// -9: the other takes the lead within one interval. At the end every 200
+// is in the ledger exactly once, each SKU's seqs are contiguous, the
+// balances equal Redis, and no reconciliation found (so repaired) anything.
+func TestClusterSaleAcrossServeProcesses(t *testing.T) {
+	ctx := context.Background()
+	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
+	byMaster := st.ClusterSKUs(t, "sale-")
+	var skus []string
+	for _, sku := range byMaster {
+		st.SKU(t, sku, 1_000_000, 1)
+		skus = append(skus, sku)
+	}
+	const interval = 2 * time.Second
+	all := []string{ComponentAPI, ComponentProjector, ComponentReconciler}
+	serveA := startServeProcess(t, st, interval, all...)
+	serveB := startServeProcess(t, st, interval, all...)
+	projector := startServeProcess(t, st, interval, ComponentProjector)
+	if r := call(t, "GET", projector.url+"/readyz", "", ""); r.status != 200 {
+		t.Fatalf("projector-only process readyz: %d %s", r.status, r.body)
+	}
+
+	s := startSale(t, skus, []string{serveA.url, serveB.url}, 8)
+	time.Sleep(time.Second)
+
+	// kill -9 of one master, restarted in place 2 s later.
+	var master *localstack.RedisServer
+	for _, n := range st.Cluster.Nodes {
+		if _, ok := byMaster[n.Addr()]; ok {
+			master = n
+			break
+		}
+	}
+	downSKU := byMaster[master.Addr()]
+	others := map[string]int{}
+	for _, sku := range skus {
+		others[sku] = s.sold(sku)
+	}
+	killed := time.Now()
+	if err := master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	for _, sku := range skus {
+		if sku != downSKU && s.sold(sku) <= others[sku] {
+			t.Errorf("%s, on a master that is up, sold nothing while another master was down", sku)
+		}
+	}
+	if err := master.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := s.sold(downSKU)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.sold(downSKU) == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not sell within 30s of its master's kill", downSKU)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("killed master: its SKU sold again %v after the kill (down 2s), %d answers 503 meanwhile",
+		time.Since(killed).Round(10*time.Millisecond), s.unavailable[downSKU])
+
+	// kill -9 of the serve process leading the reconciler.
+	var leader, survivor *serveProcess
+	deadline = time.Now().Add(2 * interval)
+	for leader == nil {
+		switch {
+		case leads(t, serveA.url):
+			leader, survivor = serveA, serveB
+		case leads(t, serveB.url):
+			leader, survivor = serveB, serveA
+		case time.Now().After(deadline):
+			t.Fatal("neither serve process leads the reconciler")
+		default:
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if leads(t, survivor.url) {
+		t.Fatal("both serve processes lead the reconciler")
+	}
+	s.targets.Store(&[]string{survivor.url})
+	leader.kill()
+	deathAt := time.Now()
+	for !leads(t, survivor.url) {
+		if time.Since(deathAt) > interval {
+			t.Fatalf("the survivor did not take the reconciler's lead within one interval (%v)", interval)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the survivor took the reconciler's lead %v after the leader's kill -9", time.Since(deathAt).Round(10*time.Millisecond))
+	time.Sleep(time.Second)
+	receipts := s.finish()
+
+	checkReceipts(t, st, skus, receipts)
+	var findings int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_findings`).Scan(&findings); err != nil {
+		t.Fatal(err)
+	}
+	var runs int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_runs`).Scan(&runs); err != nil {
+		t.Fatal(err)
+	}
+	if findings != 0 || runs == 0 {
+		t.Fatalf("%d findings in %d reconciliation runs, want none in at least one: no false alert, nothing to repair", findings, runs)
+	}
+	t.Logf("%d purchases acknowledged, %d reconciliation runs, no finding", len(receipts), runs)
+}
+
+// checkReceipts waits until the ledger holds every SKU's events up to its
+// Redis seq, then checks every receipt is in the ledger exactly once with
+// its seq, each SKU's seqs are contiguous and its balance equals Redis.
+func checkReceipts(t *testing.T, st *stacktest.Stack, skus []string, receipts []receipt) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, sku := range skus {
+		for {
+			v, err := st.Service.State(ctx, sku)
+			if err == nil && v.LedgerWatermark != nil && v.RedisSeq != nil && *v.LedgerWatermark == *v.RedisSeq &&
+				v.LedgerStock != nil && *v.LedgerStock == *v.RedisStock {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the ledger did not catch up with Redis: %+v %v", sku, v, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	ledger := map[string]receipt{}
+	rows, err := st.Pool.Query(ctx, `SELECT event_id::text, sku, seq FROM ledger_entries`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxSeq, count := map[string]int64{}, map[string]int64{}
+	for rows.Next() {
+		var r receipt
+		if err := rows.Scan(&r.EventID, &r.SKU, &r.Seq); err != nil {
+			t.Fatal(err)
+		}
+		ledger[r.EventID] = r
+		maxSeq[r.SKU] = max(maxSeq[r.SKU], r.Seq)
+		count[r.SKU]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, rc := range receipts {
+		if seen[rc.EventID] {
+			t.Fatalf("event %s acknowledged twice", rc.EventID)
+		}
+		seen[rc.EventID] = true
+		if got, ok := ledger[rc.EventID]; !ok || got.SKU != rc.SKU || got.Seq != rc.Seq {
+			t.Fatalf("receipt %+v: ledger has %+v (found %v)", rc, got, ok)
+		}
+	}
+	for _, sku := range skus {
+		if count[sku] != maxSeq[sku] {
+			t.Fatalf("%s: %d ledger rows for seqs up to %d: not contiguous", sku, count[sku], maxSeq[sku])
+		}
+	}
+}
