@@ -239,6 +239,87 @@ func (c *RedisCluster) runningAddrs() []string {
 	return addrs
 }
 
+// MoveSlot migrates slot, keys and all, to the master to, as `redis-cli
+// --cluster reshard` does: IMPORTING on the target, MIGRATING on the
+// source, MIGRATE of its keys in batches, then SETSLOT NODE on every
+// master. Clients meanwhile get ASK redirects, and TRYAGAIN for commands
+// over several keys of the slot split between the two.
+func (c *RedisCluster) MoveSlot(ctx context.Context, slot int, to *RedisServer) error {
+	clients := map[string]*redis.Client{}
+	client := func(addr string) *redis.Client {
+		if cl, ok := clients[addr]; ok {
+			return cl
+		}
+		cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		clients[addr] = cl
+		return cl
+	}
+	defer func() {
+		for _, cl := range clients {
+			_ = cl.Close()
+		}
+	}()
+	dst := client(to.Addr())
+	slots, err := dst.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	var from string
+	for _, s := range slots {
+		if int(s.Start) <= slot && slot <= int(s.End) && len(s.Nodes) > 0 {
+			from = s.Nodes[0].Addr
+		}
+	}
+	if from == "" || from == to.Addr() {
+		return fmt.Errorf("localstack: slot %d is served by %q: nothing to move to %s", slot, from, to.Addr())
+	}
+	src := client(from)
+	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
+		return fmt.Errorf("localstack: SETSLOT IMPORTING: %w", err)
+	}
+	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
+		return fmt.Errorf("localstack: SETSLOT MIGRATING: %w", err)
+	}
+	host, port, _ := strings.Cut(to.Addr(), ":")
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("localstack: MIGRATE: %w", err)
+		}
+	}
+	// The target first, so the slot never has no owner.
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if n.Running() && n.Addr() != to.Addr() {
+			if err := client(n.Addr()).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(); err != nil &&
+				!strings.Contains(err.Error(), "replica") {
+				return fmt.Errorf("localstack: SETSLOT NODE on %s: %w", n.Addr(), err)
+			}
+		}
+	}
+	return c.WaitHealthy(ctx)
+}
+
 // Stop stops every node gracefully.
 func (c *RedisCluster) Stop(ctx context.Context) error {
 	var errs []error

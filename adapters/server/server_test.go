@@ -1,10 +1,10 @@
 package server
 
 import (
-	"os"
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
