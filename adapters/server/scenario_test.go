@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/ledger"
 )
 
 // receipt is a 200 answer of a purchase: the witness the ledger is checked
@@ -389,5 +390,123 @@ func TestSlotMoveMidSaleResumesWithoutAlert(t *testing.T) {
 	}
 	if findings != 0 {
 		t.Fatalf("%d findings after a slot move: a false alert", findings)
+	}
+}
+
+// compareReceipts waits until the ledger has caught up with Redis, then
+// returns the acknowledged purchases the ledger lacks (lost across a
+// failover), failing the test on anything doubled: a receipt acknowledged
+// twice, or in the ledger under another seq.
+func compareReceipts(t *testing.T, st *stacktest.Stack, skus []string, receipts []receipt) (lost []receipt) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, sku := range skus {
+		for {
+			v, err := st.Service.State(ctx, sku)
+			if err == nil && v.LedgerWatermark != nil && v.RedisSeq != nil && *v.LedgerWatermark == *v.RedisSeq &&
+				v.LedgerStock != nil && *v.LedgerStock == *v.RedisStock {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the ledger did not catch up with Redis: %+v %v", sku, v, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	seen := map[string]bool{}
+	for _, rc := range receipts {
+		if seen[rc.EventID] {
+			t.Fatalf("event %s acknowledged twice", rc.EventID)
+		}
+		seen[rc.EventID] = true
+		var seq int64
+		err := st.Pool.QueryRow(ctx, `SELECT seq FROM ledger_entries WHERE event_id = $1`, rc.EventID).Scan(&seq)
+		switch {
+		case err != nil:
+			lost = append(lost, rc)
+		case seq != rc.Seq:
+			t.Fatalf("receipt %+v is in the ledger under seq %d", rc, seq)
+		}
+	}
+	return lost
+}
+
+// TestSentinelFailoverMidSale sells through a Sentinel-managed master and
+// replica while the Sentinel fails over twice: once on demand (SENTINEL
+// FAILOVER), once after the master is killed with kill -9. The client
+// follows each new master (a SKU warmed afterwards sells), every answer is
+// 200 or 503, and the test reports the acknowledged purchases the failovers
+// lost (asynchronous replication; the old master keeps accepting writes
+// until the Sentinel demotes it) and the stream entries whose seqs collided
+// with the ledger's.
+func TestSentinelFailoverMidSale(t *testing.T) {
+	ctx := context.Background()
+	st := stacktest.New(t, stacktest.WithSentinel())
+	skus := []string{"sentinel-a", "sentinel-b"}
+	for _, sku := range skus {
+		st.SKU(t, sku, 1_000_000, 1)
+	}
+	api := startServe(t, st, Config{Tokens: testTokens, Components: []string{ComponentAPI, ComponentProjector, ComponentReconciler},
+		ReconcileInterval: time.Hour})
+	s := startSale(t, skus, []string{api}, 6)
+	time.Sleep(1500 * time.Millisecond)
+	start := time.Now()
+	if err := st.Sentinel.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SENTINEL FAILOVER: the replica was promoted after %v", time.Since(start).Round(10*time.Millisecond))
+	sellsAfresh(t, st, api, "after-failover")
+	time.Sleep(time.Second)
+
+	start = time.Now()
+	if err := st.Sentinel.KillMaster(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kill -9 of the master: the replica was promoted after %v", time.Since(start).Round(10*time.Millisecond))
+	sellsAfresh(t, st, api, "after-kill")
+	receipts := s.finish()
+
+	lost := 0
+	for _, rc := range receipts {
+		var n int
+		if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE event_id = $1`, rc.EventID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			lost++
+		}
+	}
+	var deadLetters int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM dead_letters`).Scan(&deadLetters); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	t.Logf("%d purchases acknowledged; %d not in the ledger (lost, or stuck behind a fenced SKU); %d stream entries dead-lettered; 503s %v",
+		len(receipts), lost, deadLetters, s.codes)
+	s.mu.Unlock()
+}
+
+// sellsAfresh creates and warms a new SKU and buys it through api within
+// 30 s: the client reaches the current master.
+func sellsAfresh(t *testing.T, st *stacktest.Stack, api, sku string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, _, err := st.Service.CreateSKU(context.Background(), ledger.CreateSKUCommand{SKU: sku, Stock: 10, PerUserLimit: 1})
+		if err == nil {
+			_, err = st.Service.Warm(context.Background(), sku)
+		}
+		if err == nil {
+			if r := call(t, "POST", api+"/v1/skus/"+sku+"/deduct", secretGateway, deductBody("u", "r")); r.status == 200 {
+				return
+			} else if r.status != 503 {
+				t.Fatalf("deduct %s: %d %s", sku, r.status, r.body)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no sale within 30s: %v", sku, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -21,10 +21,13 @@ import (
 // them, wired by app.New exactly as serve wires it. The adapter fields are
 // the application's own, named for the tests' convenience.
 type Stack struct {
-	// Redis is the private redis-server; nil WithRedisCluster.
+	// Redis is the private redis-server; nil WithRedisCluster or WithSentinel.
 	Redis *localstack.RedisServer
 	// Cluster is the private Redis Cluster, set only WithRedisCluster.
 	Cluster *localstack.RedisCluster
+	// Sentinel is the private Sentinel-managed master and replica, set only
+	// WithSentinel.
+	Sentinel *localstack.SentinelSet
 	// Postgres is set only WithPrivatePostgres; the shared server must not be stopped.
 	Postgres *localstack.PostgresServer
 	App      *app.Application
@@ -65,7 +68,12 @@ type options struct {
 	app             []func(*app.Config)
 	privatePostgres bool
 	cluster         []func(*localstack.ClusterConfig)
+	sentinel        bool
 }
+
+// WithSentinel runs the stack on a private Sentinel-managed master and
+// replica, which the application reaches through the Sentinel.
+func WithSentinel() Option { return func(o *options) { o.sentinel = true } }
 
 // WithRedisCluster runs the stack on a private Redis Cluster (3 masters
 // unless f says otherwise) instead of one redis-server.
@@ -98,9 +106,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 	}
 	ctx := context.Background()
 	s := &Stack{}
-	if o.cluster != nil {
+	switch {
+	case o.cluster != nil:
 		s.Cluster = localstacktest.RedisCluster(t, o.cluster...)
-	} else {
+	case o.sentinel:
+		s.Sentinel = localstacktest.Sentinel(t)
+	default:
 		s.Redis = localstacktest.Redis(t, o.redis...)
 	}
 	if o.privatePostgres {
@@ -125,9 +136,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 	// deadline itself sets a short one WithAppConfig.
 	cfg := app.Config{DatabaseURL: s.DatabaseURL, Durability: durability,
 		RedisPoolSize: 256, RedisTimeout: 10 * time.Second, Logger: quiet}
-	if s.Cluster != nil {
+	switch {
+	case s.Cluster != nil:
 		cfg.RedisCluster = s.Cluster.Addrs()
-	} else {
+	case s.Sentinel != nil:
+		cfg.RedisSentinels, cfg.RedisSentinelMaster = []string{s.Sentinel.Addr()}, s.Sentinel.MasterName()
+	default:
 		cfg.RedisURL = s.Redis.URL()
 	}
 	for _, f := range o.app {

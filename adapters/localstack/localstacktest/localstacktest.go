@@ -89,6 +89,27 @@ func RedisCluster(t testing.TB, opts ...func(*localstack.ClusterConfig)) *locals
 	return c
 }
 
+// Sentinel starts a private Sentinel-managed master and replica in
+// t.TempDir() and stops them when the test ends.
+func Sentinel(t testing.TB) *localstack.SentinelSet {
+	t.Helper()
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := localstack.StartSentinel(ctx, localstack.SentinelConfig{Dir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatalf("localstacktest: start sentinel: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Logf("localstacktest: stop sentinel: %v", err)
+		}
+	})
+	return s
+}
+
 var shared struct {
 	once sync.Once
 	mu   sync.Mutex
