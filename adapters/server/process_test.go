@@ -69,6 +69,15 @@ type serveProcess struct {
 // The test's end kills it.
 func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration, components ...string) *serveProcess {
 	t.Helper()
+	p, lines := spawnServeProcess(t, st, interval, components...)
+	p.waitListening(t, lines)
+	return p
+}
+
+// spawnServeProcess starts the process without waiting for it; its
+// LISTENING or ERR line arrives on lines.
+func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration, components ...string) (*serveProcess, <-chan string) {
+	t.Helper()
 	cc, err := json.Marshal(childConfig{RedisCluster: st.Cluster.Addrs(), DatabaseURL: st.DatabaseURL, Components: components,
 		ReconcileInterval: interval, DataDir: t.TempDir()})
 	if err != nil {
@@ -96,6 +105,12 @@ func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
+	return p, lines
+}
+
+// waitListening waits for the process's LISTENING line.
+func (p *serveProcess) waitListening(t *testing.T, lines <-chan string) {
+	t.Helper()
 	select {
 	case line := <-lines:
 		addr, ok := strings.CutPrefix(line, "LISTENING ")
@@ -106,7 +121,6 @@ func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve process did not listen within 30s")
 	}
-	return p
 }
 
 // kill ends the process with SIGKILL: no deferred call, no graceful stop.

@@ -510,3 +510,63 @@ func sellsAfresh(t *testing.T, st *stacktest.Stack, api, sku string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestFourServesStartedAtOnceAreReadyTogether starts four serve processes at
+// the same moment over one database and cluster: none waits on another (no
+// migration lock is taken at start), so all are ready within a second of
+// each other.
+func TestFourServesStartedAtOnceAreReadyTogether(t *testing.T) {
+	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		ready []time.Time
+		procs []*serveProcess
+		lines []<-chan string
+	)
+	for range 4 {
+		p, l := spawnServeProcess(t, st, time.Minute, ComponentAPI, ComponentProjector, ComponentReconciler)
+		procs, lines = append(procs, p), append(lines, l)
+	}
+	for i, p := range procs {
+		p.waitListening(t, lines[i])
+	}
+	for _, p := range procs {
+		wg.Go(func() {
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				if time.Now().After(deadline) {
+					t.Errorf("%s not ready within 30s", p.url)
+					return
+				}
+				r, err := http.Get(p.url + "/readyz")
+				if err == nil {
+					r.Body.Close()
+					if r.StatusCode == 200 {
+						break
+					}
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			mu.Lock()
+			ready = append(ready, time.Now())
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(ready) != 4 {
+		t.FailNow()
+	}
+	first, last := ready[0], ready[0]
+	for _, r := range ready {
+		if r.Before(first) {
+			first = r
+		}
+		if r.After(last) {
+			last = r
+		}
+	}
+	t.Logf("four serves ready within %v of each other", last.Sub(first).Round(time.Millisecond))
+	if last.Sub(first) > time.Second {
+		t.Fatalf("four serves ready %v apart, want within a second", last.Sub(first))
+	}
+}
