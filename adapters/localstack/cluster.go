@@ -320,6 +320,44 @@ func (c *RedisCluster) MoveSlot(ctx context.Context, slot int, to *RedisServer) 
 	return c.WaitHealthy(ctx)
 }
 
+// ReplicaOf returns a running replica of master.
+func (c *RedisCluster) ReplicaOf(ctx context.Context, master *RedisServer) (*RedisServer, error) {
+	_, port, _ := strings.Cut(master.Addr(), ":")
+	for _, n := range c.Nodes {
+		if !n.Running() || n == master {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+		info, err := cl.Info(ctx, "replication").Result()
+		_ = cl.Close()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port+"\r") {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("localstack: no running replica of %s", master.Addr())
+}
+
+// Failover promotes replica with CLUSTER FAILOVER (coordinated: the master
+// stops writes until the replica has caught up) and waits until the
+// cluster is healthy with it as master.
+func (c *RedisCluster) Failover(ctx context.Context, replica *RedisServer) error {
+	cl := redis.NewClient(&redis.Options{Addr: replica.Addr(), MaxRetries: -1})
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		return fmt.Errorf("localstack: CLUSTER FAILOVER: %w", err)
+	}
+	if err := waitFor(ctx, func() error {
+		info, err := cl.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, "role:master") {
+			err = errors.New("not promoted yet")
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	return c.WaitHealthy(ctx)
+}
+
 // Stop stops every node gracefully.
 func (c *RedisCluster) Stop(ctx context.Context) error {
 	var errs []error

@@ -67,6 +67,10 @@ type Config struct {
 	BatchSize int
 	// BatchWait is the extra wait to fill a transaction; 0 commits at once.
 	BatchWait time.Duration
+	// ReclaimAfter is how long an entry stays pending on a consumer before
+	// the projector takes it over, e.g. one delivered just before its
+	// Redis master failed over. Default: projections.ProjectorConfig's.
+	ReclaimAfter time.Duration
 	// StreamRetention keeps acked stream entries this long. Default 1h.
 	StreamRetention time.Duration
 	// ConsumerName prefixes the projector's consumer names. Default:
@@ -337,6 +341,7 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 		Streams:                 streams,
 		ConsumerName:            name,
 		SubscribersPerPartition: sc.Subscribers,
+		ReclaimAfter:            sc.ReclaimAfter,
 		Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
 		Epoch:                   a.Adapters.Epoch.Epoch,
 		EntryExists:             a.Adapters.Epoch.EntryExists,
