@@ -155,21 +155,12 @@ func (c *RedisCluster) Addrs() []string {
 }
 
 // WaitHealthy waits until every running node reports cluster_state:ok and
-// agrees on which node serves every slot, or ctx ends.
+// agrees on which node serves every slot, for at most 20 s.
 func (c *RedisCluster) WaitHealthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var last error
-	for {
-		if last = c.healthy(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("localstack: redis cluster not healthy: %w", last)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := waitFor(ctx, func() error { return c.healthy(ctx) }); err != nil {
+		return fmt.Errorf("localstack: redis cluster not healthy: %w", err)
 	}
+	return nil
 }
 
 func (c *RedisCluster) healthy(ctx context.Context) error {

@@ -30,21 +30,12 @@ func deductBody(user, req string) string {
 func TestClusterOutagesAnswer503WithRetryAfter(t *testing.T) {
 	ctx := context.Background()
 	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
-	skus := st.ClusterSKUs(t, "c503-")
-	for _, sku := range skus {
-		st.SKU(t, sku, 1000, 1)
-	}
+	skus, list := st.ClusterSKUs(t, "c503-", 1000)
 	api := startServe(t, st, Config{Tokens: testTokens, Components: []string{ComponentAPI, ComponentReconciler},
 		ReconcileInterval: time.Hour})
 
-	var down *localstack.RedisServer
-	for _, n := range st.Cluster.Nodes {
-		if _, ok := skus[n.Addr()]; ok {
-			down = n
-			break
-		}
-	}
-	downSKU := skus[down.Addr()]
+	downSKU := list[0]
+	down := st.MasterOf(t, downSKU)
 	var upSKUs []string
 	for addr, sku := range skus {
 		if addr != down.Addr() {
@@ -155,10 +146,7 @@ func configSet(t *testing.T, addr, key, value string) {
 func TestServeStartsWithAMasterDownAndChecksEveryMaster(t *testing.T) {
 	ctx := context.Background()
 	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
-	skus := st.ClusterSKUs(t, "start-")
-	for _, sku := range skus {
-		st.SKU(t, sku, 1000, 1)
-	}
+	skus, list := st.ClusterSKUs(t, "start-", 1000)
 	for addr := range skus {
 		configSet(t, addr, "appendfsync", "everysec")
 		err := checkDurability(ctx, st.App.Redis, safetyPolicy{mode: "strict"}, quiet)
@@ -171,13 +159,7 @@ func TestServeStartsWithAMasterDownAndChecksEveryMaster(t *testing.T) {
 		t.Fatalf("every master on always: %v", err)
 	}
 
-	var down *localstack.RedisServer
-	for _, n := range st.Cluster.Nodes {
-		if _, ok := skus[n.Addr()]; ok {
-			down = n
-			break
-		}
-	}
+	down := st.MasterOf(t, list[0])
 	if err := down.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func evictionSafety(addr, info string) error {
 		}
 		return fmt.Errorf("%w: redis %s has maxmemory-policy %q%s: under memory pressure Redis may evict purchase "+
 			"records (receipts, buyers), and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction "+
-			"and set `maxmemory-policy noeviction` in redis.conf (or the service's parameter group)", domain.ErrUnsafeRedis, addr, policy, why)
+			"and set `maxmemory-policy noeviction` in redis.conf", domain.ErrUnsafeRedis, addr, policy, why)
 	}
 	return nil
 }

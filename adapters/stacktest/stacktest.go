@@ -200,22 +200,35 @@ func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	return out
 }
 
-// ClusterSKUs returns one SKU name per master of the stack's Redis Cluster,
-// keyed by the master's address, each starting with prefix: a test that
-// kills or moves one master knows which SKUs it holds.
-func (s *Stack) ClusterSKUs(t testing.TB, prefix string) map[string]string {
+// ClusterSKUs creates and warms one SKU per master of the stack's Redis
+// Cluster, each starting with prefix and holding stock, and returns them
+// keyed by the master's address, and in a slice in the order of the
+// cluster's nodes: a test that kills or moves one master knows which SKUs
+// it holds.
+func (s *Stack) ClusterSKUs(t testing.TB, prefix string, stock int64) (byMaster map[string]string, skus []string) {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]string{}
-	for i := 0; len(out) < s.Cluster.Masters() && i < 1000; i++ {
+	byMaster = map[string]string{}
+	for i := 0; len(byMaster) < s.Cluster.Masters() && i < 1000; i++ {
 		sku := prefix + strconv.Itoa(i)
-		node, err := s.Cluster.MasterFor(ctx, s.Keyspace.SKUKey(sku))
-		if err != nil {
-			t.Fatalf("master of %s: %v", sku, err)
-		}
-		if _, ok := out[node.Addr()]; !ok {
-			out[node.Addr()] = sku
+		if addr := s.MasterOf(t, sku).Addr(); byMaster[addr] == "" {
+			byMaster[addr] = sku
 		}
 	}
-	return out
+	for _, n := range s.Cluster.Nodes {
+		if sku := byMaster[n.Addr()]; sku != "" {
+			s.SKU(t, sku, stock, 1)
+			skus = append(skus, sku)
+		}
+	}
+	return byMaster, skus
+}
+
+// MasterOf returns the node of the stack's Redis Cluster that serves sku.
+func (s *Stack) MasterOf(t testing.TB, sku string) *localstack.RedisServer {
+	t.Helper()
+	node, err := s.Cluster.MasterFor(context.Background(), s.Keyspace.SKUKey(sku))
+	if err != nil {
+		t.Fatalf("master of %s: %v", sku, err)
+	}
+	return node
 }
