@@ -11,6 +11,7 @@ import (
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -184,6 +185,13 @@ func TestServeStartsWithAMasterDownAndChecksEveryMaster(t *testing.T) {
 		if r := deduct(sku); r.status != 200 {
 			t.Fatalf("deduct on %s, whose master is up: %d %s", sku, r.status, r.body)
 		}
+	}
+
+	// Reconciliation checks the SKUs of the masters that are up, and only
+	// those, without a finding.
+	rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{Repair: true, Trigger: "test"})
+	if err != nil || rep.Checked != len(skus)-1 || rep.Unreachable != 1 || len(rep.Drifts) != 0 {
+		t.Fatalf("reconcile with a master down: %+v %v, want %d checked, 1 unreachable, no drift", rep, err, len(skus)-1)
 	}
 
 	if err := down.Restart(ctx); err != nil {

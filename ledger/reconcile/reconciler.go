@@ -192,6 +192,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	rep.Unreachable = len(skus) - len(checks)
 	unverified := 0
 	var (
 		stampSKUs []domain.SKUID
@@ -295,9 +296,18 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 	if err != nil {
 		return nil, err
 	}
+	unreachable := make(map[domain.SKUID]bool, len(snap.Unreachable))
+	for _, id := range snap.Unreachable {
+		unreachable[id] = true
+	}
 	checks := make(map[string]check, len(skus))
 	for _, id := range ids {
-		checks[id.String()] = check{sku: id.String(), id: id, live: snap.SKUs[id]}
+		if !unreachable[id] {
+			checks[id.String()] = check{sku: id.String(), id: id, live: snap.SKUs[id]}
+		}
+	}
+	if len(snap.Unreachable) > 0 {
+		r.cfg.Logger.Warn("reconcile: skus on Redis masters that did not answer were not checked", "skus", len(snap.Unreachable))
 	}
 	var eventIDs []string
 	for _, e := range snap.InFlight {
