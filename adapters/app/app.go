@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,6 +64,12 @@ type Adapters struct {
 	DeadLetters     *pgstore.PostgresDeadLetterStore
 	Idempotency     *pgstore.PostgresIdempotencyStore
 	Seals           *pgstore.PostgresSealStore
+	// ReconcilerLeader elects the one process that runs the periodic
+	// reconciler; JanitorLeader the one that trims streams; RepairLock
+	// serialises every reconciliation that repairs.
+	ReconcilerLeader *pgstore.PostgresAdvisoryLock
+	JanitorLeader    *pgstore.PostgresAdvisoryLock
+	RepairLock       *pgstore.PostgresAdvisoryLock
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -81,6 +89,8 @@ type Metrics struct {
 	// HTTPDuration times them by route pattern.
 	HTTPRequests *prometheus.CounterVec
 	HTTPDuration *prometheus.HistogramVec
+	// RedisConfigAssumed is 1 when serve runs with --redis-config=assume.
+	RedisConfigAssumed prometheus.Gauge
 }
 
 // Application is invledger wired once: the application services over their
@@ -202,6 +212,9 @@ func (a *Application) wire() error {
 	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
 	ad.Idempotency = pgstore.NewPostgresIdempotencyStore(a.Pool)
 	ad.Seals = pgstore.NewPostgresSealStore(a.Pool)
+	ad.ReconcilerLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconciler-leader")
+	ad.JanitorLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "janitor-leader")
+	ad.RepairLock = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconcile-repair")
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
@@ -220,7 +233,11 @@ func (a *Application) wire() error {
 			Help:    "Time to answer an API request, by route pattern.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route"})}
-	reg.MustRegister(a.Metrics.Unavailable, a.Metrics.HTTPRequests, a.Metrics.HTTPDuration)
+	a.Metrics.RedisConfigAssumed = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "invledger_redis_config_assumed",
+		Help: "1 when Redis persistence settings are assumed (--redis-config=assume), not read with CONFIG GET.",
+	})
+	reg.MustRegister(a.Metrics.Unavailable, a.Metrics.HTTPRequests, a.Metrics.HTTPDuration, a.Metrics.RedisConfigAssumed)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 
@@ -252,7 +269,8 @@ func (a *Application) wire() error {
 		alerter = cfg.Alerter
 	}
 	rc := reconcile.Config{Inventory: ad.ReconcileSource, Ledger: ad.Snapshots, SKUs: ad.SKUs, Restorer: a.Recovery,
-		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Operations: ad.Operations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log}
+		Rebuilder: a.Recovery, Runs: ad.Reconciliations, Operations: ad.Operations, Alerts: alerter, Metrics: a.Metrics.Reconcile, Logger: a.Log,
+		RepairLock: ad.RepairLock}
 	if a.Journal != nil {
 		rc.Journal = a.Journal
 	}
@@ -342,15 +360,45 @@ func NewRegistry() *prometheus.Registry {
 // Config is the configuration a was opened with, defaults filled in.
 func (a *Application) Config() Config { return a.cfg }
 
-// PingRedis checks that Redis answers, with an error that says what to fix.
+// PingRedis checks that Redis answers (in a cluster, at least one master),
+// with an error that says what to fix.
 func (a *Application) PingRedis(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if err := a.Redis.Ping(ctx).Err(); err != nil {
+	if err := pingAny(ctx, a.Redis); err != nil {
 		return fmt.Errorf("%w: cannot reach Redis at %s: %w (check --redis-url / INVLEDGER_REDIS_URL, --redis-cluster or --redis-sentinels, or run `invledger dev`)",
 			domain.ErrUnavailable, a.cfg.RedisTarget(), err)
 	}
 	return nil
+}
+
+// pingAny pings Redis; in a cluster, it succeeds when any master answers,
+// since a master that is down stops only the SKUs whose partitions it holds.
+func pingAny(ctx context.Context, client redis.UniversalClient) error {
+	cluster, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return client.Ping(ctx).Err()
+	}
+	var (
+		mu      sync.Mutex
+		answers int
+		errs    []error
+	)
+	err := cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		err := node.Ping(ctx).Err()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", node.Options().Addr, err))
+		} else {
+			answers++
+		}
+		return nil
+	})
+	if answers > 0 {
+		return nil
+	}
+	return errors.Join(append(errs, err)...)
 }
 
 // PingPostgres checks that PostgreSQL answers, with an error that says what

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -112,18 +113,31 @@ func FuzzRedisSettingsNeverShowThePassword(f *testing.F) {
 		if len(password) < 8 || strings.ContainsAny(password, "@/:?#[]%") || strings.Contains(scheme+rest, password) {
 			return
 		}
-		raw := scheme + "user:" + password + "@" + rest
-		for _, cfg := range []Config{
-			{RedisURL: raw},
-			{RedisCluster: []string{raw}},
-			{RedisSentinels: []string{raw}},
-			{RedisSentinels: []string{"h:1"}, RedisSentinelMaster: "m", RedisURL: raw},
-		} {
-			if err := cfg.validateRedis(); err != nil && strings.Contains(err.Error(), password) {
-				t.Fatalf("error shows the password: %v", err)
+		// What the settings show with another password of the same length:
+		// the password's text may come from the rest of the URL, escaped
+		// (a host "# 000" shows as "%20000"), not from the password.
+		other := strings.Repeat("Q", len(password))
+		if strings.Contains(password, "Q") {
+			other = strings.Repeat("R", len(password))
+		}
+		shows := func(pw string) []string {
+			raw := scheme + "user:" + pw + "@" + rest
+			var out []string
+			for _, cfg := range []Config{
+				{RedisURL: raw},
+				{RedisCluster: []string{raw}},
+				{RedisSentinels: []string{raw}},
+				{RedisSentinels: []string{"h:1"}, RedisSentinelMaster: "m", RedisURL: raw},
+			} {
+				err := cfg.validateRedis()
+				out = append(out, fmt.Sprint(err), cfg.RedisTarget())
 			}
-			if strings.Contains(cfg.RedisTarget(), password) {
-				t.Fatalf("RedisTarget shows the password: %s", cfg.RedisTarget())
+			return out
+		}
+		withOther := shows(other)
+		for i, shown := range shows(password) {
+			if strings.Contains(shown, password) && !strings.Contains(withOther[i], password) {
+				t.Fatalf("the settings show the password: %s", shown)
 			}
 		}
 	})

@@ -199,7 +199,26 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		mux:          http.NewServeMux(),
 		methods:      map[string][]string{},
 	}
-	s.mount()
+	s.mount(func(route) bool { return true })
+	return s, nil
+}
+
+// NewOpsHandler serves only the public routes, GET /healthz, /readyz and
+// /metrics, for a process that runs no API (a projector or a reconciler),
+// so every process serves its metrics and health. readyTimeout 0 means 2s.
+func NewOpsHandler(metrics http.Handler, ready func(ctx context.Context) Readiness, readyTimeout time.Duration, log *slog.Logger) (http.Handler, error) {
+	if metrics == nil || ready == nil {
+		return nil, errors.New("httpapi: NewOpsHandler needs metrics and ready")
+	}
+	if readyTimeout == 0 {
+		readyTimeout = 2 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &server{metrics: metrics, ready: ready, readyTimeout: readyTimeout, log: log,
+		mux: http.NewServeMux(), methods: map[string][]string{}}
+	s.mount(func(rt route) bool { return rt.roles == public })
 	return s, nil
 }
 
@@ -259,9 +278,11 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) { s.metric
 
 // mount registers every route, then the JSON answers for a known path
 // with another method (405 with Allow) and for an unknown path (404).
-func (s *server) mount() {
+func (s *server) mount(include func(route) bool) {
 	for _, rt := range s.routes() {
-		s.handle(rt.method, rt.path, rt.roles, rt.handler)
+		if include(rt) {
+			s.handle(rt.method, rt.path, rt.roles, rt.handler)
+		}
 	}
 	for path, methods := range s.methods {
 		allow := strings.Join(methods, ", ")
@@ -350,6 +371,14 @@ type Readiness struct {
 	Ready bool
 	// Checks are the dependencies probed, in the order the body lists them.
 	Checks []DependencyCheck
+	// Notes are facts the body lists after the checks, such as
+	// "redis_config":"assumed".
+	Notes []ReadinessNote
+}
+
+// ReadinessNote is one name and value the readiness body shows.
+type ReadinessNote struct {
+	Name, Value string
 }
 
 // DependencyCheck is the state of one dependency: OK when it answered.
@@ -378,6 +407,12 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		b = appendJSONString(b, c.Name)
 		b = append(b, ':')
 		b = appendJSONString(b, state)
+	}
+	for _, n := range rd.Notes {
+		b = append(b, ',')
+		b = appendJSONString(b, n.Name)
+		b = append(b, ':')
+		b = appendJSONString(b, n.Value)
 	}
 	writeRaw(w, status, append(b, '}'))
 }

@@ -55,7 +55,7 @@ func testLogger(t testing.TB) *slog.Logger {
 func newStack(t testing.TB) *stack {
 	t.Helper()
 	ls := stacktest.New(t)
-	if err := ls.Inventory.Load(context.Background()); err != nil {
+	if _, err := ls.Inventory.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return serveStack(t, ls)

@@ -155,21 +155,12 @@ func (c *RedisCluster) Addrs() []string {
 }
 
 // WaitHealthy waits until every running node reports cluster_state:ok and
-// agrees on which node serves every slot, or ctx ends.
+// agrees on which node serves every slot, for at most 20 s.
 func (c *RedisCluster) WaitHealthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var last error
-	for {
-		if last = c.healthy(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("localstack: redis cluster not healthy: %w", last)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := waitFor(ctx, func() error { return c.healthy(ctx) }); err != nil {
+		return fmt.Errorf("localstack: redis cluster not healthy: %w", err)
 	}
+	return nil
 }
 
 func (c *RedisCluster) healthy(ctx context.Context) error {
@@ -237,6 +228,125 @@ func (c *RedisCluster) runningAddrs() []string {
 		}
 	}
 	return addrs
+}
+
+// MoveSlot migrates slot, keys and all, to the master to, as `redis-cli
+// --cluster reshard` does: IMPORTING on the target, MIGRATING on the
+// source, MIGRATE of its keys in batches, then SETSLOT NODE on every
+// master. Clients meanwhile get ASK redirects, and TRYAGAIN for commands
+// over several keys of the slot split between the two.
+func (c *RedisCluster) MoveSlot(ctx context.Context, slot int, to *RedisServer) error {
+	clients := map[string]*redis.Client{}
+	client := func(addr string) *redis.Client {
+		if cl, ok := clients[addr]; ok {
+			return cl
+		}
+		cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		clients[addr] = cl
+		return cl
+	}
+	defer func() {
+		for _, cl := range clients {
+			_ = cl.Close()
+		}
+	}()
+	dst := client(to.Addr())
+	slots, err := dst.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	var from string
+	for _, s := range slots {
+		if int(s.Start) <= slot && slot <= int(s.End) && len(s.Nodes) > 0 {
+			from = s.Nodes[0].Addr
+		}
+	}
+	if from == "" || from == to.Addr() {
+		return fmt.Errorf("localstack: slot %d is served by %q: nothing to move to %s", slot, from, to.Addr())
+	}
+	src := client(from)
+	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
+		return fmt.Errorf("localstack: SETSLOT IMPORTING: %w", err)
+	}
+	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
+		return fmt.Errorf("localstack: SETSLOT MIGRATING: %w", err)
+	}
+	host, port, _ := strings.Cut(to.Addr(), ":")
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("localstack: MIGRATE: %w", err)
+		}
+	}
+	// The target first, so the slot never has no owner.
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if n.Running() && n.Addr() != to.Addr() {
+			if err := client(n.Addr()).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(); err != nil &&
+				!strings.Contains(err.Error(), "replica") {
+				return fmt.Errorf("localstack: SETSLOT NODE on %s: %w", n.Addr(), err)
+			}
+		}
+	}
+	return c.WaitHealthy(ctx)
+}
+
+// ReplicaOf returns a running replica of master.
+func (c *RedisCluster) ReplicaOf(ctx context.Context, master *RedisServer) (*RedisServer, error) {
+	_, port, _ := strings.Cut(master.Addr(), ":")
+	for _, n := range c.Nodes {
+		if !n.Running() || n == master {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+		info, err := cl.Info(ctx, "replication").Result()
+		_ = cl.Close()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port+"\r") {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("localstack: no running replica of %s", master.Addr())
+}
+
+// Failover promotes replica with CLUSTER FAILOVER (coordinated: the master
+// stops writes until the replica has caught up) and waits until the
+// cluster is healthy with it as master.
+func (c *RedisCluster) Failover(ctx context.Context, replica *RedisServer) error {
+	cl := redis.NewClient(&redis.Options{Addr: replica.Addr(), MaxRetries: -1})
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		return fmt.Errorf("localstack: CLUSTER FAILOVER: %w", err)
+	}
+	if err := waitFor(ctx, func() error {
+		info, err := cl.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, "role:master") {
+			err = errors.New("not promoted yet")
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	return c.WaitHealthy(ctx)
 }
 
 // Stop stops every node gracefully.

@@ -24,9 +24,11 @@ func NewRedisEpoch(client redis.UniversalClient) *RedisEpoch {
 	return &RedisEpoch{client: client}
 }
 
-// Epoch identifies the current run of every Redis node: run_id and LASTSAVE.
-// It changes on restart and failover (and LASTSAVE on a manual SAVE), which
-// is exactly when SKUs lose their verified stamp.
+// Epoch identifies the current run of every Redis node: run_id and LASTSAVE,
+// and in a cluster which master serves each slot range. It changes on
+// restart and failover (and LASTSAVE on a manual SAVE), and when a slot
+// moves to another master: exactly when SKUs lose their verified stamp,
+// since the stamp names the run_id of the master that verified them.
 func (r *RedisEpoch) Epoch(ctx context.Context) (string, error) {
 	read := func(ctx context.Context, c *redis.Client) (string, error) {
 		info, err := c.Info(ctx, "server").Result()
@@ -54,8 +56,22 @@ func (r *RedisEpoch) Epoch(ctx context.Context) (string, error) {
 			mu.Unlock()
 			return err
 		})
+		if err != nil {
+			return "", err
+		}
 		slices.Sort(parts)
-		return strings.Join(parts, ","), err
+		slots, err := c.ClusterSlots(ctx).Result()
+		if err != nil {
+			return "", err
+		}
+		owners := make([]string, 0, len(slots))
+		for _, s := range slots {
+			if len(s.Nodes) > 0 {
+				owners = append(owners, fmt.Sprintf("%d-%d=%s", s.Start, s.End, s.Nodes[0].Addr))
+			}
+		}
+		slices.Sort(owners)
+		return strings.Join(parts, ",") + ";" + strings.Join(owners, ","), nil
 	}
 	return "", fmt.Errorf("unsupported redis client %T", r.client)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -154,15 +155,36 @@ func (r *RedisInventory) failed(ctx context.Context, op string, err error) error
 }
 
 // Load preloads the purchase scripts and the reconciler's compare-and-set
-// scripts, so the first purchases and repairs do not pay for EVAL.
-func (r *RedisInventory) Load(ctx context.Context) (err error) {
+// scripts, so the first purchases and repairs do not pay for EVAL. In a
+// cluster, a master that cannot be reached is skipped: preloading only
+// saves time, since a script missing on a node is sent whole on its first
+// call (EVALSHA falls back to EVAL). unreachable lists what was skipped.
+func (r *RedisInventory) Load(ctx context.Context) (unreachable []string, err error) {
 	defer translateInto(&err)
-	for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript} {
-		if err := s.Load(ctx, r.client).Err(); err != nil {
-			return fmt.Errorf("load redis scripts: %w", err)
+	load := func(ctx context.Context, node redis.Scripter) error {
+		for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript} {
+			if err := s.Load(ctx, node).Err(); err != nil {
+				return fmt.Errorf("load redis scripts: %w", err)
+			}
 		}
+		return nil
 	}
-	return nil
+	cluster, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		return nil, load(ctx, r.client)
+	}
+	var mu sync.Mutex
+	err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		err := load(ctx, node)
+		if err != nil && Unavailable(err) {
+			mu.Lock()
+			unreachable = append(unreachable, node.Options().Addr)
+			mu.Unlock()
+			return nil
+		}
+		return err
+	})
+	return unreachable, err
 }
 
 // Warm loads def into Redis with its stocked event, identified by eventID.

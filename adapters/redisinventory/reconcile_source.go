@@ -105,12 +105,23 @@ func (r *RedisReconcileSource) Snapshot(ctx context.Context, skus []domain.SKUID
 		byPartition[p] = append(byPartition[p], sku)
 	}
 	snap := reconcile.Snapshot{SKUs: make(map[domain.SKUID]reconcile.LiveSKU, len(skus))}
+	_, cluster := r.client.(*redis.ClusterClient)
 	for p, list := range byPartition {
 		for chunk := range slices.Chunk(list, r.cfg.ChunkSize) {
-			if err := r.snapshotChunk(ctx, p, chunk, &snap); err != nil {
+			err := r.snapshotChunk(ctx, p, chunk, &snap)
+			// In a cluster, a master that is down hides only its own
+			// partitions: the others are still compared.
+			if err != nil && cluster && Unavailable(err) && ctx.Err() == nil {
+				snap.Unreachable = append(snap.Unreachable, chunk...)
+				continue
+			}
+			if err != nil {
 				return reconcile.Snapshot{}, err
 			}
 		}
+	}
+	if len(snap.Unreachable) == len(skus) && len(skus) > 0 {
+		return reconcile.Snapshot{}, fmt.Errorf("%w: no Redis Cluster master holding these SKUs answered", domain.ErrUnavailable)
 	}
 	return snap, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/redis/go-redis/v9"
 )
 
 // deductBody is a purchase of one unit by user with request id req.
@@ -27,21 +31,12 @@ func deductBody(user, req string) string {
 func TestClusterOutagesAnswer503WithRetryAfter(t *testing.T) {
 	ctx := context.Background()
 	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
-	skus := st.ClusterSKUs(t, "c503-")
-	for _, sku := range skus {
-		st.SKU(t, sku, 1000, 1)
-	}
+	skus, list := st.ClusterSKUs(t, "c503-", 1000)
 	api := startServe(t, st, Config{Tokens: testTokens, Components: []string{ComponentAPI, ComponentReconciler},
 		ReconcileInterval: time.Hour})
 
-	var down *localstack.RedisServer
-	for _, n := range st.Cluster.Nodes {
-		if _, ok := skus[n.Addr()]; ok {
-			down = n
-			break
-		}
-	}
-	downSKU := skus[down.Addr()]
+	downSKU := list[0]
+	down := st.MasterOf(t, downSKU)
 	var upSKUs []string
 	for addr, sku := range skus {
 		if addr != down.Addr() {
@@ -132,4 +127,101 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// setOnEveryRunning sets a Redis setting on every running node of st's cluster.
+func configSet(t *testing.T, addr, key, value string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if err := c.ConfigSet(context.Background(), key, value).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServeStartsWithAMasterDownAndChecksEveryMaster: the durability check
+// reads every master, so one master on everysec refuses strict mode
+// whichever it is. serve starts while one master is down, sells the other
+// masters' SKUs, answers 503 for the down one's, and sells them once it is
+// back. A master turned unsafe while serving stops sales until fixed.
+func TestServeStartsWithAMasterDownAndChecksEveryMaster(t *testing.T) {
+	ctx := context.Background()
+	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
+	skus, list := st.ClusterSKUs(t, "start-", 1000)
+	for addr := range skus {
+		configSet(t, addr, "appendfsync", "everysec")
+		err := checkDurability(ctx, st.App.Redis, safetyPolicy{mode: "strict"}, quiet)
+		if !errors.Is(err, domain.ErrUnsafeRedis) || !strings.Contains(err.Error(), addr) {
+			t.Fatalf("master %s on everysec: %v, want unsafe naming it", addr, err)
+		}
+		configSet(t, addr, "appendfsync", "always")
+	}
+	if err := checkDurability(ctx, st.App.Redis, safetyPolicy{mode: "strict"}, quiet); err != nil {
+		t.Fatalf("every master on always: %v", err)
+	}
+
+	down := st.MasterOf(t, list[0])
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	api := startServe(t, st, Config{Tokens: testTokens, Components: []string{ComponentAPI, ComponentReconciler},
+		ReconcileInterval: time.Hour})
+	t.Logf("serve listening %v after a master was killed", time.Since(start).Round(10*time.Millisecond))
+	i := 0
+	deduct := func(sku string) answer {
+		i++
+		return call(t, "POST", api+"/v1/skus/"+sku+"/deduct", secretGateway, deductBody(fmt.Sprint("u", i), fmt.Sprint("r", i)))
+	}
+	var upAddr string
+	for addr, sku := range skus {
+		if addr == down.Addr() {
+			if r := deduct(sku); r.status != 503 || r.header.Get("Retry-After") == "" {
+				t.Fatalf("deduct on %s, whose master is down: %d %s", sku, r.status, r.body)
+			}
+			continue
+		}
+		upAddr = addr
+		if r := deduct(sku); r.status != 200 {
+			t.Fatalf("deduct on %s, whose master is up: %d %s", sku, r.status, r.body)
+		}
+	}
+
+	// Reconciliation checks the SKUs of the masters that are up, and only
+	// those, without a finding.
+	rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{Repair: true, Trigger: "test"})
+	if err != nil || rep.Checked != len(skus)-1 || rep.Unreachable != 1 || len(rep.Drifts) != 0 {
+		t.Fatalf("reconcile with a master down: %+v %v, want %d checked, 1 unreachable, no drift", rep, err, len(skus)-1)
+	}
+
+	if err := down.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitStatus(t, func() answer { return deduct(skus[down.Addr()]) }, 200, 30*time.Second)
+	t.Logf("the master's SKU sold %v after its restart", time.Since(back).Round(10*time.Millisecond))
+
+	configSet(t, upAddr, "appendfsync", "everysec")
+	r := waitStatus(t, func() answer { return deduct(skus[upAddr]) }, 503, 10*time.Second)
+	if !strings.Contains(r.body, "unsafe_redis") {
+		t.Fatalf("deduct on a master turned everysec: %d %s", r.status, r.body)
+	}
+	configSet(t, upAddr, "appendfsync", "always")
+	waitStatus(t, func() answer { return deduct(skus[upAddr]) }, 200, 10*time.Second)
+}
+
+// waitStatus calls f until it answers status, failing the test after limit.
+func waitStatus(t *testing.T, f func() answer, status int, limit time.Duration) answer {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		r := f()
+		if r.status == status {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d %s after %v, want %d", r.status, r.body, limit, status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

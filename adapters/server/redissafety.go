@@ -13,62 +13,113 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
+
+// Values of Config.RedisConfig.
+const (
+	// RedisConfigCheck reads every master's persistence settings with
+	// CONFIG GET.
+	RedisConfigCheck = "check"
+	// RedisConfigAssume skips CONFIG GET, which managed Redis services
+	// (ElastiCache, Memorystore) disable: the operator asserts that Redis
+	// persists as --durability needs. The eviction policy is still read,
+	// from INFO memory.
+	RedisConfigAssume = "assume"
+)
+
+// safetyPolicy is what the Redis settings must allow.
+type safetyPolicy struct {
+	// mode is the durability mode, app.DurabilityStrict or app.DurabilityEverysec.
+	mode string
+	// allowVolatile accepts persistence off.
+	allowVolatile bool
+	// assume skips reading the persistence settings (RedisConfigAssume).
+	assume bool
+}
 
 // checkDurability refuses a Redis whose persistence or eviction settings
 // cannot keep the promises of the chosen mode: strict needs every write
 // fsynced before it is answered, and no mode survives Redis evicting a
 // receipt (a retry would then buy again).
-func checkDurability(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool, log *slog.Logger) error {
-	volatile, err := redisSafety(ctx, client, mode, allowVolatile)
+func checkDurability(ctx context.Context, client redis.UniversalClient, p safetyPolicy, log *slog.Logger) error {
+	volatile, unreachable, err := redisSafety(ctx, client, p)
 	if err != nil {
 		return err
 	}
+	if len(unreachable) > 0 {
+		log.Warn("redis masters unreachable at start: their SKUs answer 503 until they are back, and their settings are checked then",
+			"masters", unreachable)
+	}
 	if volatile {
 		log.Warn("running with Redis persistence off: a Redis restart loses acknowledged sales until restore-redis")
+	}
+	if p.assume {
+		log.Warn("Redis persistence settings assumed, not read (--redis-config=assume): the operator asserts that every master persists as --durability needs",
+			"durability", p.mode)
 	}
 	return nil
 }
 
 // redisSafety reads the persistence and eviction settings of every Redis
-// node. An unsafe setting is an error wrapping domain.ErrUnsafeRedis that
-// says how to fix it; any other error means the settings could not be read.
-// volatile reports persistence off, accepted because allowVolatile is set.
-func redisSafety(ctx context.Context, client redis.UniversalClient, mode string, allowVolatile bool) (volatile bool, err error) {
-	// ForEachMaster calls its function on every master at once.
-	var mu sync.Mutex
-	var errs []error
-	check := func(ctx context.Context, node *redis.Client) error {
-		v, err := nodeSafety(ctx, node, mode, allowVolatile)
-		mu.Lock()
-		defer mu.Unlock()
-		volatile = volatile || v
-		errs = append(errs, err)
-		return nil
-	}
+// master, as the cluster's current topology names them. An unsafe setting
+// is an error wrapping domain.ErrUnsafeRedis that says how to fix it; any
+// other error means the settings could not be read. volatile reports
+// persistence off, accepted because allowVolatile is set. In a cluster, a
+// master that cannot be reached is listed in unreachable rather than
+// failing the check: its SKUs answer 503 on their own, and its settings are
+// read once it answers.
+func redisSafety(ctx context.Context, client redis.UniversalClient, p safetyPolicy) (volatile bool, unreachable []string, err error) {
 	switch c := client.(type) {
 	case *redis.Client:
-		_ = check(ctx, c)
-		return volatile, errors.Join(errs...)
+		volatile, err = nodeSafety(ctx, c, p)
+		return volatile, nil, err
 	case *redis.ClusterClient:
-		err := c.ForEachMaster(ctx, check)
-		return volatile, errors.Join(append(errs, err)...)
+		var (
+			mu   sync.Mutex
+			errs []error
+		)
+		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			v, err := nodeSafety(ctx, node, p)
+			mu.Lock()
+			defer mu.Unlock()
+			volatile = volatile || v
+			if err != nil && !errors.Is(err, domain.ErrUnsafeRedis) && redisinventory.Unavailable(err) {
+				unreachable = append(unreachable, node.Options().Addr)
+				return nil
+			}
+			errs = append(errs, err)
+			return nil
+		})
+		return volatile, unreachable, errors.Join(append(errs, err)...)
 	}
-	return false, fmt.Errorf("unsupported redis client %T", client)
+	return false, nil, fmt.Errorf("unsupported redis client %T", client)
 }
 
-func nodeSafety(ctx context.Context, node *redis.Client, mode string, allowVolatile bool) (volatile bool, err error) {
-	cfg, err := node.ConfigGet(ctx, "append*").Result()
-	if err != nil {
-		return false, fmt.Errorf("read Redis persistence settings (CONFIG GET): %w", err)
-	}
+func nodeSafety(ctx context.Context, node *redis.Client, p safetyPolicy) (volatile bool, err error) {
+	addr := node.Options().Addr
 	info, err := node.Info(ctx, "memory", "keyspace").Result()
 	if err != nil {
-		return false, fmt.Errorf("read Redis eviction settings (INFO memory keyspace): %w", err)
+		return false, fmt.Errorf("read Redis eviction settings of %s (INFO memory keyspace): %w", addr, err)
 	}
-	addr := node.Options().Addr
+	if err := evictionSafety(addr, info); err != nil {
+		return false, err
+	}
+	if p.assume {
+		return false, nil
+	}
+	cfg, err := node.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		if !redisinventory.Unavailable(err) {
+			return false, fmt.Errorf("%w: cannot read the persistence settings of redis %s (CONFIG GET: %w). "+
+				"A managed Redis (ElastiCache, Memorystore) disables CONFIG: pass --redis-config=assume "+
+				"(INVLEDGER_REDIS_CONFIG) to assert that it persists as --durability %s needs", domain.ErrUnsafeRedis, addr, err, p.mode)
+		}
+		return false, fmt.Errorf("read the persistence settings of redis %s (CONFIG GET): %w", addr, err)
+	}
+	mode, allowVolatile := p.mode, p.allowVolatile
 	appendOnly, fsync := cfg["appendonly"], cfg["appendfsync"]
 	switch {
 	case appendOnly != "yes":
@@ -85,6 +136,13 @@ func nodeSafety(ctx context.Context, node *redis.Client, mode string, allowVolat
 		return false, fmt.Errorf("%w: durability everysec needs Redis appendfsync everysec or always, but redis %s has %q",
 			domain.ErrUnsafeRedis, addr, fsync)
 	}
+	return volatile, nil
+}
+
+// evictionSafety refuses an eviction policy that may drop purchase
+// records, as INFO memory and keyspace of the node at addr report it:
+// INFO needs no CONFIG, so it is read in every --redis-config mode.
+func evictionSafety(addr, info string) error {
 	policy, expiring := evictionSettings(info)
 	switch {
 	case policy == "noeviction":
@@ -95,11 +153,11 @@ func nodeSafety(ctx context.Context, node *redis.Client, mode string, allowVolat
 		if strings.HasPrefix(policy, "volatile-") {
 			why = fmt.Sprintf(" and %d keys have a TTL", expiring)
 		}
-		return false, fmt.Errorf("%w: redis %s has maxmemory-policy %q%s: under memory pressure Redis may evict purchase "+
+		return fmt.Errorf("%w: redis %s has maxmemory-policy %q%s: under memory pressure Redis may evict purchase "+
 			"records (receipts, buyers), and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction "+
 			"and set `maxmemory-policy noeviction` in redis.conf", domain.ErrUnsafeRedis, addr, policy, why)
 	}
-	return volatile, nil
+	return nil
 }
 
 // evictionSettings reads maxmemory_policy and the number of keys with a
@@ -138,13 +196,12 @@ type salesStopper interface {
 // alerts; when they are safe again sales resume. A Redis that does not
 // answer changes nothing: purchases fail as unavailable on their own.
 type safetyWatcher struct {
-	client        redis.UniversalClient
-	mode          string
-	allowVolatile bool
-	sales         salesStopper
-	alerts        reconcile.UnsafeRedisAlerter
-	interval      time.Duration
-	log           *slog.Logger
+	client   redis.UniversalClient
+	policy   safetyPolicy
+	sales    salesStopper
+	alerts   reconcile.UnsafeRedisAlerter
+	interval time.Duration
+	log      *slog.Logger
 }
 
 // run watches until ctx ends.
@@ -159,7 +216,7 @@ func (w safetyWatcher) run(ctx context.Context) error {
 		case <-t.C:
 		}
 		readCtx, cancel := context.WithTimeout(ctx, w.interval)
-		_, err := redisSafety(readCtx, w.client, w.mode, w.allowVolatile)
+		_, _, err := redisSafety(readCtx, w.client, w.policy)
 		cancel()
 		switch {
 		case errors.Is(err, domain.ErrUnsafeRedis):

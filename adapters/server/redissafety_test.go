@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
+	"github.com/redis/go-redis/v9"
 )
 
 const testGatewayToken = "shop:gateway:0123456789abcdef0123"
@@ -39,14 +43,13 @@ func TestEvictionCheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := stacktest.New(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	set := func(policy string) {
 		t.Helper()
 		if err := s.RedisClient.ConfigSet(ctx, "maxmemory-policy", policy).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	check := func() error { return checkDurability(ctx, s.RedisClient, "strict", false, quiet) }
+	check := func() error { return checkDurability(ctx, s.RedisClient, safetyPolicy{mode: "strict"}, quiet) }
 	if err := check(); err != nil {
 		t.Fatalf("noeviction refused: %v", err)
 	}
@@ -179,7 +182,7 @@ func TestSafetyWatcherAlertsOnceAndResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- safetyWatcher{client: s.RedisClient, mode: "strict", sales: s.Inventory, alerts: rec,
+		done <- safetyWatcher{client: s.RedisClient, policy: safetyPolicy{mode: "strict"}, sales: s.Inventory, alerts: rec,
 			interval: 50 * time.Millisecond, log: slog.New(slog.NewTextHandler(io.Discard, nil))}.run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
@@ -242,7 +245,7 @@ func TestREADMEQuotesEveryRedisRefusal(t *testing.T) {
 		if err := s.RedisClient.ConfigSet(ctx, tc.setting, tc.value).Err(); err != nil {
 			t.Fatal(err)
 		}
-		err := checkDurability(ctx, s.RedisClient, tc.mode, false, quiet)
+		err := checkDurability(ctx, s.RedisClient, safetyPolicy{mode: tc.mode}, quiet)
 		if err := s.RedisClient.ConfigSet(ctx, tc.setting, tc.restore).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -255,3 +258,77 @@ func TestREADMEQuotesEveryRedisRefusal(t *testing.T) {
 		}
 	}
 }
+
+// managedUser is an ACL user that may run every command but CONFIG, as
+// managed Redis services (ElastiCache, Memorystore) grant.
+const managedUser, managedPassword = "app", "managed-pw-0001"
+
+// asManagedUser makes the application connect as managedUser.
+func asManagedUser(c *app.Config) {
+	c.RedisURL = strings.Replace(c.RedisURL, "redis://", "redis://"+managedUser+":"+managedPassword+"@", 1)
+}
+
+// createManagedUser creates managedUser on the Redis at addr.
+func createManagedUser(t *testing.T, addr string) {
+	t.Helper()
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", managedUser, "on", ">"+managedPassword, "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestManagedRedisWithoutConfig runs serve as a Redis user that may not
+// run CONFIG, as on ElastiCache and Memorystore, connecting with a URL
+// that carries user and password. --redis-config=check refuses it, naming
+// --redis-config=assume; assume starts, and says so in the log, in /readyz
+// and in invledger_redis_config_assumed.
+func TestManagedRedisWithoutConfig(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := stacktest.New(t, stacktest.WithAppConfig(asManagedUser))
+	createManagedUser(t, st.Redis.Addr())
+	if err := st.RedisClient.ConfigGet(ctx, "appendfsync").Err(); err == nil {
+		t.Fatal("CONFIG still answers; the test needs it refused")
+	}
+	err := checkDurability(ctx, st.RedisClient, safetyPolicy{mode: "strict"}, quiet)
+	if !errors.Is(err, domain.ErrUnsafeRedis) || !strings.Contains(err.Error(), "--redis-config=assume") {
+		t.Fatalf("check mode on a Redis without CONFIG: %v, want unsafe naming --redis-config=assume", err)
+	}
+	if err := Check(Config{Tokens: testTokens, RedisConfig: "trust"}); err == nil || !strings.Contains(err.Error(), "INVLEDGER_REDIS_CONFIG") {
+		t.Fatalf("a bad --redis-config: %v", err)
+	}
+
+	logs := &logLines{seen: make(chan struct{}, 1)}
+	st.App.Log = slog.New(logs)
+	api := startServe(t, st, Config{Tokens: testTokens, RedisConfig: RedisConfigAssume})
+	logs.waitFor(t, "persistence settings assumed")
+	if r := call(t, "GET", api+"/readyz", "", ""); r.status != 200 || !strings.Contains(r.body, `"redis_config":"assumed"`) {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
+	if m := call(t, "GET", api+"/metrics", "", "").body; !strings.Contains(m, "\ninvledger_redis_config_assumed 1\n") {
+		t.Fatalf("/metrics: %s", grepLines(m, "config_assumed"))
+	}
+	st.SKU(t, "managed-1", 5, 1)
+	if r := call(t, "POST", api+"/v1/skus/managed-1/deduct", secretGateway, deductBody("u1", "r1")); r.status != 200 {
+		t.Fatalf("deduct: %d %s", r.status, r.body)
+	}
+}
+
+// TestEvictionPolicyIsCheckedWithoutConfig: with CONFIG refused and
+// persistence assumed, an eviction policy that may drop receipts is still
+// refused, from INFO memory.
+func TestEvictionPolicyIsCheckedWithoutConfig(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t, stacktest.WithAppConfig(asManagedUser), stacktest.WithRedisConfig(func(c *localstack.RedisConfig) {
+		c.Settings = map[string]string{"maxmemory-policy": "allkeys-lru"}
+	}))
+	createManagedUser(t, st.Redis.Addr())
+	err := checkDurability(context.Background(), st.RedisClient, safetyPolicy{mode: "strict", assume: true}, quiet)
+	if !errors.Is(err, domain.ErrUnsafeRedis) || !strings.Contains(err.Error(), "allkeys-lru") {
+		t.Fatalf("assume mode with allkeys-lru: %v, want unsafe naming the policy", err)
+	}
+}
+
+// quiet is a logger whose lines nobody reads.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

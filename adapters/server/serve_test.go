@@ -129,7 +129,7 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 			t.Fatalf("/metrics lacks %q", strings.TrimSpace(want))
 		}
 	}
-	if rd := readiness(st.App, []string{ComponentProjector})(ctx); rd.Ready {
+	if rd := readiness(st.App, Config{Components: []string{ComponentProjector}})(ctx); rd.Ready {
 		t.Fatalf("a projector-only process is ready without postgres: %+v", rd)
 	}
 
@@ -265,5 +265,26 @@ func (l *logLines) waitFor(t *testing.T, want string) {
 		case <-deadline:
 			t.Fatalf("no log line %q", want)
 		}
+	}
+}
+
+// TestAProcessWithoutTheAPIServesMetricsAndHealth: a projector-only
+// process answers /metrics, /healthz and /readyz on --listen, and nothing
+// else.
+func TestAProcessWithoutTheAPIServesMetricsAndHealth(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	ops := startServe(t, st, Config{Components: []string{ComponentProjector}})
+	if r := call(t, "GET", ops+"/healthz", "", ""); r.status != 200 {
+		t.Fatalf("healthz: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", ops+"/readyz", "", ""); r.status != 200 || r.body != `{"status":"ready","redis":"ok","postgres":"ok"}` {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
+	if m := call(t, "GET", ops+"/metrics", "", "").body; !strings.Contains(m, "invledger_projection_batch_events") {
+		t.Fatalf("/metrics lacks the projector's metrics: %.300s", m)
+	}
+	if r := call(t, "POST", ops+"/v1/skus/x/deduct", secretGateway, deductBody("u", "r")); r.status != 404 {
+		t.Fatalf("deduct on a process without the API: %d %s, want 404", r.status, r.body)
 	}
 }

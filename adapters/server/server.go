@@ -44,7 +44,8 @@ func Components() []string { return []string{ComponentAPI, ComponentProjector, C
 type Config struct {
 	// Components to run; default all of Components().
 	Components []string
-	// Listen is the API's address. Default 127.0.0.1:8080.
+	// Listen is the API's address, or, in a process without the API, the
+	// address of its /metrics, /healthz and /readyz. Default 127.0.0.1:8080.
 	Listen string
 	// MaxConns caps the API's open connections; one more is answered 503
 	// with Retry-After and closed at once. Default 1024.
@@ -56,6 +57,11 @@ type Config struct {
 	TokensFile string
 	// AllowVolatileRedis runs although Redis persistence is off.
 	AllowVolatileRedis bool
+	// RedisConfig is RedisConfigCheck (default: read every master's
+	// persistence settings with CONFIG GET) or RedisConfigAssume (skip the
+	// read, for a managed Redis with CONFIG disabled; the log, /readyz and
+	// invledger_redis_config_assumed say so).
+	RedisConfig string
 	// Subscribers is the projector's consumers per partition stream. Each
 	// reads in batches and holds one Redis connection per stream. Default 1.
 	Subscribers int
@@ -63,6 +69,10 @@ type Config struct {
 	BatchSize int
 	// BatchWait is the extra wait to fill a transaction; 0 commits at once.
 	BatchWait time.Duration
+	// ReclaimAfter is how long an entry stays pending on a consumer before
+	// the projector takes it over, e.g. one delivered just before its
+	// Redis master failed over. Default: projections.ProjectorConfig's.
+	ReclaimAfter time.Duration
 	// StreamRetention keeps acked stream entries this long. Default 1h.
 	StreamRetention time.Duration
 	// ConsumerName prefixes the projector's consumer names. Default:
@@ -126,6 +136,9 @@ func (c *Config) setDefaults() {
 	if c.IdempotencyWindow == 0 {
 		c.IdempotencyWindow = DefaultIdempotencyWindow
 	}
+	if c.RedisConfig == "" {
+		c.RedisConfig = RedisConfigCheck
+	}
 }
 
 // Validate reports every invalid setting at once, naming flag and variable.
@@ -159,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisCheckInterval < 0 {
 		errs = append(errs, errors.New("redis check interval must not be negative"))
+	}
+	if c.RedisConfig != RedisConfigCheck && c.RedisConfig != RedisConfigAssume {
+		errs = append(errs, fmt.Errorf("--redis-config (INVLEDGER_REDIS_CONFIG) must be check or assume, got %q", c.RedisConfig))
 	}
 	if c.ArchiveAfter < 0 {
 		errs = append(errs, errors.New("--archive-after (INVLEDGER_ARCHIVE_AFTER) must not be negative"))
@@ -211,11 +227,17 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 	if err := a.PingRedis(ctx); err != nil {
 		return err
 	}
-	if err := checkDurability(ctx, a.Redis, a.Config().Durability, sc.AllowVolatileRedis, a.Log); err != nil {
+	policy := safetyPolicy{mode: a.Config().Durability, allowVolatile: sc.AllowVolatileRedis, assume: sc.RedisConfig == RedisConfigAssume}
+	if policy.assume {
+		a.Metrics.RedisConfigAssumed.Set(1)
+	}
+	if err := checkDurability(ctx, a.Redis, policy, a.Log); err != nil {
 		return err
 	}
-	if err := a.Adapters.Inventory.Load(ctx); err != nil {
+	if skipped, err := a.Adapters.Inventory.Load(ctx); err != nil {
 		return err
+	} else if len(skipped) > 0 {
+		a.Log.Warn("redis scripts not preloaded on unreachable masters; they are sent on first use", "masters", skipped)
 	}
 
 	var components []component
@@ -231,9 +253,15 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		components = append(components, component{"alerts", func(ctx context.Context) error { a.Webhook.Run(ctx); return nil }})
 	}
 	if sc.has(ComponentReconciler) {
+		// One process of the deployment reconciles periodically, so a drift
+		// is repaired and alerted once; the others stand by to take over.
 		components = append(components, component{"reconciler", func(ctx context.Context) error {
-			return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
-				Changed: a.RunIDs.Changed()})
+			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "reconciler", Lock: a.Adapters.ReconcilerLeader,
+				Poll: leaderPoll(sc.ReconcileInterval), OnLeading: a.Metrics.Reconcile.SetLeader, Logger: a.Log},
+				func(ctx context.Context) error {
+					return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
+						Changed: a.RunIDs.Changed()})
+				})
 		}})
 		if sc.ArchiveAfter > 0 || sc.RetireAfter > 0 {
 			components = append(components, component{"archiver", func(ctx context.Context) error {
@@ -265,8 +293,14 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 			return err
 		}
 		components = append(components, c, component{"redis-safety", safetyWatcher{client: a.Redis,
-			mode: a.Config().Durability, allowVolatile: sc.AllowVolatileRedis, sales: a.Adapters.Inventory,
+			policy: policy, sales: a.Adapters.Inventory,
 			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run})
+	} else {
+		c, err := opsComponent(a, sc)
+		if err != nil {
+			return err
+		}
+		components = append(components, c)
 	}
 	err = runAll(ctx, components)
 	a.Log.Info("stopped")
@@ -327,6 +361,7 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 		Streams:                 streams,
 		ConsumerName:            name,
 		SubscribersPerPartition: sc.Subscribers,
+		ReclaimAfter:            sc.ReclaimAfter,
 		Batch:                   projections.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
 		Epoch:                   a.Adapters.Epoch.Epoch,
 		EntryExists:             a.Adapters.Epoch.EntryExists,
@@ -345,9 +380,22 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers, "consumer", name)
 	return []component{
 		{"projector", p.Run},
-		{"janitor", func(ctx context.Context) error { j.Run(ctx); return nil }},
+		// One janitor trims every stream, so one --stream-retention applies.
+		{"janitor", func(ctx context.Context) error {
+			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "janitor", Lock: a.Adapters.JanitorLeader,
+				Poll: leaderPoll(sc.StreamRetention), Logger: a.Log},
+				func(ctx context.Context) error { j.Run(ctx); return nil })
+		}},
 		{"sealer", a.Sealer.Run},
 	}, release, nil
+}
+
+// leaderPoll is how often a standby tries to take a role over, and its
+// leader checks its lease: within a second, and never slower than the
+// role's own period, so a dead leader's role is taken over within one
+// period.
+func leaderPoll(period time.Duration) time.Duration {
+	return min(time.Second, period)
 }
 
 // DefaultDataDir is Config.DataDir's default: $XDG_STATE_HOME/invledger,
@@ -359,9 +407,10 @@ func DefaultDataDir() string {
 	return ".invledger-state"
 }
 
-// Handler is the HTTP API over a's services, for a process running
-// components: every route, one table, authenticating against tokens.
-func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) (http.Handler, error) {
+// Handler is the HTTP API over a's services, for a process configured by
+// sc (its components, its --redis-config): every route, one table,
+// authenticating against tokens.
+func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Handler, error) {
 	return httpapi.NewHandler(httpapi.Config{
 		TokenSet:    tokens,
 		Ledger:      a.Service,
@@ -381,7 +430,7 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 			a.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 			a.Metrics.HTTPDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 		},
-		Ready:  readiness(a, components),
+		Ready:  readiness(a, sc),
 		Logger: a.Log,
 	})
 }
@@ -391,8 +440,8 @@ func Handler(a *app.Application, components []string, tokens *httpapi.TokenSet) 
 // PostgreSQL outage only delays the ledger, and the probe says so in its
 // body. Any other process (projector, reconciler) needs both. The
 // reasons, with addresses, go to the log, never to the caller.
-func readiness(a *app.Application, components []string) func(ctx context.Context) httpapi.Readiness {
-	needPostgres := !slices.Contains(components, ComponentAPI)
+func readiness(a *app.Application, sc Config) func(ctx context.Context) httpapi.Readiness {
+	needPostgres := !sc.has(ComponentAPI)
 	return func(ctx context.Context) httpapi.Readiness {
 		deps := []struct {
 			name   string
@@ -409,6 +458,9 @@ func readiness(a *app.Application, components []string) func(ctx context.Context
 		}
 		wg.Wait()
 		rd := httpapi.Readiness{Ready: true}
+		if sc.RedisConfig == RedisConfigAssume {
+			rd.Notes = append(rd.Notes, httpapi.ReadinessNote{Name: "redis_config", Value: "assumed"})
+		}
 		for i, d := range deps {
 			rd.Checks = append(rd.Checks, httpapi.DependencyCheck{Name: d.name, OK: errs[i] == nil})
 			if errs[i] != nil {
@@ -432,13 +484,35 @@ const DefaultIdempotencyWindow = 24 * time.Hour
 // opens connections and leaves them idle holds them only this long.
 const idleTimeout = 30 * time.Second
 
-// apiComponent listens at once, so a taken address fails Serve before any
-// component starts, and serves until ctx ends.
+// apiComponent serves the API on --listen until ctx ends.
 func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (component, error) {
-	handler, err := Handler(a, sc.Components, tokens)
+	handler, err := Handler(a, sc, tokens)
 	if err != nil {
 		return component{}, err
 	}
+	c, err := httpComponent(a, sc, "api", handler)
+	serve := c.run
+	c.run = func(ctx context.Context) error {
+		go forgetIdempotencyKeys(ctx, a.Adapters.Idempotency, sc.IdempotencyWindow, a.Log)
+		return serve(ctx)
+	}
+	return c, err
+}
+
+// opsComponent serves /metrics, /healthz and /readyz on --listen for a
+// process that runs no API, so every process can be scraped and probed.
+func opsComponent(a *app.Application, sc Config) (component, error) {
+	handler, err := httpapi.NewOpsHandler(promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
+		readiness(a, sc), 0, a.Log)
+	if err != nil {
+		return component{}, err
+	}
+	return httpComponent(a, sc, "ops", handler)
+}
+
+// httpComponent listens on sc.Listen at once, so a taken address fails
+// Serve before any component starts, and serves handler until ctx ends.
+func httpComponent(a *app.Application, sc Config, name string, handler http.Handler) (component, error) {
 	ln, err := net.Listen("tcp", sc.Listen)
 	if err != nil {
 		return component{}, fmt.Errorf("listen on %s: %w (is another server using it? change --listen)", sc.Listen, err)
@@ -454,14 +528,11 @@ func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (comp
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
-	a.Log.Info("api listening", "url", "http://"+addr)
+	a.Log.Info(name+" listening", "url", "http://"+addr)
 	if sc.OnListening != nil {
 		sc.OnListening(addr)
 	}
-	return component{"api", func(ctx context.Context) error {
-		go forgetIdempotencyKeys(ctx, a.Adapters.Idempotency, sc.IdempotencyWindow, a.Log)
-		return serveHTTP(ctx, srv, ln)
-	}}, nil
+	return component{name, func(ctx context.Context) error { return serveHTTP(ctx, srv, ln) }}, nil
 }
 
 // forgetIdempotencyKeys deletes, every few minutes, the Idempotency-Keys

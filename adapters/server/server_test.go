@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,12 @@ import (
 	"github.com/invledger/invledger/adapters/localstack/localstacktest"
 )
 
-func TestMain(m *testing.M) { localstacktest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(serveChild())
+	}
+	localstacktest.Main(m)
+}
 
 func TestDurabilityCheck(t *testing.T) {
 	t.Parallel()
@@ -40,7 +46,7 @@ func TestDurabilityCheck(t *testing.T) {
 			})
 			client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			defer client.Close()
-			err := checkDurability(ctx, client, tc.mode, tc.allowVolatile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			err := checkDurability(ctx, client, safetyPolicy{mode: tc.mode, allowVolatile: tc.allowVolatile}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}

@@ -57,7 +57,7 @@ func TestPurchaseDuringRedisStallAnswers503InTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Handler(s.App, []string{ComponentAPI}, set)
+	h, err := Handler(s.App, Config{Components: []string{ComponentAPI}}, set)
 	if err != nil {
 		t.Fatal(err)
 	}

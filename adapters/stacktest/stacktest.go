@@ -21,10 +21,13 @@ import (
 // them, wired by app.New exactly as serve wires it. The adapter fields are
 // the application's own, named for the tests' convenience.
 type Stack struct {
-	// Redis is the private redis-server; nil WithRedisCluster.
+	// Redis is the private redis-server; nil WithRedisCluster or WithSentinel.
 	Redis *localstack.RedisServer
 	// Cluster is the private Redis Cluster, set only WithRedisCluster.
 	Cluster *localstack.RedisCluster
+	// Sentinel is the private Sentinel-managed master and replica, set only
+	// WithSentinel.
+	Sentinel *localstack.SentinelSet
 	// Postgres is set only WithPrivatePostgres; the shared server must not be stopped.
 	Postgres *localstack.PostgresServer
 	App      *app.Application
@@ -67,7 +70,12 @@ type options struct {
 	app             []func(*app.Config)
 	privatePostgres bool
 	cluster         []func(*localstack.ClusterConfig)
+	sentinel        bool
 }
+
+// WithSentinel runs the stack on a private Sentinel-managed master and
+// replica, which the application reaches through the Sentinel.
+func WithSentinel() Option { return func(o *options) { o.sentinel = true } }
 
 // WithRedisCluster runs the stack on a private Redis Cluster (3 masters
 // unless f says otherwise) instead of one redis-server.
@@ -100,9 +108,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 	}
 	ctx := context.Background()
 	s := &Stack{}
-	if o.cluster != nil {
+	switch {
+	case o.cluster != nil:
 		s.Cluster = localstacktest.RedisCluster(t, o.cluster...)
-	} else {
+	case o.sentinel:
+		s.Sentinel = localstacktest.Sentinel(t)
+	default:
 		s.Redis = localstacktest.Redis(t, o.redis...)
 	}
 	if o.privatePostgres {
@@ -127,9 +138,12 @@ func New(t testing.TB, opts ...Option) *Stack {
 	// deadline itself sets a short one WithAppConfig.
 	cfg := app.Config{DatabaseURL: s.DatabaseURL, Durability: durability,
 		RedisPoolSize: 256, RedisTimeout: 10 * time.Second, Logger: quiet}
-	if s.Cluster != nil {
+	switch {
+	case s.Cluster != nil:
 		cfg.RedisCluster = s.Cluster.Addrs()
-	} else {
+	case s.Sentinel != nil:
+		cfg.RedisSentinels, cfg.RedisSentinelMaster = []string{s.Sentinel.Addr()}, s.Sentinel.MasterName()
+	default:
 		cfg.RedisURL = s.Redis.URL()
 	}
 	for _, f := range o.app {
@@ -203,22 +217,35 @@ func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	return out
 }
 
-// ClusterSKUs returns one SKU name per master of the stack's Redis Cluster,
-// keyed by the master's address, each starting with prefix: a test that
-// kills or moves one master knows which SKUs it holds.
-func (s *Stack) ClusterSKUs(t testing.TB, prefix string) map[string]string {
+// ClusterSKUs creates and warms one SKU per master of the stack's Redis
+// Cluster, each starting with prefix and holding stock, and returns them
+// keyed by the master's address, and in a slice in the order of the
+// cluster's nodes: a test that kills or moves one master knows which SKUs
+// it holds.
+func (s *Stack) ClusterSKUs(t testing.TB, prefix string, stock int64) (byMaster map[string]string, skus []string) {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]string{}
-	for i := 0; len(out) < s.Cluster.Masters() && i < 1000; i++ {
+	byMaster = map[string]string{}
+	for i := 0; len(byMaster) < s.Cluster.Masters() && i < 1000; i++ {
 		sku := prefix + strconv.Itoa(i)
-		node, err := s.Cluster.MasterFor(ctx, s.Keyspace.SKUKey(sku))
-		if err != nil {
-			t.Fatalf("master of %s: %v", sku, err)
-		}
-		if _, ok := out[node.Addr()]; !ok {
-			out[node.Addr()] = sku
+		if addr := s.MasterOf(t, sku).Addr(); byMaster[addr] == "" {
+			byMaster[addr] = sku
 		}
 	}
-	return out
+	for _, n := range s.Cluster.Nodes {
+		if sku := byMaster[n.Addr()]; sku != "" {
+			s.SKU(t, sku, stock, 1)
+			skus = append(skus, sku)
+		}
+	}
+	return byMaster, skus
+}
+
+// MasterOf returns the node of the stack's Redis Cluster that serves sku.
+func (s *Stack) MasterOf(t testing.TB, sku string) *localstack.RedisServer {
+	t.Helper()
+	node, err := s.Cluster.MasterFor(context.Background(), s.Keyspace.SKUKey(sku))
+	if err != nil {
+		t.Fatalf("master of %s: %v", sku, err)
+	}
+	return node
 }

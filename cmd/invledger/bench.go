@@ -174,7 +174,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.Adapters.Inventory.Load(ctx); err != nil {
+	if _, err := a.Adapters.Inventory.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		// the bench measures purchases, not durability.
 		Project: func(ctx context.Context) error {
 			return serve(ctx, projCfg, serveSettings{Durability: app.DurabilityEverysec, Config: server.Config{
-				Components: []string{server.ComponentProjector}, ConsumerName: "invledger-bench", AllowVolatileRedis: true}})
+				Listen: "127.0.0.1:0", Components: []string{server.ComponentProjector}, ConsumerName: "invledger-bench", AllowVolatileRedis: true}})
 		},
 		Serve: func(ctx context.Context, tokens string, ready chan<- string) error {
 			return serve(ctx, cfg, serveSettings{Durability: b.durability, Config: server.Config{

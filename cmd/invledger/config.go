@@ -17,9 +17,8 @@ import (
 // Config holds the settings shared by every command. Each one is a flag
 // whose default comes from its INVLEDGER_* environment variable.
 type Config struct {
-	RedisURL     string
-	RedisCluster []string
-	// RedisSentinels and RedisSentinelMaster select a Sentinel-managed master.
+	RedisURL            string
+	RedisCluster        []string
 	RedisSentinels      []string
 	RedisSentinelMaster string
 	DatabaseURL         string
@@ -124,9 +123,8 @@ func (e *envFlags) StringSlice(p *[]string, name, env string, usage string) {
 // password: help shows it masked.
 func (e *envFlags) URLSlice(p *[]string, name, env string, usage string) {
 	e.StringSlice(p, name, env, usage)
-	f := e.fs.Lookup(name)
-	if v := *p; len(v) > 0 {
-		f.DefValue = "[" + app.RedactList(v) + "]"
+	if len(*p) > 0 {
+		e.fs.Lookup(name).DefValue = "[" + app.RedactList(*p) + "]"
 	}
 }
 

@@ -45,7 +45,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 		},
 	}
 	env := &envFlags{fs: cmd.Flags()}
-	env.String(&ss.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address")
+	env.String(&ss.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address: the API, or /metrics, /healthz and /readyz in a process without the API")
 	env.Int(&ss.MaxConns, "max-conns", "INVLEDGER_MAX_CONNS", server.DefaultMaxConns, "most open API connections; one more gets 503 at once")
 	env.Secret(&ss.Tokens, "tokens", "INVLEDGER_TOKENS", "API tokens, name:role:secret comma-separated; roles gateway, operator, approver, auditor")
 	env.String(&ss.TokensFile, "tokens-file", "INVLEDGER_TOKENS_FILE", "", "file with API tokens, one name:role:secret per line; read again on SIGHUP")
@@ -62,6 +62,8 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Secret(&ss.AlertWebhookSecret, "alert-webhook-secret", "INVLEDGER_ALERT_WEBHOOK_SECRET", "base64 key (whsec_...) that signs each alert the Standard Webhooks way")
 	env.Duration(&ss.ArchiveAfter, "archive-after", "INVLEDGER_ARCHIVE_AFTER", 24*time.Hour, "archive the buyers of SKUs closed this long ago (0 disables)")
 	env.Duration(&ss.RetireAfter, "retire-after", "INVLEDGER_RETIRE_AFTER", 24*time.Hour, "retire SKUs closed (or restored) this long ago from Redis: the retry window of gateways (0 disables)")
+	env.String(&ss.RedisConfig, "redis-config", "INVLEDGER_REDIS_CONFIG", server.RedisConfigCheck,
+		"check: read every master's persistence settings (CONFIG GET); assume: skip the read (managed Redis with CONFIG disabled) and assert the persistence --durability names")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd

@@ -55,11 +55,19 @@ func NewLogAlerter(log *slog.Logger, next Notifier) *LogAlerter {
 // Alert logs the finding and passes it on.
 func (a *LogAlerter) Alert(ctx context.Context, f Finding) {
 	a.log.ErrorContext(ctx, "reconciliation finding", "sku", f.SKU, "class", f.Class, "detail", f.Detail,
-		"redis_stock", f.Before.RedisStock, "redis_seq", f.Before.RedisSeq, "ledger_stock", f.Before.LedgerStock,
+		"redis_stock", valueOf(f.Before.RedisStock), "redis_seq", valueOf(f.Before.RedisSeq), "ledger_stock", f.Before.LedgerStock,
 		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError)
 	if a.next != nil {
 		a.next.Alert(ctx, f)
 	}
+}
+
+// valueOf logs a figure Redis may not have: its value, or "absent".
+func valueOf(p *int64) slog.Value {
+	if p == nil {
+		return slog.StringValue("absent")
+	}
+	return slog.Int64Value(*p)
 }
 
 // DeadLetter logs a stream entry stored in dead_letters and passes it on.

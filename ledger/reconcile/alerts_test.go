@@ -44,3 +44,22 @@ func TestLogAlerterLogsEveryAlertAndPassesItOn(t *testing.T) {
 	// Without a notifier it only logs.
 	NewLogAlerter(slog.New(slog.NewTextHandler(&logs, nil)), nil).Fenced(ctx, 1)
 }
+
+// TestFindingLogLineShowsValues: the figures Redis may lack are logged as
+// numbers, or "absent", never as memory addresses.
+func TestFindingLogLineShowsValues(t *testing.T) {
+	var logs bytes.Buffer
+	a := NewLogAlerter(slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	stock, seq := int64(12), int64(40)
+	a.Alert(context.Background(), Finding{SKU: "a", Class: ClassRedisLow, Before: Figures{RedisStock: &stock, RedisSeq: &seq, LedgerStock: 14}})
+	a.Alert(context.Background(), Finding{SKU: "b", Class: ClassRedisMissing})
+	out := logs.String()
+	for _, want := range []string{"redis_stock=12 redis_seq=40 ledger_stock=14", "redis_stock=absent redis_seq=absent"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0xc") {
+		t.Fatalf("log shows an address:\n%s", out)
+	}
+}

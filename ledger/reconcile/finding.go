@@ -106,6 +106,9 @@ type Report struct {
 	// by this run; Unverified those still refusing purchases after it.
 	Verified   int
 	Unverified int
+	// Unreachable counts SKUs not checked because their Redis Cluster
+	// master did not answer.
+	Unreachable int
 }
 
 // RecordedRun is a stored reconciliation run with its findings.

@@ -55,4 +55,7 @@ type LiveSKU struct {
 type Snapshot struct {
 	SKUs     map[domain.SKUID]LiveSKU
 	InFlight []domain.Event
+	// Unreachable are SKUs whose Redis Cluster master did not answer: they
+	// are neither checked nor reported, and the other masters' SKUs are.
+	Unreachable []domain.SKUID
 }

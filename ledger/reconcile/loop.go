@@ -12,8 +12,8 @@ import (
 type LoopConfig struct {
 	// Interval between full reconciliations with repair. Default 60s.
 	Interval time.Duration
-	// Epoch identifies the Redis run (run_id and LASTSAVE); a change means
-	// every SKU must be verified again.
+	// Epoch identifies the Redis run (run_id and LASTSAVE, and in a cluster
+	// the slots' masters); a change means every SKU must be verified again.
 	Epoch func(ctx context.Context) (string, error)
 	// EpochPoll is how often Epoch is read. Default 1s.
 	EpochPoll time.Duration
@@ -95,7 +95,7 @@ func (r *Reconciler) RunLoop(ctx context.Context, cfg LoopConfig) error {
 			}
 			if epoch != lastEpoch {
 				if lastEpoch != "" {
-					r.cfg.Logger.Warn("redis restarted or failed over; verifying every SKU", "epoch", epoch)
+					r.cfg.Logger.Warn("redis restarted, failed over or moved slots; verifying every SKU", "epoch", epoch)
 				}
 				settle = lastEpoch != ""
 				lastEpoch, verify = epoch, true

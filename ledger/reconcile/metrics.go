@@ -15,6 +15,7 @@ type Metrics struct {
 	runs       *prometheus.CounterVec
 	duration   prometheus.Histogram
 	unverified prometheus.Gauge
+	leader     prometheus.Gauge
 }
 
 // NewMetrics creates the reconciler's metrics and registers them on reg.
@@ -41,8 +42,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "invledger_fenced_skus",
 			Help: "SKUs refusing purchases as recovering because they are not yet verified under the current Redis run.",
 		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "invledger_reconciler_leader",
+			Help: "1 while this process runs the periodic reconciler, which one process of a deployment does at a time.",
+		}),
 	}
-	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified)
+	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader)
 	// Series that exist from the start let increase() see the first finding.
 	for _, c := range driftClasses {
 		m.findings.WithLabelValues(string(c))
@@ -68,4 +73,13 @@ func (m *Metrics) observeRun(rep Report, err error) {
 	for _, c := range driftClasses {
 		m.drifting.WithLabelValues(string(c)).Set(float64(counts[c]))
 	}
+}
+
+// SetLeader records whether this process runs the periodic reconciler.
+func (m *Metrics) SetLeader(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leader.Set(v)
 }

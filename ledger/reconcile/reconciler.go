@@ -81,6 +81,11 @@ type Config struct {
 	Operations ledger.OperationLog
 	Metrics    *Metrics
 	Logger     *slog.Logger
+	// RepairLock, if set, is held by every run that repairs, from its check
+	// to its last repair, so runs of several processes (the periodic
+	// leader's, an operator's on demand, an adjustment's) never repair the
+	// same drift twice: the second run checks after the first repaired.
+	RepairLock ledger.Lock
 }
 
 func (c *Config) setDefaults() {
@@ -147,6 +152,13 @@ func (r *Reconciler) Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if opts.Repair && r.cfg.RepairLock != nil {
+		lease, err := r.cfg.RepairLock.Acquire(ctx)
+		if err != nil {
+			return Report{Trigger: opts.Trigger}, fmt.Errorf("wait for other processes' repairs: %w", err)
+		}
+		defer lease.Release(context.WithoutCancel(ctx))
+	}
 	rep := Report{Trigger: opts.Trigger, Started: time.Now(), Drifts: []Finding{}, Repaired: []Finding{}}
 	err := r.run(ctx, opts, &rep)
 	rep.Finished = time.Now()
@@ -181,6 +193,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	rep.Unreachable = len(skus) - len(checks)
 	unverified := 0
 	var (
 		stampSKUs []domain.SKUID
@@ -284,9 +297,18 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 	if err != nil {
 		return nil, err
 	}
+	unreachable := make(map[domain.SKUID]bool, len(snap.Unreachable))
+	for _, id := range snap.Unreachable {
+		unreachable[id] = true
+	}
 	checks := make(map[string]check, len(skus))
 	for _, id := range ids {
-		checks[id.String()] = check{sku: id.String(), id: id, live: snap.SKUs[id]}
+		if !unreachable[id] {
+			checks[id.String()] = check{sku: id.String(), id: id, live: snap.SKUs[id]}
+		}
+	}
+	if len(snap.Unreachable) > 0 {
+		r.cfg.Logger.Warn("reconcile: skus on Redis masters that did not answer were not checked", "skus", len(snap.Unreachable))
 	}
 	var eventIDs []string
 	for _, e := range snap.InFlight {

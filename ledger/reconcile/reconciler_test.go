@@ -37,7 +37,7 @@ func (a *alertSink) Alert(_ context.Context, f reconcile.Finding) {
 	a.findings = append(a.findings, f)
 }
 
-func newReconciler(t testing.TB, s *stacktest.Stack, alerts reconcile.Alerter) *reconcile.Reconciler {
+func newReconciler(t testing.TB, s *stacktest.Stack, alerts reconcile.Alerter, opts ...func(*reconcile.Config)) *reconcile.Reconciler {
 	t.Helper()
 	restorer, rebuilder := recoveryFor(t, s)
 	cfg := reconcile.Config{
@@ -46,6 +46,9 @@ func newReconciler(t testing.TB, s *stacktest.Stack, alerts reconcile.Alerter) *
 	}
 	if s.Journal != nil { // only a Redis on appendfsync everysec can lose receipts
 		cfg.Journal = s.Journal
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	r, err := reconcile.New(cfg)
 	if err != nil {

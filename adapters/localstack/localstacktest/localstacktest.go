@@ -43,50 +43,55 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // ends (SIGTERM, then SIGKILL). It fails the test if the server cannot start.
 func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.RedisServer {
 	t.Helper()
-	skipShort(t)
 	cfg := localstack.RedisConfig{Dir: t.TempDir(), Logger: quiet}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	r, err := localstack.StartRedis(ctx, cfg)
-	if err != nil {
-		t.Fatalf("localstacktest: start redis: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := r.Stop(ctx); err != nil {
-			t.Logf("localstacktest: stop redis: %v", err)
-		}
-	})
-	return r
+	return startForTest(t, "redis", func(ctx context.Context) (*localstack.RedisServer, error) { return localstack.StartRedis(ctx, cfg) })
 }
 
 // RedisCluster starts a private Redis Cluster (3 masters unless opts say
 // otherwise) in t.TempDir() and stops it when the test ends.
 func RedisCluster(t testing.TB, opts ...func(*localstack.ClusterConfig)) *localstack.RedisCluster {
 	t.Helper()
-	skipShort(t)
 	cfg := localstack.ClusterConfig{Dir: t.TempDir(), Logger: quiet}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return startForTest(t, "redis cluster", func(ctx context.Context) (*localstack.RedisCluster, error) {
+		return localstack.StartRedisCluster(ctx, cfg)
+	})
+}
+
+// Sentinel starts a private Sentinel-managed master and replica in
+// t.TempDir() and stops them when the test ends.
+func Sentinel(t testing.TB) *localstack.SentinelSet {
+	t.Helper()
+	cfg := localstack.SentinelConfig{Dir: t.TempDir(), Logger: quiet}
+	return startForTest(t, "sentinel", func(ctx context.Context) (*localstack.SentinelSet, error) {
+		return localstack.StartSentinel(ctx, cfg)
+	})
+}
+
+// startForTest starts what with start, failing the test if it cannot,
+// and stops it when the test ends.
+func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what string, start func(context.Context) (T, error)) T {
+	t.Helper()
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := localstack.StartRedisCluster(ctx, cfg)
+	v, err := start(ctx)
 	if err != nil {
-		t.Fatalf("localstacktest: start redis cluster: %v", err)
+		t.Fatalf("localstacktest: start %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer cancel()
-		if err := c.Stop(ctx); err != nil {
-			t.Logf("localstacktest: stop redis cluster: %v", err)
+		if err := v.Stop(ctx); err != nil {
+			t.Logf("localstacktest: stop %s: %v", what, err)
 		}
 	})
-	return c
+	return v
 }
 
 var shared struct {

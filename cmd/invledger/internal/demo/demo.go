@@ -93,7 +93,7 @@ func Run(ctx context.Context, dc Config, out, progress io.Writer) error {
 	projCtx, stopProjector := context.WithCancel(ctx)
 	projDone := make(chan error, 1)
 	go func() {
-		projDone <- server.Serve(projCtx, a, server.Config{Components: []string{server.ComponentProjector}, DataDir: dir})
+		projDone <- server.Serve(projCtx, a, server.Config{Components: []string{server.ComponentProjector}, DataDir: dir, Listen: "127.0.0.1:0"})
 	}()
 	defer func() {
 		stopProjector()
