@@ -25,6 +25,7 @@ func callKey(t *testing.T, method, url, secret, key, body string) answer {
 	return send(t, req)
 }
 
+// send makes req and reads the whole answer.
 func send(t *testing.T, req *http.Request) answer {
 	t.Helper()
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)

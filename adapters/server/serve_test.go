@@ -77,14 +77,7 @@ func call(t *testing.T, method, url, secret, body string) answer {
 	if secret != "" {
 		req.Header.Set("Authorization", "Bearer "+secret)
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, resp.Header, string(b)}
+	return send(t, req)
 }
 
 // TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable stops
