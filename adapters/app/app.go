@@ -189,13 +189,13 @@ func (a *Application) wire() error {
 	cfg := a.cfg
 	ad := &a.Adapters
 	var err error
-	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, a.RunIDs,
+	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys,
 		redisinventory.InventoryConfig{Timeout: cfg.RedisTimeout}); err != nil {
 		return err
 	}
 	ad.Restorer = redisinventory.NewRedisRestorer(a.Redis, a.Keys)
 	ad.Archiver = redisinventory.NewRedisArchiver(a.Redis, a.Keys)
-	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, a.RunIDs, redisinventory.ReconcileSourceConfig{}); err != nil {
+	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, redisinventory.ReconcileSourceConfig{}); err != nil {
 		return err
 	}
 	ad.Epoch = redisinventory.NewRedisEpoch(a.Redis)

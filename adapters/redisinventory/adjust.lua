@@ -3,26 +3,25 @@
 -- the original outcome and never applies twice.
 -- KEYS[1] sku hash, KEYS[2] partition stream
 -- ARGV[1] sku id, ARGV[2] delta, ARGV[3] event id, ARGV[4] actor (requester
--- and approver), ARGV[5] reason, ARGV[6] the caller's Redis run_id,
--- ARGV[7] adjustment id
+-- and approver), ARGV[5] reason, ARGV[6] adjustment id
 -- Reply: {1, event_id, seq, stock} applied now; {2, event_id, seq, stock}
 -- applied before; {-1} not warmed; {-4} recovering (see deduct.lua);
 -- {-8, stock} the change would take stock below zero.
 -- The event's qty is the delta's magnitude and its type says nothing of the
 -- sign, so the packed qty of an adjusted event is the signed delta.
 local sku_key, stream_key = KEYS[1], KEYS[2]
-local sku, delta, event_id, actor, reason, run_id = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local marker = 'adjustment:' .. ARGV[7]
+local sku, delta, event_id, actor, reason = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local marker = 'adjustment:' .. ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'epoch', 'seq', marker)
+local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'seq', marker)
 if not live[1] then
   return {-1}
 end
-if live[5] then
-  local done = cjson.decode(live[5])
+if live[4] then
+  local done = cjson.decode(live[4])
   return {2, done.event_id, done.seq, done.stock}
 end
-if live[2] ~= run_id or tonumber(live[3]) ~= redis.call('LASTSAVE') then
+if live[2] ~= node_run() then
   return {-4}
 end
 local stock = tonumber(live[1])
@@ -32,7 +31,7 @@ end
 
 -- All checks done; writes follow.
 stock = stock + delta
-local seq = tonumber(live[4]) + 1
+local seq = tonumber(live[3]) + 1
 redis.call('HSET', sku_key, 'stock', stock, 'seq', seq,
   marker, cjson.encode({event_id = event_id, seq = seq, stock = stock}))
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'adjusted', sku, seq, delta, stock),

@@ -23,7 +23,7 @@ var (
 
 	closeScript      = redis.NewScript(closeSource)
 	dropBuyersScript = redis.NewScript(dropBuyersSource)
-	retireScript     = redis.NewScript(retireSource)
+	retireScript     = redis.NewScript(nodeSource + retireSource)
 )
 
 // RedisArchiver closes sales in Redis, drops their buyers once they are

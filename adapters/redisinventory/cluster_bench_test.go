@@ -20,13 +20,10 @@ import (
 // same run, the same machine, so the ratio is what spreading SKUs buys.
 func BenchmarkDeductAcrossMasters(b *testing.B) {
 	cluster := localstacktest.RedisCluster(b)
-	runIDs := redisinventory.NewRunIDs()
-	opts := &redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: 128}
-	runIDs.AttachCluster(opts)
-	client := redis.NewClusterClient(opts)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: 128})
 	b.Cleanup(func() { _ = client.Close() })
 	keys := must(redisinventory.NewKeyspace(redisinventory.DefaultPartitions))
-	inv := must(redisinventory.NewRedisInventory(client, keys, runIDs, redisinventory.InventoryConfig{}))
+	inv := must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{}))
 	ctx := context.Background()
 	byMaster := map[string][]string{}
 	for i := 0; i < 200; i++ {
@@ -53,7 +50,7 @@ func BenchmarkDeductAcrossMasters(b *testing.B) {
 			b.Fatal(err)
 		}
 		// Verified under the current run, as the reconciler leaves a SKU.
-		if _, err := must(redisinventory.NewRedisReconcileSource(client, keys, runIDs, redisinventory.ReconcileSourceConfig{})).
+		if _, err := must(redisinventory.NewRedisReconcileSource(client, keys, redisinventory.ReconcileSourceConfig{})).
 			StampMany(ctx, []domain.SKUID{must(domain.NewSKUID(sku))}, []int64{1}); err != nil {
 			b.Fatal(err)
 		}

@@ -1,5 +1,5 @@
 -- correct.lua: set a SKU's stock to the ledger's truth and stamp it as
--- verified under this Redis run. Compare-and-set on seq, so a live sale is
+-- verified under this node's run (node.lua). Compare-and-set on seq, so a live sale is
 -- never disturbed: if a purchase moved the seq since the reconciler read it,
 -- nothing is written and the next pass looks again.
 -- KEYS[1] sku hash
@@ -9,6 +9,6 @@ local refused = guard_seq(KEYS[1], ARGV[1])
 if refused then
   return refused
 end
-local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'fence', node_run())
+redis.call('HDEL', KEYS[1], 'epoch')
 return 1

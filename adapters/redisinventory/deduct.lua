@@ -7,8 +7,7 @@
 -- stamps from its clock; its delta follows from type and qty; the
 -- tamper-evident chain is sealed in the ledger, not here.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
--- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id,
--- ARGV[6] the caller's Redis run_id
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id
 -- Reply codes:
 --   {1, event_id, seq, remaining}  deducted now
 --   {2, event_id, seq, remaining, released}  this request id already deducted: the original
@@ -17,23 +16,20 @@
 --   {-1}                           not warmed
 --   {-2}                           per-user limit reached (already purchased)
 --   {-3}                           qty above the per-user limit: no user could ever buy it
---   {-4}                           recovering: the SKU is not verified since Redis restarted
+--   {-4}                           recovering: the SKU is not verified under this node's run (node.lua)
 --   {-5}                           sku closed
 --   {-6}                           request id already used by another user or quantity
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local sku, user, qty, request_id, event_id, run_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+local sku, user, qty, request_id, event_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'epoch', 'seq')
+local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
 if not live[1] then
   return {-1}
 end
--- Fencing: the SKU was verified under one Redis run. The caller's run_id can
--- be stale for a moment after a restart (go-redis retries on a new
--- connection with the old arguments), so LASTSAVE, which Redis resets at
--- every start, guards the same thing from inside. LASTSAVE has one-second
--- resolution: only a Redis that crashed within a second of starting, seen
--- by a caller with a stale run_id, could slip through both.
-if live[4] ~= run_id or tonumber(live[5]) ~= redis.call('LASTSAVE') then
+-- Fencing: the SKU was verified against the ledger under one run of the
+-- node now executing (node.lua). A restart, or a replica promoted without
+-- the last writes of its old master, leaves the fence of another run.
+if live[4] ~= node_run() then
   return {-4}
 end
 
@@ -69,7 +65,7 @@ if stock < qty then
 end
 
 -- All checks done; writes follow.
-local remaining, seq = stock - qty, tonumber(live[6]) + 1
+local remaining, seq = stock - qty, tonumber(live[5]) + 1
 redis.call('HSET', sku_key, 'stock', remaining, 'seq', seq)
 redis.call('HSET', buyers_key, user, held + qty)
 redis.call('HSET', requests_key, request_id, write_receipt(seq, remaining, qty, event_id, user))

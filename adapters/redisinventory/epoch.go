@@ -24,22 +24,18 @@ func NewRedisEpoch(client redis.UniversalClient) *RedisEpoch {
 	return &RedisEpoch{client: client}
 }
 
-// Epoch identifies the current run of every Redis node: run_id and LASTSAVE,
-// and in a cluster which master serves each slot range. It changes on
-// restart and failover (and LASTSAVE on a manual SAVE), and when a slot
-// moves to another master: exactly when SKUs lose their verified stamp,
-// since the stamp names the run_id of the master that verified them.
+// Epoch identifies the current run of every Redis master (its
+// master_replid, see node.lua), and in a cluster which master serves each
+// slot range. It changes on restart and failover, and when a slot moves to
+// another master: exactly when SKUs lose their verified stamp, since the
+// stamp names the run of the master that verified them.
 func (r *RedisEpoch) Epoch(ctx context.Context) (string, error) {
 	read := func(ctx context.Context, c *redis.Client) (string, error) {
-		info, err := c.Info(ctx, "server").Result()
+		info, err := c.Info(ctx, "replication").Result()
 		if err != nil {
 			return "", err
 		}
-		last, err := c.LastSave(ctx).Result()
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%s@%s/%d", c.Options().Addr, parseRunID(info), last), nil
+		return c.Options().Addr + "@" + parseReplID(info), nil
 	}
 	switch c := r.client.(type) {
 	case *redis.Client:

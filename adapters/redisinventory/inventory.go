@@ -26,6 +26,10 @@ var (
 	// format of the requests hash.
 	//go:embed receipt.lua
 	receiptSource string
+	// nodeSource defines node_run, which every script that writes or checks
+	// a SKU's fence compares the fence with (see the package doc).
+	//go:embed node.lua
+	nodeSource string
 	// seqGuardSource defines guard_seq, shared by the compare-and-set scripts.
 	//go:embed seqguard.lua
 	seqGuardSource string
@@ -42,11 +46,11 @@ var (
 
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
-	warmScript    = redis.NewScript(entrySource + warmSource)
-	deductScript  = redis.NewScript(entrySource + receiptSource + deductSource)
-	releaseScript = redis.NewScript(entrySource + receiptSource + releaseSource)
-	stateScript   = redis.NewScript(stateSource)
-	adjustScript  = redis.NewScript(entrySource + adjustSource)
+	warmScript    = redis.NewScript(nodeSource + entrySource + warmSource)
+	deductScript  = redis.NewScript(nodeSource + entrySource + receiptSource + deductSource)
+	releaseScript = redis.NewScript(nodeSource + entrySource + receiptSource + releaseSource)
+	stateScript   = redis.NewScript(nodeSource + stateSource)
+	adjustScript  = redis.NewScript(nodeSource + entrySource + adjustSource)
 )
 
 // DefaultTimeout is InventoryConfig.Timeout's default.
@@ -88,10 +92,9 @@ func (c InventoryConfig) Validate() error {
 type RedisInventory struct {
 	client redis.UniversalClient
 	// pipe coalesces concurrent purchase scripts; nil with DirectCalls.
-	pipe   *redis.AutoPipeliner
-	keys   Keyspace
-	runIDs *RunIDs
-	cfg    InventoryConfig
+	pipe *redis.AutoPipeliner
+	keys Keyspace
+	cfg  InventoryConfig
 	// stopped, when set, is why sales are stopped: the writing calls
 	// return it without touching Redis. One atomic load per call.
 	stopped atomic.Pointer[error]
@@ -104,14 +107,12 @@ var (
 )
 
 // NewRedisInventory returns an inventory over client using keys' layout.
-// runIDs must be attached to client (RunIDs.Attach) so that purchases carry
-// the run_id of the Redis they run on.
-func NewRedisInventory(client redis.UniversalClient, keys Keyspace, runIDs *RunIDs, cfg InventoryConfig) (*RedisInventory, error) {
+func NewRedisInventory(client redis.UniversalClient, keys Keyspace, cfg InventoryConfig) (*RedisInventory, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &RedisInventory{client: client, keys: keys, runIDs: runIDs, cfg: cfg}
+	r := &RedisInventory{client: client, keys: keys, cfg: cfg}
 	if !cfg.DirectCalls {
 		// The client owns the pipeliner and stops it when it is closed.
 		pipe, err := client.AsyncAutoPipeline()
@@ -229,11 +230,7 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	}
 	op := fmt.Sprintf("deduct %s request_id %q", s, req.String())
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
-	if err != nil {
-		return domain.Receipt{}, r.failed(ctx, op, err)
-	}
-	v, err := r.runPurchaseScript(ctx, deductScript, keys, s, user.String(), qty.Int64(), req.String(), eventID, runID).Slice()
+	v, err := r.runPurchaseScript(ctx, deductScript, keys, s, user.String(), qty.Int64(), req.String(), eventID).Slice()
 	if err != nil {
 		return domain.Receipt{}, r.failed(ctx, op, err)
 	}
@@ -318,11 +315,7 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 	}
 	op := fmt.Sprintf("release %s request_id %q", s, req.String())
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
-	if err != nil {
-		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
-	}
-	v, err := r.runPurchaseScript(ctx, releaseScript, keys, s, user.String(), req.String(), eventID, reason.String(), runID).Slice()
+	v, err := r.runPurchaseScript(ctx, releaseScript, keys, s, user.String(), req.String(), eventID, reason.String()).Slice()
 	if err != nil {
 		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
 	}
@@ -364,11 +357,7 @@ func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmen
 		return domain.Receipt{}, err
 	}
 	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
-	runID, err := r.runIDs.forKey(ctx, r.client, keys[0])
-	if err != nil {
-		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
-	}
-	v, err := adjustScript.Run(ctx, r.client, keys, s, delta, eventID, actor, reason, runID, adjustmentID).Slice()
+	v, err := adjustScript.Run(ctx, r.client, keys, s, delta, eventID, actor, reason, adjustmentID).Slice()
 	if err != nil {
 		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
 	}
@@ -432,11 +421,7 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 	ctx, cancel, _ := r.begin(ctx, false)
 	defer cancel()
 	key := r.keys.SKUKey(s)
-	runID, err := r.runIDs.forKey(ctx, r.client, key)
-	if err != nil {
-		return domain.StockState{}, r.failed(ctx, "state "+s, err)
-	}
-	v, err := stateScript.Run(ctx, r.client, []string{key}, runID).Slice()
+	v, err := stateScript.Run(ctx, r.client, []string{key}).Slice()
 	if err != nil {
 		return domain.StockState{}, r.failed(ctx, "state "+s, err)
 	}
@@ -468,12 +453,7 @@ func (r *RedisInventory) States(ctx context.Context, skus []domain.SKUID) (_ map
 	run := func() error {
 		pipe := r.client.Pipeline()
 		for i, sku := range skus {
-			key := r.keys.SKUKey(sku.String())
-			runID, err := r.runIDs.forKey(ctx, r.client, key)
-			if err != nil {
-				return err
-			}
-			cmds[i] = stateScript.EvalSha(ctx, pipe, []string{key}, runID)
+			cmds[i] = stateScript.EvalSha(ctx, pipe, []string{r.keys.SKUKey(sku.String())})
 		}
 		_, err := pipe.Exec(ctx)
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -45,10 +46,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{srv: srv, client: client, keys: keys, runIDs: runIDs,
-		inv:       must(redisinventory.NewRedisInventory(client, keys, runIDs, redisinventory.InventoryConfig{})),
+		inv:       must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{})),
 		restorer:  redisinventory.NewRedisRestorer(client, keys),
 		archiver:  redisinventory.NewRedisArchiver(client, keys),
-		reconcile: must(redisinventory.NewRedisReconcileSource(client, keys, runIDs, redisinventory.ReconcileSourceConfig{})),
+		reconcile: must(redisinventory.NewRedisReconcileSource(client, keys, redisinventory.ReconcileSourceConfig{})),
 	}
 }
 
@@ -343,7 +344,9 @@ func (r *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // TestRestartFencesEverySKUUntilStamped kills Redis and restarts it from its
 // AOF: every SKU must refuse purchases as recovering until it is stamped,
-// even for a caller whose run_id is stale, and resume after the stamp.
+// even through a connection the run_id tracker never saw, and resume after
+// the stamp. It also holds node.lua's premise that Redis draws a new
+// master_replid at every start.
 func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -355,13 +358,10 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	if err := f.srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	// LASTSAVE has one-second resolution; a real Redis does not crash within
-	// the second it started in, so neither does this one.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	if err := f.srv.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A stale caller: the pre-restart run_id, sent over a fresh connection.
+	// A caller outside the tracker, over a fresh connection.
 	stale := redis.NewClient(&redis.Options{Addr: f.srv.Addr()})
 	defer stale.Close()
 	before := f.snapshot(t)
@@ -372,11 +372,8 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	if newRunID := f.runIDs.Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
 		t.Fatalf("run_id not refreshed on reconnect: %q -> %q", oldRunID, newRunID)
 	}
-	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("entry.lua")))+string(must(os.ReadFile("receipt.lua")))+string(must(os.ReadFile("deduct.lua")))).Result()),
-		[]string{f.keys.SKUKey("fenced"), f.keys.BuyersKey("fenced"), f.keys.RequestsKey("fenced"), f.keys.SKUStreamKey("fenced")},
-		"fenced", "u3", 1, "stale", uuid.NewString(), oldRunID).Slice()
-	if err != nil || reply[0] != int64(-4) {
-		t.Fatalf("deduct with the pre-restart run_id: %v %v, want code -4 (recovering)", reply, err)
+	if reply, err := rawDeduct(ctx, stale, f.keys, "fenced", "u3", "stale"); err != nil || reply[0] != int64(-4) {
+		t.Fatalf("deduct over an untracked connection: %v %v, want code -4 (recovering)", reply, err)
 	}
 	if _, err := f.inv.Release(ctx, sku, must(domain.NewUserID("u1")), must(domain.NewRequestID("before")), domain.Reason{}, uuid.NewString()); !errors.Is(err, domain.ErrRecovering) {
 		t.Fatalf("release after restart: %v, want ErrRecovering", err)
@@ -416,7 +413,7 @@ func TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
 	}
 
 	const timeout = 300 * time.Millisecond
-	inv := must(redisinventory.NewRedisInventory(f.client, f.keys, f.runIDs, redisinventory.InventoryConfig{Timeout: timeout}))
+	inv := must(redisinventory.NewRedisInventory(f.client, f.keys, redisinventory.InventoryConfig{Timeout: timeout}))
 	if err := f.srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -446,5 +443,93 @@ func TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
 	st := must(f.inv.State(ctx, sku))
 	if st.Stock != 8 || st.Seq != 3 || rc.Seq != 3 {
 		t.Fatalf("after the stall and the retry: state %+v, receipt %+v; want stock 8, seq 3: one sale per request id", st, rc)
+	}
+}
+
+// rawDeduct runs deduct.lua by hand over client, outside RedisInventory and
+// its tracker.
+func rawDeduct(ctx context.Context, client *redis.Client, keys redisinventory.Keyspace, sku, user, req string) ([]any, error) {
+	body := ""
+	for _, f := range []string{"node.lua", "entry.lua", "receipt.lua", "deduct.lua"} {
+		body += string(must(os.ReadFile(f)))
+	}
+	return redis.NewScript(body).Run(ctx, client,
+		[]string{keys.SKUKey(sku), keys.BuyersKey(sku), keys.RequestsKey(sku), keys.SKUStreamKey(sku)},
+		sku, user, 1, req, uuid.NewString()).Slice()
+}
+
+// TestPromotedReplicaRefusesTheOldMastersFence replicates a verified SKU to
+// a replica, then promotes the replica (REPLICAOF NO ONE, what Sentinel
+// sends): in sync, the replica shares its master's run and reads the SKU as
+// verified; once promoted, the fence it copied from the old master no
+// longer matches, so purchases answer recovering there, whatever any
+// caller knows of the topology, until the SKU is stamped on the new master.
+func TestPromotedReplicaRefusesTheOldMastersFence(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "promoted", 10, 5)
+	must(deduct(t, f, sku, "u1", 1, "before", uuid.NewString()))
+
+	srv := localstacktest.Redis(t)
+	replica := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer replica.Close()
+	host, port, err := net.SplitHostPort(f.srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if n, err := f.client.Wait(ctx, 1, 100).Result(); err == nil && n == 1 {
+			if v, err := replica.HGet(ctx, f.keys.SKUKey("promoted"), "seq").Result(); err == nil && v == "2" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not catch up within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A master's first replica makes it start a new history (a new
+	// master_replid), so the SKU is verified again, as after a restart.
+	if stamped, err := f.reconcile.StampMany(ctx, []domain.SKUID{sku}, []int64{2}); err != nil || !stamped[0] {
+		t.Fatalf("stamp on the master: stamped=%v err=%v", stamped, err)
+	}
+	if err := f.client.Wait(ctx, 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	replicaInv := must(redisinventory.NewRedisInventory(replica, f.keys, redisinventory.InventoryConfig{}))
+	if st := must(replicaInv.State(ctx, sku)); !st.Verified {
+		t.Fatalf("state on the replica in sync: %+v, want verified (it shares its master's run)", st)
+	}
+
+	if err := replica.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if st := must(replicaInv.State(ctx, sku)); st.Verified || st.Seq != 2 {
+		t.Fatalf("state on the promoted replica: %+v, want seq 2, not verified", st)
+	}
+	if _, err := replicaInv.Deduct(ctx, sku, must(domain.NewUserID("u2")), must(domain.NewQuantity(1)),
+		must(domain.NewRequestID("after")), uuid.NewString()); !errors.Is(err, domain.ErrRecovering) {
+		t.Fatalf("deduct on the promoted replica: %v, want ErrRecovering", err)
+	}
+	if reply, err := rawDeduct(ctx, replica, f.keys, "promoted", "u3", "raw"); err != nil || reply[0] != int64(-4) {
+		t.Fatalf("deduct.lua on the promoted replica: %v %v, want code -4 (recovering)", reply, err)
+	}
+	// The old master, not demoted in this test, still holds its own run.
+	if _, err := deduct(t, f, sku, "u4", 1, "old-master", uuid.NewString()); err != nil {
+		t.Fatalf("deduct on the old master: %v", err)
+	}
+
+	replicaSource := must(redisinventory.NewRedisReconcileSource(replica, f.keys, redisinventory.ReconcileSourceConfig{}))
+	if stamped, err := replicaSource.StampMany(ctx, []domain.SKUID{sku}, []int64{2}); err != nil || !stamped[0] {
+		t.Fatalf("stamp on the new master: stamped=%v err=%v", stamped, err)
+	}
+	rc, err := replicaInv.Deduct(ctx, sku, must(domain.NewUserID("u2")), must(domain.NewQuantity(1)),
+		must(domain.NewRequestID("after")), uuid.NewString())
+	if err != nil || rc.Seq != 3 {
+		t.Fatalf("deduct on the new master after the stamp: %+v %v, want seq 3", rc, err)
 	}
 }

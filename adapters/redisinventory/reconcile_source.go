@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -23,9 +22,9 @@ var (
 	//go:embed correct.lua
 	correctSource string
 
-	stampScript   = redis.NewScript(seqGuardSource + stampSource)
+	stampScript   = redis.NewScript(nodeSource + seqGuardSource + stampSource)
 	fenceScript   = redis.NewScript(seqGuardSource + fenceSource)
-	correctScript = redis.NewScript(seqGuardSource + correctSource)
+	correctScript = redis.NewScript(nodeSource + seqGuardSource + correctSource)
 )
 
 // ReconcileSourceConfig configures a RedisReconcileSource.
@@ -71,21 +70,20 @@ func (c ReconcileSourceConfig) Validate() error {
 type RedisReconcileSource struct {
 	client redis.UniversalClient
 	keys   Keyspace
-	runIDs *RunIDs
 	cfg    ReconcileSourceConfig
 }
 
 var _ reconcile.Inventory = (*RedisReconcileSource)(nil)
 
 // NewRedisReconcileSource returns the reconciler's view of client using
-// keys' layout. runIDs must be attached to client (RunIDs.Attach), so that
-// a SKU counts as verified only under the Redis run serving it.
-func NewRedisReconcileSource(client redis.UniversalClient, keys Keyspace, runIDs *RunIDs, cfg ReconcileSourceConfig) (*RedisReconcileSource, error) {
+// keys' layout. A SKU counts as verified only under the run of the node
+// serving it (node.lua).
+func NewRedisReconcileSource(client redis.UniversalClient, keys Keyspace, cfg ReconcileSourceConfig) (*RedisReconcileSource, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &RedisReconcileSource{client: client, keys: keys, runIDs: runIDs, cfg: cfg}, nil
+	return &RedisReconcileSource{client: client, keys: keys, cfg: cfg}, nil
 }
 
 // Snapshot reads the SKUs partition by partition, at most ChunkSize SKUs per
@@ -133,22 +131,18 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	if err != nil {
 		return err
 	}
-	runID, err := r.runIDs.forKey(ctx, r.client, r.keys.SKUKey(skus[0].String()))
-	if err != nil {
-		return err
-	}
 	var (
 		states   = make([]*redis.SliceCmd, len(skus))
 		buyers   = make([]*redis.IntCmd, len(skus))
 		receipts = make([]*redis.IntCmd, len(skus))
 		retired  = make([]*redis.BoolCmd, len(skus))
-		epoch    *redis.IntCmd
+		node     *redis.StringCmd
 		entries  *redis.XMessageSliceCmd
 	)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		epoch = p.LastSave(ctx)
+		node = p.Info(ctx, "replication")
 		for i, sku := range skus {
-			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "epoch", "archived_at")
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
 			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
@@ -160,11 +154,11 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("snapshot of partition %d: %w", partition, err)
 	}
-	lastSave := strconv.FormatInt(epoch.Val(), 10)
+	run := parseReplID(node.Val())
 	truncated := len(entries.Val()) > r.cfg.TailLimit
 	for i, sku := range skus {
 		v := states[i].Val()
-		if len(v) == 6 && v[0] == nil {
+		if len(v) == 5 && v[0] == nil {
 			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
@@ -173,8 +167,8 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		live.Stock = rp.Decimal(0, "stock")
 		live.Seq = rp.Decimal(1, "seq")
 		live.Status = rp.OptString(2, "status")
-		live.Verified = rp.OptString(3, "fence") == runID && rp.OptString(4, "epoch") == lastSave
-		live.Archived = rp.OptString(5, "archived_at") != ""
+		live.Verified = run != "" && rp.OptString(3, "fence") == run
+		live.Archived = rp.OptString(4, "archived_at") != ""
 		if err := rp.Err(); err != nil {
 			return err
 		}

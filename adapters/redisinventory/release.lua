@@ -1,19 +1,18 @@
 -- release.lua: compensation for a purchase that will not complete. Returns a deduction's units to stock
 -- exactly once, marks its receipt released (receipt.lua) and appends the released event (entry.lua).
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
--- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,
--- ARGV[6] the caller's Redis run_id
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason
 -- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
 -- (the original release event); {-1} not warmed; {-4} recovering (see deduct.lua); {-6} the deduction belongs
 -- to another user; {-7} no deduction with that request id.
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local sku, user, request_id, event_id, reason, run_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local sku, user, request_id, event_id, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'epoch', 'stock')
+local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'stock')
 if not live[1] then
   return {-1}
 end
-if live[2] ~= run_id or tonumber(live[3]) ~= redis.call('LASTSAVE') then
+if live[2] ~= node_run() then
   return {-4}
 end
 local raw = redis.call('HGET', requests_key, request_id)
@@ -29,7 +28,7 @@ if p.released then
 end
 
 -- All checks done; writes follow.
-local stock, seq = tonumber(live[4]) + p.qty, tonumber(live[1]) + 1
+local stock, seq = tonumber(live[3]) + p.qty, tonumber(live[1]) + 1
 redis.call('HSET', sku_key, 'stock', stock, 'seq', seq)
 if redis.call('HINCRBY', buyers_key, user, -p.qty) <= 0 then
   redis.call('HDEL', buyers_key, user)

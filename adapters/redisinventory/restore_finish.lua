@@ -1,6 +1,6 @@
 -- restore_finish.lua: complete a restore: set the SKU's figures from the
--- ledger and stamp it as verified under this Redis run (run_id and LASTSAVE,
--- as warm.lua and stamp.lua do), which reopens it to purchases.
+-- ledger and stamp it as verified under this node's run (node.lua, as
+-- warm.lua and stamp.lua do), which reopens it to purchases.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] the
 -- partition's tombstone set, which a SKU brought back from retirement leaves
 -- ARGV[1] restore token, ARGV[2] stock, ARGV[3] seq, ARGV[4] per-user limit,
@@ -31,10 +31,9 @@ elseif live[2] == 'closed' then
 end
 
 -- All checks done; writes follow.
-local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'seq', ARGV[3], 'limit', ARGV[4], 'status', status,
-  'stocked_event_id', ARGV[5], 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
-redis.call('HDEL', KEYS[1], 'hash')
+  'stocked_event_id', ARGV[5], 'fence', node_run())
+redis.call('HDEL', KEYS[1], 'hash', 'epoch')
 if closed_at then
   redis.call('HSET', KEYS[1], 'closed_at', closed_at)
 else

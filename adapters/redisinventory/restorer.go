@@ -28,7 +28,7 @@ var (
 
 	restoreBeginScript  = redis.NewScript(restoreBeginSource)
 	restoreChunkScript  = redis.NewScript(restoreChunkSource)
-	restoreFinishScript = redis.NewScript(restoreFinishSource)
+	restoreFinishScript = redis.NewScript(nodeSource + restoreFinishSource)
 	entombScript        = redis.NewScript(entombSource)
 )
 

@@ -8,21 +8,20 @@
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] the partition's tombstone set
 -- ARGV[1] sku id, ARGV[2] the seq at which the ledger was checked
 -- Reply: {1} retired now; {2} retired before; {0, seq} seq moved; {-1} not warmed;
--- {-2} not closed; {-3} buyers not archived; {-4} not verified under this Redis run.
+-- {-2} not closed; {-3} buyers not archived; {-4} not verified under this node's run.
 local sku_key, buyers_key, requests_key, tombstones = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, seq = ARGV[1], ARGV[2]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'status', 'archived_at', 'fence', 'epoch')
+local live = redis.call('HMGET', sku_key, 'seq', 'status', 'archived_at', 'fence')
 if not live[1] then
   if redis.call('SISMEMBER', tombstones, sku) == 1 then
     return {2}
   end
   return {-1}
 end
--- A SKU being restored, or not verified since Redis restarted, may not
--- match the ledger that was checked.
-local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-if live[4] ~= run_id or tonumber(live[5]) ~= redis.call('LASTSAVE') then
+-- A SKU being restored, or not verified under this node's run (node.lua),
+-- may not match the ledger that was checked.
+if live[4] ~= node_run() then
   return {-4}
 end
 if live[2] ~= 'closed' then

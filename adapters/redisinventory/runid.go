@@ -10,10 +10,11 @@ import (
 )
 
 // RunIDs tracks the run_id of every Redis node the script client connects
-// to. Redis changes its run_id on every restart and failover, so callers pass
-// the run_id they know with each purchase, and a SKU verified under another
-// run_id refuses with "recovering" until it has been checked against the
-// ledger. The run_id is refreshed whenever a connection is made.
+// to, refreshed whenever a connection is made, and signals a change, so that
+// the reconciler verifies SKUs as soon as a node restarted or a replica took
+// over. It is a prompt, not the fence: the scripts compare each SKU's fence
+// with the run of the node executing them (node.lua), which no stale view of
+// the caller can pass.
 type RunIDs struct {
 	mu      sync.RWMutex
 	byAddr  map[string]string
@@ -91,39 +92,17 @@ func (t *RunIDs) Get(addr string) string {
 // first connection, a restart, or a failover.
 func (t *RunIDs) Changed() <-chan struct{} { return t.changed }
 
-func parseRunID(info string) string {
+func parseRunID(info string) string { return infoField(info, "run_id") }
+
+// parseReplID returns the master_replid of an INFO replication answer: the
+// node's run as node.lua names it, "" if absent.
+func parseReplID(info string) string { return infoField(info, "master_replid") }
+
+func infoField(info, name string) string {
 	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
 			return v
 		}
 	}
 	return ""
-}
-
-// forKey returns the run_id of the node of client that holds key,
-// connecting first if no connection to it was made yet.
-func (t *RunIDs) forKey(ctx context.Context, client redis.UniversalClient, key string) (string, error) {
-	node := client
-	if cluster, ok := client.(*redis.ClusterClient); ok {
-		master, err := cluster.MasterForKey(ctx, key)
-		if err != nil {
-			return "", fmt.Errorf("cluster node of %s: %w", key, err)
-		}
-		node = master
-	}
-	c, ok := node.(*redis.Client)
-	if !ok {
-		return "", fmt.Errorf("unsupported redis client %T", node)
-	}
-	addr := c.Options().Addr
-	if id := t.Get(addr); id != "" {
-		return id, nil
-	}
-	if err := c.Ping(ctx).Err(); err != nil {
-		return "", fmt.Errorf("connect to redis %s: %w", addr, err)
-	}
-	if id := t.Get(addr); id != "" {
-		return id, nil
-	}
-	return "", fmt.Errorf("redis %s: no run_id seen; was the tracker attached to the client?", addr)
 }

@@ -1,4 +1,4 @@
--- stamp.lua: mark a SKU as verified under this Redis run after the verifier
+-- stamp.lua: mark a SKU as verified under this node's run (node.lua) after the verifier
 -- checked it against the ledger. Compare-and-set on seq: if a purchase
 -- slipped in since the check, nothing is written and the verifier looks again.
 -- KEYS[1] sku hash
@@ -8,6 +8,7 @@ local refused = guard_seq(KEYS[1], ARGV[1])
 if refused then
   return refused
 end
-local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-redis.call('HSET', KEYS[1], 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+redis.call('HSET', KEYS[1], 'fence', node_run())
+-- Fences written before node.lua kept LASTSAVE beside them; a stamp drops it.
+redis.call('HDEL', KEYS[1], 'epoch')
 return 1

@@ -2,6 +2,7 @@ package redisinventory_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -42,6 +43,26 @@ func (p *previous) runID() string {
 	return runIDField.FindStringSubmatch(info)[1]
 }
 
+// stamp writes the fence the previous version's reconciler wrote once it
+// had verified sku: the run_id and LASTSAVE of Redis.
+func (p *previous) stamp(sku string) {
+	ctx := context.Background()
+	if err := p.s.RedisClient.HSet(ctx, p.s.Keyspace.SKUKey(sku), "fence", p.runID(),
+		"epoch", must(p.s.RedisClient.LastSave(ctx).Result())).Err(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// stampCurrent stamps sku as the current reconciler does once it verified it.
+func stampCurrent(t *testing.T, s *stacktest.Stack, sku string) {
+	t.Helper()
+	ctx := context.Background()
+	seq := must(s.RedisClient.HGet(ctx, s.Keyspace.SKUKey(sku), "seq").Int64())
+	if stamped, err := s.ReconcileSource.StampMany(ctx, []domain.SKUID{must(domain.NewSKUID(sku))}, []int64{seq}); err != nil || !stamped[0] {
+		t.Fatalf("stamp %s: %v %v", sku, stamped, err)
+	}
+}
+
 // buy runs the previous deduct.lua and returns its raw reply.
 func (p *previous) buy(sku, user, req string) ([]any, error) {
 	k := p.s.Keyspace
@@ -68,7 +89,9 @@ func current(t *testing.T, s *stacktest.Stack, sku, user, req string) domain.Rec
 // the mixed chain verifies, and Redis restores from that ledger without any
 // hash of its own. The previous script cannot read a current receipt: it
 // fails with a script error and writes nothing, which the README's upgrade
-// order (projectors first, then the api) accounts for.
+// order (projectors first, then the api) accounts for. The fence changed
+// format (node.lua): each version answers recovering, writing nothing, on a
+// SKU the other verified, and sells once its own reconciler stamped it.
 func TestPreviousVersionSideBySide(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
@@ -88,6 +111,12 @@ func TestPreviousVersionSideBySide(t *testing.T) {
 	first := must(old.buy("legacy", "u1", "r1"))
 	must(old.buy("legacy", "u2", "r2"))
 
+	// The current version refuses the previous version's fence until its
+	// reconciler verified the SKU, as after any restart.
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("legacy", "u1", 1, "r1")); !errors.Is(err, domain.ErrRecovering) {
+		t.Fatalf("current deduct under the previous fence: %v, want ErrRecovering", err)
+	}
+	stampCurrent(t, s, "legacy")
 	// A retry of the previous version's purchase, now on the current one.
 	retry := current(t, s, "legacy", "u1", "r1")
 	if !retry.Replayed || retry.EventID != first[1] || retry.Seq != first[2] || retry.Remaining != first[3] {
@@ -102,14 +131,21 @@ func TestPreviousVersionSideBySide(t *testing.T) {
 	if again, err := s.Service.Release(ctx, ledger.MustReleaseCommand("legacy", "u2", "r2", "refund")); err != nil || !again.AlreadyReleased || again.Seq != rel.Seq {
 		t.Fatalf("second release: %+v %v, want the first release's seq %d", again, err, rel.Seq)
 	}
-	// Side by side: both versions sell the same SKU.
+	// Side by side: both versions sell the same SKU, each under its own
+	// fence, and refuse the other's without writing.
+	if reply, err := old.buy("legacy", "u4", "r4"); err != nil || reply[0] != int64(-4) {
+		t.Fatalf("previous deduct under the current fence: %v %v, want -4 (recovering)", reply, err)
+	}
+	old.stamp("legacy")
 	must(old.buy("legacy", "u4", "r4"))
+	stampCurrent(t, s, "legacy")
 	mixed := current(t, s, "legacy", "u5", "r5")
 	if mixed.Seq != 7 || mixed.Remaining != 6 {
 		t.Fatalf("after both versions sold: %+v, want seq 7 remaining 6", mixed)
 	}
 
 	// The previous script on a current receipt refuses, and writes nothing.
+	old.stamp("legacy")
 	before := must(s.RedisClient.HGetAll(ctx, k.SKUKey("legacy")).Result())
 	streamLen := must(s.RedisClient.XLen(ctx, k.SKUStreamKey("legacy")).Result())
 	if _, err := old.buy("legacy", "u5", "r5"); err == nil || !strings.Contains(err.Error(), "user_script") {

@@ -5,7 +5,7 @@
 -- Reply: {1, stock, seq, status} when stocked now; {2, stock, seq, status} when
 -- the SKU was already live, in which case nothing is written: re-warming must
 -- never reset stock in the middle of a sale. A new SKU is stamped as verified
--- under this Redis run (run_id and LASTSAVE), see deduct.lua.
+-- under this node's run (node.lua).
 local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, stock, limit, event_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -15,8 +15,7 @@ if live[1] then
 end
 
 -- All checks done; writes follow.
-local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
-  'stocked_event_id', event_id, 'fence', run_id, 'epoch', redis.call('LASTSAVE'))
+  'stocked_event_id', event_id, 'fence', node_run())
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'stocked', sku, 1, stock, stock))
 return {1, tonumber(stock), 1, 'open'}

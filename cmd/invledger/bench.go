@@ -186,13 +186,12 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		Library: &benchlib.Library{Service: a.Service, App: a},
 		Keys:    a.Keys,
 		HookedLibrary: func(hook redis.Hook) (bench.Library, func(), error) {
-			runIDs := redisinventory.NewRunIDs()
-			client, err := app.NewRedisClient(cfg.appConfig(), 4, runIDs)
+			client, err := app.NewRedisClient(cfg.appConfig(), 4, nil)
 			if err != nil {
 				return nil, nil, err
 			}
 			client.AddHook(hook)
-			inv, err := redisinventory.NewRedisInventory(client, a.Keys, runIDs, redisinventory.InventoryConfig{})
+			inv, err := redisinventory.NewRedisInventory(client, a.Keys, redisinventory.InventoryConfig{})
 			if err != nil {
 				_ = client.Close()
 				return nil, nil, err

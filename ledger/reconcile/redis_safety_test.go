@@ -140,7 +140,7 @@ func TestReconcileBoundsTheTailRead(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "backlog", 100, 1)
 	buy(t, s, "backlog", 10) // no projector: 11 entries unacked
-	source, err := redisinventory.NewRedisReconcileSource(s.RedisClient, s.Keyspace, s.RunIDs,
+	source, err := redisinventory.NewRedisReconcileSource(s.RedisClient, s.Keyspace,
 		redisinventory.ReconcileSourceConfig{TailLimit: 5})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,11 @@
+-- node.lua: prepended to every script that writes or checks a SKU's fence
+-- (see the package doc, "Fencing"). node_run names the history of the
+-- node running the script: its master_replid. Redis draws a fresh one at
+-- every start and shifts to a fresh one when a replica is promoted, while
+-- a replica in sync shares its master's. A fence replicated from an old
+-- master therefore never matches on the replica promoted after it, and
+-- the caller's view of the topology, which can be stale for a moment, has
+-- no part in the check.
+local function node_run()
+  return string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+end
