@@ -16,31 +16,43 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SentinelConfig configures a Sentinel-managed primary and replica started
-// by StartSentinel.
+// SentinelConfig configures a Sentinel-managed primary and its replicas
+// started by StartSentinel.
 type SentinelConfig struct {
-	// Dir holds master/, replica/ and sentinel/. Required.
+	// Dir holds master/, replica1/, replica2/... and sentinel/. Required.
 	Dir string
 	// MasterName is the name the Sentinel monitors the master under.
 	// Default "invledger".
 	MasterName string
-	// AppendFsync is both servers' appendfsync; default always.
+	// AppendFsync is every server's appendfsync; default always.
 	AppendFsync string
+	// Replicas is the number of replicas; default 2, so that one can die
+	// and the master still has the replica MinReplicasToWrite asks for.
+	Replicas int
+	// MinReplicasToWrite is every server's min-replicas-to-write: a master
+	// that lost its replicas (one the Sentinel is replacing, among others)
+	// refuses writes instead of accepting what the failover will discard.
+	// Default 1; -1 sets 0, Redis's own default.
+	MinReplicasToWrite int
+	// MinReplicasMaxLag is every server's min-replicas-max-lag in seconds;
+	// default 2.
+	MinReplicasMaxLag int
 	// Logger receives start and stop events. Default slog.Default().
 	Logger *slog.Logger
 }
 
-// SentinelSet is a master, its replica and one Sentinel (quorum 1) that
+// SentinelSet is a master, its replicas and one Sentinel (quorum 1) that
 // fails over within seconds of the master's death.
 type SentinelSet struct {
-	Master, Replica *RedisServer
-	cfg             SentinelConfig
-	port            int
-	sentinel        *proc
+	Master   *RedisServer
+	Replicas []*RedisServer
+	cfg      SentinelConfig
+	port     int
+	sentinel *proc
 }
 
-// StartSentinel starts the master, the replica (REPLICAOF the master) and
-// the Sentinel, and returns once the replica is in sync and the Sentinel
+// StartSentinel starts the master, the replicas (REPLICAOF the master) and
+// the Sentinel, and returns once the replicas are in sync and the Sentinel
 // names the master.
 func StartSentinel(ctx context.Context, cfg SentinelConfig) (_ *SentinelSet, err error) {
 	if cfg.Dir == "" {
@@ -52,6 +64,18 @@ func StartSentinel(ctx context.Context, cfg SentinelConfig) (_ *SentinelSet, err
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 2
+	}
+	switch cfg.MinReplicasToWrite {
+	case 0:
+		cfg.MinReplicasToWrite = 1
+	case -1:
+		cfg.MinReplicasToWrite = 0
+	}
+	if cfg.MinReplicasMaxLag == 0 {
+		cfg.MinReplicasMaxLag = 2
+	}
 	s := &SentinelSet{cfg: cfg}
 	defer func() {
 		if err != nil {
@@ -59,34 +83,47 @@ func StartSentinel(ctx context.Context, cfg SentinelConfig) (_ *SentinelSet, err
 		}
 	}()
 	start := func(name string) (*RedisServer, error) {
-		return StartRedis(ctx, RedisConfig{Dir: filepath.Join(cfg.Dir, name), AppendFsync: cfg.AppendFsync, Logger: cfg.Logger})
+		return StartRedis(ctx, RedisConfig{Dir: filepath.Join(cfg.Dir, name), AppendFsync: cfg.AppendFsync, Logger: cfg.Logger,
+			Settings: map[string]string{
+				"min-replicas-to-write": strconv.Itoa(cfg.MinReplicasToWrite),
+				"min-replicas-max-lag":  strconv.Itoa(cfg.MinReplicasMaxLag),
+			}})
 	}
 	if s.Master, err = start("master"); err != nil {
 		return nil, err
 	}
-	if s.Replica, err = start("replica"); err != nil {
-		return nil, err
-	}
 	host, port, _ := net.SplitHostPort(s.Master.Addr())
-	replica := redis.NewClient(&redis.Options{Addr: s.Replica.Addr()})
-	defer replica.Close()
-	if err := replica.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		return nil, fmt.Errorf("localstack: REPLICAOF: %w", err)
-	}
-	if err := waitFor(ctx, func() error {
-		info, err := replica.Info(ctx, "replication").Result()
-		if err == nil && !strings.Contains(info, "master_link_status:up") {
-			err = errors.New("replica not in sync")
+	for i := range cfg.Replicas {
+		r, err := start(fmt.Sprintf("replica%d", i+1))
+		if err != nil {
+			return nil, err
 		}
-		return err
-	}); err != nil {
-		return nil, err
+		s.Replicas = append(s.Replicas, r)
+		if err := replicate(ctx, r, host, port); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.startSentinel(ctx, host, port); err != nil {
 		return nil, err
 	}
-	cfg.Logger.Info("localstack: sentinel ready", "master", s.Master.Addr(), "replica", s.Replica.Addr(), "sentinel", s.Addr())
+	cfg.Logger.Info("localstack: sentinel ready", "master", s.Master.Addr(), "replicas", len(s.Replicas), "sentinel", s.Addr())
 	return s, nil
+}
+
+// replicate makes r a replica of host:port and waits until it is in sync.
+func replicate(ctx context.Context, r *RedisServer, host, port string) error {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer c.Close()
+	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("localstack: REPLICAOF: %w", err)
+	}
+	return waitFor(ctx, func() error {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("replica not in sync")
+		}
+		return err
+	})
 }
 
 func (s *SentinelSet) startSentinel(ctx context.Context, host, port string) error {
@@ -99,8 +136,8 @@ func (s *SentinelSet) startSentinel(ctx context.Context, host, port string) erro
 		return err
 	}
 	conf := filepath.Join(dir, "sentinel.conf")
-	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n",
-		s.port, dir, s.cfg.MasterName, host, port, s.cfg.MasterName, s.cfg.MasterName)
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\nsentinel parallel-syncs %s 2\n",
+		s.port, dir, s.cfg.MasterName, host, port, s.cfg.MasterName, s.cfg.MasterName, s.cfg.MasterName)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
 	}
@@ -157,41 +194,68 @@ func (s *SentinelSet) MasterAddr(ctx context.Context) (string, error) {
 	return net.JoinHostPort(hp[0], hp[1]), nil
 }
 
-// Failover makes the Sentinel promote the replica (SENTINEL FAILOVER) and
-// waits until it names the new master. Master and Replica swap.
+// Failover makes the Sentinel promote a replica (SENTINEL FAILOVER) and
+// waits until it names the new master, which then is Master; the old
+// master joins Replicas.
 func (s *SentinelSet) Failover(ctx context.Context) error {
 	c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	if err := c.Failover(ctx, s.cfg.MasterName).Err(); err != nil {
 		return fmt.Errorf("localstack: SENTINEL FAILOVER: %w", err)
 	}
-	return s.waitPromoted(ctx)
+	return s.waitPromoted(ctx, nil)
 }
 
-// waitPromoted waits until the Sentinel names the replica as master, and
-// swaps Master and Replica.
-func (s *SentinelSet) waitPromoted(ctx context.Context) error {
+// waitPromoted waits until the Sentinel names one of the replicas as
+// master, swaps it with Master, and waits until a replica other than dead
+// is in sync with it, so that the new master takes writes
+// (min-replicas-to-write) and a second failover has a replica to promote.
+// The Sentinel converts an old master still alive only once it looks at it
+// again, up to 10 s later.
+func (s *SentinelSet) waitPromoted(ctx context.Context, dead *RedisServer) error {
+	promoted := -1
 	if err := waitFor(ctx, func() error {
 		addr, err := s.MasterAddr(ctx)
-		if err == nil && addr != s.Replica.Addr() {
-			err = fmt.Errorf("sentinel still names %s", addr)
+		if err != nil {
+			return err
 		}
-		return err
+		for i, r := range s.Replicas {
+			if r.Addr() == addr {
+				promoted = i
+				return nil
+			}
+		}
+		return fmt.Errorf("sentinel still names %s", addr)
 	}); err != nil {
 		return err
 	}
-	s.Master, s.Replica = s.Replica, s.Master
-	return nil
+	s.Master, s.Replicas[promoted] = s.Replicas[promoted], s.Master
+	master := "master_port:" + s.Master.Addr()[strings.LastIndex(s.Master.Addr(), ":")+1:]
+	return waitFor(ctx, func() error {
+		for _, r := range s.Replicas {
+			if r == dead {
+				continue
+			}
+			c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
+			info, err := c.Info(ctx, "replication").Result()
+			_ = c.Close()
+			if err == nil && strings.Contains(info, master+"\r\n") && strings.Contains(info, "master_link_status:up") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no replica in sync with %s yet", s.Master.Addr())
+	})
 }
 
 // KillMaster kills the master with SIGKILL and waits until the Sentinel has
-// promoted the replica; the old master stays down (Restart it to rejoin
-// as a replica).
+// promoted a replica; the old master, now in Replicas, stays down (Restart
+// it to rejoin as a replica).
 func (s *SentinelSet) KillMaster(ctx context.Context) error {
-	if err := s.Master.Kill(); err != nil {
+	dead := s.Master
+	if err := dead.Kill(); err != nil {
 		return err
 	}
-	return s.waitPromoted(ctx)
+	return s.waitPromoted(ctx, dead)
 }
 
 // Stop stops the Sentinel and both servers.
@@ -200,7 +264,7 @@ func (s *SentinelSet) Stop(ctx context.Context) error {
 	if s.sentinel != nil {
 		errs = append(errs, s.sentinel.stop(ctx, syscall.SIGTERM))
 	}
-	for _, r := range []*RedisServer{s.Master, s.Replica} {
+	for _, r := range append([]*RedisServer{s.Master}, s.Replicas...) {
 		if r != nil {
 			errs = append(errs, r.Stop(ctx))
 		}
@@ -212,7 +276,7 @@ func (s *SentinelSet) kill() {
 	if s.sentinel != nil {
 		s.sentinel.kill()
 	}
-	for _, r := range []*RedisServer{s.Master, s.Replica} {
+	for _, r := range append([]*RedisServer{s.Master}, s.Replicas...) {
 		if r != nil {
 			_ = r.Kill()
 		}
