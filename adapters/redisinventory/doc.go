@@ -11,4 +11,30 @@
 // RedisArchiver (close, archive, retire), RedisReconcileSource and
 // RedisEpoch. A retired SKU keeps no key of its own: its id stays in its
 // partition's tombstone set (Keyspace.TombstoneKey).
+//
+// # Fencing
+//
+// A SKU sells only while its hash's "fence" field names the run of the
+// node executing the script: node_run() of node.lua, the node's
+// master_replid. Redis draws a new one at every start and shifts it when a
+// replica is promoted, so after a restart or a failover every SKU refuses
+// until the reconciler has checked it against the ledger and stamped it
+// (stamp.lua, correct.lua, restore_finish.lua, and warm.lua for a new SKU).
+// Every script on the purchase path, and any new one (holds: reserve,
+// confirm, cancel, expire), follows the same rule:
+//
+//   - prepend nodeSource to the script, and compare the fence with
+//     node_run() before the first write, answering recovering (-4, which Go
+//     maps to domain.ErrRecovering) when they differ; a fence of
+//     "restoring:..." or "repairing" never matches, so a SKU being
+//     restored or repaired refuses too;
+//   - never take the node's identity as an argument from the caller: a
+//     caller's view of the topology can be stale for a moment (a retried
+//     command, a pool connection to the new master), and a promoted
+//     replica holds the old master's fence;
+//   - a script that stamps writes node_run() into "fence" only after its
+//     compare-and-set on seq (guard_seq) found the state it verified;
+//   - a replay of an earlier request (same request or hold id) is checked
+//     against the fence too: the receipt it would return may be one the
+//     failover lost.
 package redisinventory
