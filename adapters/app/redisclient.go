@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -185,6 +186,10 @@ func (c Config) RedisTarget() string {
 	return RedactURL(c.redisURL())
 }
 
+// ClusterStateReloadInterval is how old a cluster client's slot map may
+// grow before a command reloads it in the background.
+const ClusterStateReloadInterval = time.Second
+
 // NewRedisClient makes a client for cfg's Redis: one server, a Redis
 // Cluster or a Sentinel-managed master. poolSize 0 means the go-redis
 // default. runIDs, if not nil, learns the run_id of every node connected
@@ -199,6 +204,14 @@ func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (re
 	case TopologyCluster:
 		opts, _ := cfg.clusterOptions() // validated above
 		opts.PoolSize, opts.ContextTimeoutEnabled = poolSize, true
+		// go-redis reloads its slot map on MOVED, ASK and READONLY, not on a
+		// master that refuses connections: with its default (60 s), a client
+		// kept sending a dead master's slots to it for up to a minute after
+		// its replica took over (the projector's client, whose reads and
+		// acks then stalled). A CLUSTER SLOTS a second is cheap.
+		if opts.ClusterStateReloadInterval == 0 {
+			opts.ClusterStateReloadInterval = ClusterStateReloadInterval
+		}
 		if runIDs != nil {
 			runIDs.AttachCluster(opts)
 		}
