@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/redisbatch"
 	"github.com/invledger/invledger/adapters/stacktest"
 )
 
@@ -30,6 +31,8 @@ type childConfig struct {
 	Components        []string
 	ReconcileInterval time.Duration
 	DataDir           string
+	// ReclaimAfter is the projector's ReclaimAfter; 0 keeps its default.
+	ReclaimAfter time.Duration
 }
 
 // serveChild runs Serve as a separate process would, until SIGTERM, and
@@ -50,7 +53,7 @@ func serveChild() int {
 	}
 	defer a.Close()
 	err = Serve(ctx, a, Config{Components: cc.Components, Listen: "127.0.0.1:0", Tokens: testTokens, DataDir: cc.DataDir,
-		ReconcileInterval: cc.ReconcileInterval, OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
+		ReconcileInterval: cc.ReconcileInterval, ReclaimAfter: cc.ReclaimAfter, OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -58,10 +61,26 @@ func serveChild() int {
 	return 0
 }
 
+// childReclaimAfter is the serve children's ReclaimAfter: a dead child's
+// entries are taken over within seconds, not the default 30 s.
+const childReclaimAfter = 3 * time.Second
+
+// consumer returns the prefix of the process's projector consumer names
+// (see redisbatch.ConsumerName), once the process has started.
+func (p *serveProcess) consumer(t *testing.T) string {
+	t.Helper()
+	name, err := redisbatch.ConsumerName("", p.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name + "-"
+}
+
 // serveProcess is a serve child process.
 type serveProcess struct {
-	cmd *exec.Cmd
-	url string
+	cmd     *exec.Cmd
+	url     string
+	dataDir string
 }
 
 // startServeProcess starts this test binary as a serve process over st's
@@ -78,13 +97,14 @@ func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 // LISTENING or ERR line arrives on lines.
 func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration, components ...string) (*serveProcess, <-chan string) {
 	t.Helper()
-	cc, err := json.Marshal(childConfig{RedisCluster: st.Cluster.Addrs(), DatabaseURL: st.DatabaseURL, Components: components,
-		ReconcileInterval: interval, DataDir: t.TempDir()})
+	cc := childConfig{RedisCluster: st.Cluster.Addrs(), DatabaseURL: st.DatabaseURL, Components: components,
+		ReconcileInterval: interval, DataDir: t.TempDir(), ReclaimAfter: childReclaimAfter}
+	raw, err := json.Marshal(cc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(cc))
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -93,7 +113,7 @@ func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd}
+	p := &serveProcess{cmd: cmd, dataDir: cc.DataDir}
 	t.Cleanup(p.kill)
 	lines := make(chan string, 1)
 	go func() {

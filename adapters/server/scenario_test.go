@@ -14,6 +14,7 @@ import (
 	"github.com/invledger/invledger/adapters/localstack"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/projections"
 )
 
 // receipt is a 200 answer of a purchase: the witness the ledger is checked
@@ -153,9 +154,13 @@ func leads(t *testing.T, base string) bool {
 // master of a 3-master Redis Cluster. A master is killed with kill -9 and
 // restarted: only its SKU answers 503 meanwhile, and it sells again on its
 // own. Then the serve process leading the reconciler is killed with kill
-// -9: the other takes the lead within one interval. At the end every 200
-// is in the ledger exactly once, each SKU's seqs are contiguous, the
-// balances equal Redis, and no reconciliation found (so repaired) anything.
+// -9: the other takes the lead within one interval. That process also
+// projects: the ledger's inserts are held just before its death, so it dies
+// holding entries it read but did not ack on every master (XINFO CONSUMERS,
+// read after the kill), and the test waits until the other processes have
+// claimed them all. At the end every 200 is in the ledger exactly once,
+// each SKU's seqs are contiguous, the balances equal Redis, and no
+// reconciliation found (so repaired) anything.
 func TestClusterSaleAcrossServeProcesses(t *testing.T) {
 	ctx := context.Background()
 	st := stacktest.New(t, stacktest.WithRedisCluster(func(*localstack.ClusterConfig) {}))
@@ -224,8 +229,23 @@ func TestClusterSaleAcrossServeProcesses(t *testing.T) {
 		t.Fatal("both serve processes lead the reconciler")
 	}
 	s.targets.Store(&[]string{survivor.url})
+	streams := map[string]string{} // partition stream -> its master
+	for _, sku := range skus {
+		streams[st.Keyspace.SKUStreamKey(sku)] = st.MasterOf(t, sku).Addr()
+	}
+	victim := leader.consumer(t)
+	hold := holdLedgerInserts(t, st)
+	waitPending(t, st, streams, victim, func(n int64) bool { return n > 0 }, 15*time.Second, "read unacked entries")
 	leader.kill()
 	deathAt := time.Now()
+	held := pendingOf(t, st, streams, victim)
+	for stream, n := range held {
+		if n == 0 {
+			t.Fatalf("the killed process held no pending entry on %s (master %s) when it died: %v", stream, streams[stream], held)
+		}
+	}
+	hold()
+	t.Logf("the killed process held pending entries on every master when it died: %v", held)
 	for !leads(t, survivor.url) {
 		if time.Since(deathAt) > interval {
 			t.Fatalf("the survivor did not take the reconciler's lead within one interval (%v)", interval)
@@ -233,6 +253,8 @@ func TestClusterSaleAcrossServeProcesses(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("the survivor took the reconciler's lead %v after the leader's kill -9", time.Since(deathAt).Round(10*time.Millisecond))
+	waitPending(t, st, streams, victim, func(n int64) bool { return n == 0 }, 30*time.Second, "had its entries claimed")
+	t.Logf("the other processes claimed all of them %v after the kill (ReclaimAfter %v)", time.Since(deathAt).Round(10*time.Millisecond), childReclaimAfter)
 	time.Sleep(time.Second)
 	receipts := s.finish()
 
@@ -249,6 +271,66 @@ func TestClusterSaleAcrossServeProcesses(t *testing.T) {
 		t.Fatalf("%d findings in %d reconciliation runs, want none in at least one: no false alert, nothing to repair", findings, runs)
 	}
 	t.Logf("%d purchases acknowledged, %d reconciliation runs, no finding", len(receipts), runs)
+}
+
+// holdLedgerInserts takes ledger_entries in EXCLUSIVE mode, which lets
+// reads through and holds every projector's inserts, so that the entries
+// they read stay pending in Redis; the returned func lets them go.
+func holdLedgerInserts(t *testing.T, st *stacktest.Stack) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE ledger_entries IN EXCLUSIVE MODE`); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// pendingOf returns, per stream, the entries pending on the consumers whose
+// names start with prefix (XINFO CONSUMERS, on each stream's master).
+func pendingOf(t *testing.T, st *stacktest.Stack, streams map[string]string, prefix string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for stream := range streams {
+		consumers, err := st.App.Redis.XInfoConsumers(context.Background(), stream, projections.ConsumerGroup).Result()
+		if err != nil {
+			t.Fatalf("XINFO CONSUMERS %s: %v", stream, err)
+		}
+		out[stream] = 0
+		for _, c := range consumers {
+			if strings.HasPrefix(c.Name, prefix) {
+				out[stream] += c.Pending
+			}
+		}
+	}
+	return out
+}
+
+// waitPending waits until ok holds for the entries pending on prefix's
+// consumers on every stream.
+func waitPending(t *testing.T, st *stacktest.Stack, streams map[string]string, prefix string, ok func(int64) bool, limit time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		pending, all := pendingOf(t, st, streams, prefix), true
+		for _, n := range pending {
+			all = all && ok(n)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumers %s* never %s on every master within %v: pending %v", prefix, what, limit, pending)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // checkReceipts checks that no acknowledged purchase is missing from the
