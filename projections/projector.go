@@ -63,7 +63,7 @@ type ProjectorConfig struct {
 	// PostgreSQL is unavailable; retries never give up.
 	RetryInitialInterval time.Duration
 	RetryMaxInterval     time.Duration
-	// Epoch, if set, identifies the current Redis run (run_id and LASTSAVE)
+	// Epoch, if set, identifies the current Redis run (RedisEpoch.Epoch)
 	// and EntryExists tells whether a stream entry is still in Redis. With
 	// both, an entry read before a Redis crash that the restarted Redis no
 	// longer holds (lost in the everysec window) is not projected but

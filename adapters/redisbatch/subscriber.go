@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -143,42 +144,102 @@ func (s *Subscriber) untrack(topic string, ids []string) {
 }
 
 // ackLoop sends the XACKs, one per read, one at a time, so acks use one
-// connection however many subscriptions there are.
+// connection however many subscriptions there are. An XACK that fails (its
+// stream's Redis Cluster master is down) is parked and retried with
+// backoff, behind none of the others: a stream whose node is down must not
+// hold the acks of the streams on the nodes that are up.
 func (s *Subscriber) ackLoop() {
 	defer close(s.ackerDone)
-	for req := range s.acks {
-		s.xack(req)
-		s.untrack(req.topic, req.ids)
+	var (
+		parked  []ackRequest
+		retry   <-chan time.Time
+		backoff = 50 * time.Millisecond
+		acks    = s.acks
+	)
+	for acks != nil || len(parked) > 0 {
+		select {
+		case req, ok := <-acks:
+			if !ok {
+				// Every subscription ended: one more try each, as Close promises.
+				for _, req := range parked {
+					s.finalAck(req, s.xack(req))
+				}
+				return
+			}
+			// A stream already parked waits its turn: its node is likely
+			// still down, and each try may take a dial timeout.
+			if slices.ContainsFunc(parked, func(p ackRequest) bool { return p.topic == req.topic }) {
+				parked = append(parked, req)
+				continue
+			}
+			err := s.xack(req)
+			if err != nil && !s.isClosing() {
+				if len(parked) == 0 {
+					retry = s.warnParked(req, err, backoff)
+				}
+				parked = append(parked, req)
+				continue
+			}
+			s.finalAck(req, err)
+		case <-retry:
+			still, down := parked[:0], map[string]bool{}
+			var lastErr error
+			for _, req := range parked {
+				if down[req.topic] {
+					still = append(still, req)
+					continue
+				}
+				err := s.xack(req)
+				if err != nil && !s.isClosing() {
+					still, lastErr, down[req.topic] = append(still, req), err, true
+					continue
+				}
+				s.finalAck(req, err)
+			}
+			parked, retry = still, nil
+			if len(parked) > 0 {
+				backoff = min(2*backoff, s.cfg.RetryMaxInterval)
+				retry = s.warnParked(parked[0], lastErr, backoff)
+			} else {
+				backoff = 50 * time.Millisecond
+			}
+		}
 	}
 }
 
-// xack acknowledges one read's acked entries, retrying with backoff until
-// Redis answers. Once Close was called it tries once more only: an entry
-// left unacked is delivered again later, which at-least-once allows.
-func (s *Subscriber) xack(req ackRequest) {
-	backoff := 50 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
-		err := s.cfg.Client.XAck(ctx, req.topic, s.cfg.ConsumerGroup, req.ids...).Err()
-		cancel()
-		if err == nil {
-			if s.cfg.Hooks.Acked != nil {
-				s.cfg.Hooks.Acked(req.topic, len(req.ids))
-			}
-			return
-		}
-		select {
-		case <-s.closing:
-			s.cfg.Logger.Warn("redisbatch: XACK failed while closing; the entries stay pending",
-				"topic", req.topic, "entries", len(req.ids), "err", err)
-			return
-		default:
-		}
-		s.cfg.Logger.Warn("redisbatch: XACK failed; retrying", "topic", req.topic, "entries", len(req.ids), "err", err, "in", backoff)
-		select {
-		case <-s.closing:
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, s.cfg.RetryMaxInterval)
+// warnParked logs a failed XACK and returns when to retry it.
+func (s *Subscriber) warnParked(req ackRequest, err error, in time.Duration) <-chan time.Time {
+	s.cfg.Logger.Warn("redisbatch: XACK failed; retrying", "topic", req.topic, "entries", len(req.ids), "err", err, "in", in)
+	return time.After(in)
+}
+
+// finalAck ends req's in-flight mark after its XACK succeeded, or failed
+// while closing: an entry left unacked is delivered again later, which
+// at-least-once allows.
+func (s *Subscriber) finalAck(req ackRequest, err error) {
+	if err != nil {
+		s.cfg.Logger.Warn("redisbatch: XACK failed while closing; the entries stay pending",
+			"topic", req.topic, "entries", len(req.ids), "err", err)
 	}
+	s.untrack(req.topic, req.ids)
+}
+
+func (s *Subscriber) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// xack acknowledges one read's acked entries.
+func (s *Subscriber) xack(req ackRequest) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
+	defer cancel()
+	err := s.cfg.Client.XAck(ctx, req.topic, s.cfg.ConsumerGroup, req.ids...).Err()
+	if err == nil && s.cfg.Hooks.Acked != nil {
+		s.cfg.Hooks.Acked(req.topic, len(req.ids))
+	}
+	return err
 }

@@ -528,3 +528,63 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// failingXAck is a go-redis hook that fails every XACK of one stream while
+// down is set, as a Redis Cluster master that is down would.
+type failingXAck struct {
+	stream string
+	down   atomic.Bool
+	failed atomic.Int64
+}
+
+func (*failingXAck) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*failingXAck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *failingXAck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "xack" && cmd.Args()[1] == h.stream && h.down.Load() {
+			h.failed.Add(1)
+			err := fmt.Errorf("dial tcp: connect: connection refused")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestAFailingXAckHoldsNoOtherStream fails the XACKs of one stream: the
+// other stream's entries are still acked at once, and the failing ones
+// are acked once their stream answers again.
+func TestAFailingXAckHoldsNoOtherStream(t *testing.T) {
+	addr, admin := startRedis(t)
+	hook := &failingXAck{stream: "down"}
+	hook.down.Store(true)
+	sub := newSubscriber(t, redisbatch.SubscriberConfig{
+		Client:           subClient(t, addr, hook),
+		Unmarshaller:     rawUnmarshaller{},
+		RetryMaxInterval: 100 * time.Millisecond,
+	})
+	down, err := sub.Subscribe(context.Background(), "down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := sub.Subscribe(context.Background(), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xadd(t, admin, "down", 1)
+	receive(t, down, 5*time.Second).Ack()
+	waitFor(t, 5*time.Second, "a failed XACK on the stream that is down", func() bool { return hook.failed.Load() > 0 })
+	xadd(t, admin, "up", 5)
+	for range 5 {
+		receive(t, up, 5*time.Second).Ack()
+	}
+	waitFor(t, 2*time.Second, "the other stream's entries acked", func() bool { return pendingCount(t, admin, "up") == 0 })
+	if n := pendingCount(t, admin, "down"); n != 1 {
+		t.Fatalf("%d entries pending on the stream that is down, want 1", n)
+	}
+	hook.down.Store(false)
+	waitFor(t, 5*time.Second, "the parked XACK retried", func() bool { return pendingCount(t, admin, "down") == 0 })
+}

@@ -12,7 +12,7 @@ import (
 type LoopConfig struct {
 	// Interval between full reconciliations with repair. Default 60s.
 	Interval time.Duration
-	// Epoch identifies the Redis run (run_id and LASTSAVE, and in a cluster
+	// Epoch identifies the Redis run (each master's master_replid, and in a cluster
 	// the slots' masters); a change means every SKU must be verified again.
 	Epoch func(ctx context.Context) (string, error)
 	// EpochPoll is how often Epoch is read. Default 1s.
