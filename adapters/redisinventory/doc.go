@@ -32,8 +32,10 @@
 //     caller's view of the topology can be stale for a moment (a retried
 //     command, a pool connection to the new master), and a promoted
 //     replica holds the old master's fence;
-//   - a script that stamps writes node_run() into "fence" only after its
-//     compare-and-set on seq (guard_seq) found the state it verified;
+//   - a script that stamps writes node_run() into "fence" only when the
+//     state is the one checked against the ledger: the seq the reconciler
+//     verified (guard_seq), the restore's own token (restore_finish.lua),
+//     or a SKU that did not exist (warm.lua);
 //   - a replay of an earlier request (same request or hold id) is checked
 //     against the fence too: the receipt it would return may be one the
 //     failover lost.
