@@ -110,7 +110,8 @@ func StartSentinel(ctx context.Context, cfg SentinelConfig) (_ *SentinelSet, err
 	return s, nil
 }
 
-// replicate makes r a replica of host:port and waits until it is in sync.
+// replicate makes r a replica of host:port and waits until it is in sync
+// with it.
 func replicate(ctx context.Context, r *RedisServer, host, port string) error {
 	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	defer c.Close()
@@ -119,8 +120,8 @@ func replicate(ctx context.Context, r *RedisServer, host, port string) error {
 	}
 	return waitFor(ctx, func() error {
 		info, err := c.Info(ctx, "replication").Result()
-		if err == nil && !strings.Contains(info, "master_link_status:up") {
-			err = errors.New("replica not in sync")
+		if err == nil && (!strings.Contains(info, "master_port:"+port+"\r\n") || !strings.Contains(info, "master_link_status:up")) {
+			err = fmt.Errorf("replica %s not in sync with %s:%s", r.Addr(), host, port)
 		}
 		return err
 	})
@@ -207,11 +208,12 @@ func (s *SentinelSet) Failover(ctx context.Context) error {
 }
 
 // waitPromoted waits until the Sentinel names one of the replicas as
-// master, swaps it with Master, and waits until a replica other than dead
-// is in sync with it, so that the new master takes writes
-// (min-replicas-to-write) and a second failover has a replica to promote.
-// The Sentinel converts an old master still alive only once it looks at it
-// again, up to 10 s later.
+// master, swaps it with Master, and returns once every replica but dead
+// is in sync with it, so that a second failover finds the set whole. The
+// Sentinel reconfigures an old master that is still alive only once it
+// looks at it again, up to 10 s later; the set sends it the same REPLICAOF
+// at once, and the same to every other replica (a no-op where the Sentinel
+// was first).
 func (s *SentinelSet) waitPromoted(ctx context.Context, dead *RedisServer) error {
 	promoted := -1
 	if err := waitFor(ctx, func() error {
@@ -230,21 +232,16 @@ func (s *SentinelSet) waitPromoted(ctx context.Context, dead *RedisServer) error
 		return err
 	}
 	s.Master, s.Replicas[promoted] = s.Replicas[promoted], s.Master
-	master := "master_port:" + s.Master.Addr()[strings.LastIndex(s.Master.Addr(), ":")+1:]
-	return waitFor(ctx, func() error {
-		for _, r := range s.Replicas {
-			if r == dead {
-				continue
-			}
-			c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
-			info, err := c.Info(ctx, "replication").Result()
-			_ = c.Close()
-			if err == nil && strings.Contains(info, master+"\r\n") && strings.Contains(info, "master_link_status:up") {
-				return nil
-			}
+	host, port, _ := net.SplitHostPort(s.Master.Addr())
+	for _, r := range s.Replicas {
+		if r == dead {
+			continue
 		}
-		return fmt.Errorf("no replica in sync with %s yet", s.Master.Addr())
-	})
+		if err := replicate(ctx, r, host, port); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // KillMaster kills the master with SIGKILL and waits until the Sentinel has
