@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -532,5 +533,16 @@ func TestPromotedReplicaRefusesTheOldMastersFence(t *testing.T) {
 	}
 	if rc, err := buyOnReplica(); err != nil || rc.Seq != 3 {
 		t.Fatalf("deduct on the new master after the stamp: %+v %v, want seq 3", rc, err)
+	}
+	// A replica rewrites its AOF after a full sync, and a redis-server 7.0
+	// told to stop in the middle of that rewrite hung in shutdown here.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, err := replica.Info(ctx, "persistence").Result()
+		if err == nil && strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new master's AOF rewrite did not end within 20s: %v", err)
+		}
 	}
 }
