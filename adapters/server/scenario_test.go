@@ -141,9 +141,13 @@ func (s *sale) resumes(sku, what string, since time.Time) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last503[sku].Before(since) {
+		s.t.Logf("%s: %s sells; no 503 on it since it began (503s on all %v)", what, sku, s.codes)
+		return
+	}
 	s.t.Logf("%s: %s sells; its last 503 %v after it began (%d 503s on it %v)", what, sku,
 		s.last503[sku].Sub(since).Round(10*time.Millisecond), s.unavailable[sku], s.codes)
-	s.mu.Unlock()
 }
 
 func (s *sale) sold(sku string) int {
