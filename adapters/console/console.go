@@ -85,7 +85,7 @@ type Config struct {
 	// SetReadDeadline and SetWriteDeadline with no deadline (a read
 	// deadline passing while the feed runs would cancel its request).
 	LiftDeadlines func(w http.ResponseWriter) error
-	Logger      *slog.Logger
+	Logger        *slog.Logger
 }
 
 func (c *Config) setDefaults() {
