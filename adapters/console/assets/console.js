@@ -56,7 +56,8 @@
       if (!plot) {
         plot = new uPlot({
           width: width(), height: 240,
-          scales: { x: { time: true }, rate: {} },
+          // The last five minutes, however few points there are yet.
+          scales: { x: { time: true, range: function (u, min, max) { return [max - 300, max]; } }, rate: {} },
           series: [{}, { label: "Stock", stroke: "#0550ae", width: 2, scale: "y" },
                    { label: "Purchases/s", stroke: "#bf3989", width: 2, scale: "rate" }],
           axes: [{}, { scale: "y", label: "stock" }, { scale: "rate", side: 1, label: "per s", grid: { show: false } }]
