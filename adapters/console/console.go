@@ -164,29 +164,66 @@ func New(cfg Config) (*Console, error) {
 // Close stops the live readers; open feeds end.
 func (c *Console) Close() { c.hub.close() }
 
-func (c *Console) routes() {
+// route is one console endpoint, its path as docs/openapi.yaml writes it.
+type route struct {
+	method, path string
+	handler      http.Handler
+}
+
+// table is every console endpoint: Routes lists it for the description's
+// test, routes mounts it.
+func (c *Console) table() []route {
 	assets, _ := fs.Sub(assetFS, "assets")
 	static := http.StripPrefix(Prefix+"assets/", http.FileServerFS(assets))
-	c.mux.Handle("GET "+Prefix+"assets/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		static.ServeHTTP(w, r)
-	}))
-	c.mux.HandleFunc("GET "+Prefix+"{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Prefix+"sales", http.StatusSeeOther)
-	})
-	c.mux.HandleFunc("GET "+Prefix+"signin", c.signInPage)
-	c.mux.HandleFunc("POST "+Prefix+"signin", c.signIn)
-	c.mux.Handle("POST "+Prefix+"signout", c.form(c.signOut))
+	return []route{
+		{"GET", Prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, Prefix+"sales", http.StatusSeeOther)
+		})},
+		{"GET", Prefix + "assets/{asset}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			static.ServeHTTP(w, r)
+		})},
+		{"GET", Prefix + "signin", http.HandlerFunc(c.signInPage)},
+		{"POST", Prefix + "signin", http.HandlerFunc(c.signIn)},
+		{"POST", Prefix + "signout", c.form(c.signOut)},
+		{"GET", Prefix + "sales", c.page(c.sales)},
+		{"GET", Prefix + "skus/{sku}", c.page(c.skuPage)},
+		{"GET", Prefix + "skus/{sku}/feed", c.background(c.feed)},
+		{"GET", Prefix + "approvals", c.page(c.approvals)},
+		{"POST", Prefix + "approvals", c.form(c.requestAdjustment)},
+		{"POST", Prefix + "approvals/{id}/{decision}", c.form(c.decide)},
+		{"GET", Prefix + "reconciliation", c.page(c.reconciliation)},
+		{"POST", Prefix + "reconciliation", c.form(c.runReconcile)},
+		{"GET", Prefix + "health", c.page(c.health)},
+	}
+}
 
-	c.mux.Handle("GET "+Prefix+"sales", c.page(c.sales))
-	c.mux.Handle("GET "+Prefix+"skus/{sku}", c.page(c.skuPage))
-	c.mux.Handle("GET "+Prefix+"skus/{sku}/feed", c.background(c.feed))
-	c.mux.Handle("GET "+Prefix+"approvals", c.page(c.approvals))
-	c.mux.Handle("POST "+Prefix+"approvals", c.form(c.requestAdjustment))
-	c.mux.Handle("POST "+Prefix+"approvals/{id}/{decision}", c.form(c.decide))
-	c.mux.Handle("GET "+Prefix+"reconciliation", c.page(c.reconciliation))
-	c.mux.Handle("POST "+Prefix+"reconciliation", c.form(c.runReconcile))
-	c.mux.Handle("GET "+Prefix+"health", c.page(c.health))
+// Routes lists the console's endpoints as "METHOD /path", as
+// docs/openapi.yaml describes them.
+func Routes() []string {
+	var out []string
+	for _, rt := range (&Console{}).table() {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}
+
+// muxPattern is the net/http pattern of a described path: the entry page
+// alone, and every file under assets/ (vendor/ included).
+func muxPattern(path string) string {
+	switch path {
+	case Prefix:
+		return Prefix + "{$}"
+	case Prefix + "assets/{asset}":
+		return Prefix + "assets/"
+	}
+	return path
+}
+
+func (c *Console) routes() {
+	for _, rt := range c.table() {
+		c.mux.Handle(rt.method+" "+muxPattern(rt.path), rt.handler)
+	}
 	c.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", session{}, errorView{Title: "Not found", Message: "There is no such console page."})
 	})

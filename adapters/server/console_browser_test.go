@@ -148,6 +148,9 @@ func (p *page) snap(name string) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	if err := os.MkdirAll(p.shot, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(p.shot, name+".png"), png, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
