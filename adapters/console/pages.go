@@ -27,9 +27,12 @@ type signInView struct {
 	Next, Problem string
 }
 
-// safeNext keeps a sign-in's return path inside the console.
+// safeNext keeps a sign-in's return path inside the console: a path
+// (no scheme or host) under Prefix, without "..", or else the Sales page.
 func safeNext(p string) string {
-	if !strings.HasPrefix(p, Prefix) || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || !strings.HasPrefix(p, Prefix) ||
+		strings.HasPrefix(p, "//") || strings.Contains(p, "..") || strings.ContainsAny(p, "\\\r\n") {
 		return Prefix + "sales"
 	}
 	return p
