@@ -246,10 +246,20 @@ func (c *Console) feed(w http.ResponseWriter, r *http.Request, s session) {
 		case <-r.Context().Done():
 			return
 		case m, open := <-ch:
-			if !open {
-				return
+			// Everything already queued goes out in one flush: at sale
+			// rates a flush per event would leave the watcher behind.
+			for open {
+				if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", m.kind, m.data); err != nil {
+					return
+				}
+				select {
+				case m, open = <-ch:
+					continue
+				default:
+				}
+				break
 			}
-			if writeEvent(w, rc, m.kind, m.data) != nil {
+			if !open || rc.Flush() != nil {
 				return
 			}
 		case <-alive.C:

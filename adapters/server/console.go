@@ -23,6 +23,7 @@ func newConsole(a *app.Application, sc Config, tokens *httpapi.TokenSet, api htt
 	}
 	return console.New(console.Config{
 		API: api, Tokens: tokens, Sessions: a.Adapters.ConsoleSessions, Key: key, IdleTimeout: sc.ConsoleIdleTimeout,
+		SecureCookie: sc.ConsoleSecureCookie,
 		Follow: func(ctx context.Context, sku string, fn func(domain.Event) error) error {
 			// The tail owns its client (the subscriber closes it): one
 			// small pool per watched SKU, beside the purchase path's.

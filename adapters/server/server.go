@@ -107,6 +107,9 @@ type Config struct {
 	// console.MinKeyLen bytes. Empty: a random key, logged as such, whose
 	// sessions end with the process and work on it alone.
 	ConsoleKey string
+	// ConsoleSecureCookie marks the console's cookie Secure although this
+	// process sees plain HTTP, as behind a proxy that ends TLS.
+	ConsoleSecureCookie bool
 	// ConsoleIdleTimeout signs a console user out after this long without
 	// opening a page. Default 15m.
 	ConsoleIdleTimeout time.Duration
