@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/invledger/invledger/adapters/stacktest"
 )
 
 // BenchmarkPurchaseWithConsoleWatchers measures purchase latency over
@@ -24,8 +22,7 @@ import (
 //
 //	go test -run '^$' -bench PurchaseWithConsoleWatchers -benchtime 4000x ./adapters/server
 func BenchmarkPurchaseWithConsoleWatchers(b *testing.B) {
-	st := stacktest.New(b)
-	base := startServe(b, st, Config{Components: []string{ComponentAPI, ComponentProjector}, Tokens: conTokens, ConsoleKey: conKey})
+	_, base := startConsoleServe(b)
 	jar, _ := cookiejar.New(nil)
 	watcher := &http.Client{Jar: jar}
 	resp, err := (&http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
@@ -49,12 +46,7 @@ const benchRounds = 4
 func benchWatched(b *testing.B, base string, watcher, client *http.Client, round, watchers int) {
 	b.Run(fmt.Sprintf("round=%d/watchers=%d", round+1, watchers), func(b *testing.B) {
 		sku := fmt.Sprintf("bw-%d-%d", watchers, time.Now().UnixNano())
-		if a := call(b, "PUT", base+"/v1/skus/"+sku, conOp, `{"stock":1000000000,"per_user_limit":1000000000}`); a.status != 201 {
-			b.Fatalf("create: %+v", a)
-		}
-		if a := call(b, "POST", base+"/v1/skus/"+sku+"/warm", conOp, ""); a.status != 200 {
-			b.Fatalf("warm: %+v", a)
-		}
+		createWarm(b, base, sku, `{"stock":1000000000,"per_user_limit":1000000000}`)
 		var received atomic.Int64
 		var wg sync.WaitGroup
 		var feeds []io.Closer

@@ -241,8 +241,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 
 	// The sale, watched live by the operator.
-	want(t, "create", call(t, "PUT", base+"/v1/skus/flash-1", conOp, `{"stock":150,"per_user_limit":1}`), 201)
-	want(t, "warm", call(t, "POST", base+"/v1/skus/flash-1/warm", conOp, ""), 200)
+	createWarm(t, base, "flash-1", `{"stock":150,"per_user_limit":1}`)
 	for i := range 3 {
 		want(t, "other", call(t, "PUT", fmt.Sprintf("%s/v1/skus/other-%d", base, i), conOp, `{"stock":5,"per_user_limit":1}`), 201)
 	}

@@ -99,7 +99,7 @@ func (b *browser) cookie() *http.Cookie {
 	return nil
 }
 
-func want(t *testing.T, what string, a answer, status int, contains ...string) {
+func want(t testing.TB, what string, a answer, status int, contains ...string) {
 	t.Helper()
 	if a.status != status {
 		t.Fatalf("%s = %d, want %d: %.400s", what, a.status, status, a.body)
@@ -188,6 +188,21 @@ func TestConsoleSessions(t *testing.T) {
 	want(t, "after the idle timeout", idle.do("GET", "/console/health", nil), 303)
 }
 
+// startConsoleServe starts a serve (API and projector) with the console's
+// test tokens and key over a new private stack.
+func startConsoleServe(t testing.TB) (*stacktest.Stack, string) {
+	t.Helper()
+	st := stacktest.New(t)
+	return st, startServe(t, st, Config{Components: []string{ComponentAPI, ComponentProjector}, Tokens: conTokens, ConsoleKey: conKey})
+}
+
+// createWarm defines sku with body (stock and limit) and warms it.
+func createWarm(t testing.TB, base, sku, body string) {
+	t.Helper()
+	want(t, "create "+sku, call(t, "PUT", base+"/v1/skus/"+sku, conOp, body), 201)
+	want(t, "warm "+sku, call(t, "POST", base+"/v1/skus/"+sku+"/warm", conOp, ""), 200)
+}
+
 func mustURL(t *testing.T, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
@@ -204,10 +219,8 @@ func mustURL(t *testing.T, s string) *url.URL {
 func TestConsoleApprovalsAndReconciliation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := stacktest.New(t)
-	base := startServe(t, st, Config{Components: []string{ComponentAPI, ComponentProjector}, Tokens: conTokens, ConsoleKey: conKey})
-	want(t, "create", call(t, "PUT", base+"/v1/skus/con-1", conOp, `{"stock":10,"per_user_limit":2}`), 201)
-	want(t, "warm", call(t, "POST", base+"/v1/skus/con-1/warm", conOp, ""), 200)
+	st, base := startConsoleServe(t)
+	createWarm(t, base, "con-1", `{"stock":10,"per_user_limit":2}`)
 
 	op := newBrowser(t, base)
 	want(t, "sign-in", op.signIn(conOp), 303)
@@ -267,10 +280,8 @@ func TestConsoleApprovalsAndReconciliation(t *testing.T) {
 // events arrive, and the figures reach stock 0.
 func TestConsoleLiveFeed(t *testing.T) {
 	t.Parallel()
-	st := stacktest.New(t)
-	base := startServe(t, st, Config{Components: []string{ComponentAPI, ComponentProjector}, Tokens: conTokens, ConsoleKey: conKey})
-	want(t, "create", call(t, "PUT", base+"/v1/skus/live-1", conOp, `{"stock":5,"per_user_limit":5}`), 201)
-	want(t, "warm", call(t, "POST", base+"/v1/skus/live-1/warm", conOp, ""), 200)
+	_, base := startConsoleServe(t)
+	createWarm(t, base, "live-1", `{"stock":5,"per_user_limit":5}`)
 	au := newBrowser(t, base)
 	want(t, "sign-in", au.signIn(conAu), 303)
 	req, _ := http.NewRequest("GET", base+"/console/skus/live-1/feed", nil)
