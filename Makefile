@@ -1,4 +1,4 @@
-.PHONY: all build check test demo dev deps
+.PHONY: all build check test demo dev deps screenshots
 
 all: build
 
@@ -28,3 +28,8 @@ demo: deps
 # make dev: a private stack under ./.invledger serving the API.
 dev: deps
 	go run ./cmd/invledger dev
+
+# make screenshots: the console's pages, taken by its browser test into
+# docs/console/ (make test runs the same test and writes nothing).
+screenshots: deps
+	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./adapters/server

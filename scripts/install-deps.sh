@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what invledger's demo and tests need and the
-# machine lacks: redis-server, PostgreSQL and promtool (package prometheus)
+# machine lacks: redis-server, PostgreSQL, promtool (package prometheus) and
+# chromium (the console's browser tests)
 # from Debian's packages. Tests and the demo start private instances of their
 # own; nothing here configures or relies on the machine's default services.
 set -euo pipefail
@@ -14,6 +15,8 @@ fi
 command -v go >/dev/null 2>&1 || { echo "install-deps: Go is not installed; install Go 1.26 from https://go.dev/dl/" >&2; exit 1; }
 command -v gcc >/dev/null 2>&1 || missing+=(gcc) # go test -race needs cgo
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in the tests
+# The console's end-to-end tests and `make screenshots` drive Debian's chromium.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]} from Debian's packages" >&2

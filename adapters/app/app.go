@@ -63,6 +63,8 @@ type Adapters struct {
 	Operations      *pgstore.PostgresOperationStore
 	DeadLetters     *pgstore.PostgresDeadLetterStore
 	Idempotency     *pgstore.PostgresIdempotencyStore
+	// ConsoleSessions records console sign-ins and sign-outs.
+	ConsoleSessions *pgstore.PostgresConsoleSessionStore
 	Seals           *pgstore.PostgresSealStore
 	// ReconcilerLeader elects the one process that runs the periodic
 	// reconciler; JanitorLeader the one that trims streams; RepairLock
@@ -211,6 +213,7 @@ func (a *Application) wire() error {
 	ad.Operations = pgstore.NewPostgresOperationStore(a.Pool)
 	ad.DeadLetters = pgstore.NewPostgresDeadLetterStore(a.Pool)
 	ad.Idempotency = pgstore.NewPostgresIdempotencyStore(a.Pool)
+	ad.ConsoleSessions = pgstore.NewPostgresConsoleSessionStore(a.Pool)
 	ad.Seals = pgstore.NewPostgresSealStore(a.Pool)
 	ad.ReconcilerLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconciler-leader")
 	ad.JanitorLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "janitor-leader")

@@ -311,6 +311,16 @@ func (s *TokenSet) Authenticate(r *http.Request) (Principal, bool) {
 	return ts.Authenticate(r)
 }
 
+// Lookup finds the principal of a bearer secret in the current tokens, as
+// Authenticate does for a request; the console checks a pasted token with it.
+func (s *TokenSet) Lookup(secret string) (Principal, bool) {
+	ts := s.cur.Load()
+	if ts == nil {
+		return Principal{}, false
+	}
+	return ts.Lookup(secret)
+}
+
 // bearer extracts the credential of an "Authorization: Bearer <secret>"
 // header value; the scheme is case-insensitive (RFC 9110).
 func bearer(h string) (string, bool) {

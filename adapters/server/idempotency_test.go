@@ -26,7 +26,7 @@ func callKey(t *testing.T, method, url, secret, key, body string) answer {
 }
 
 // send makes req and reads the whole answer.
-func send(t *testing.T, req *http.Request) answer {
+func send(t testing.TB, req *http.Request) answer {
 	t.Helper()
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {

@@ -26,7 +26,7 @@ const (
 // startServe runs Serve over st with sc (the API only unless sc says
 // otherwise, on a free port) and returns the API's base URL. Serve stops
 // when the test ends.
-func startServe(t *testing.T, st *stacktest.Stack, sc Config) string {
+func startServe(t testing.TB, st *stacktest.Stack, sc Config) string {
 	t.Helper()
 	if len(sc.Components) == 0 {
 		sc.Components = []string{ComponentAPI}
@@ -68,7 +68,7 @@ type answer struct {
 	body   string
 }
 
-func call(t *testing.T, method, url, secret, body string) answer {
+func call(t testing.TB, method, url, secret, body string) answer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/console"
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisbatch"
@@ -101,6 +102,17 @@ type Config struct {
 	// Idempotency-Key is kept for its retries. Default
 	// DefaultIdempotencyWindow.
 	IdempotencyWindow time.Duration
+	// ConsoleKey signs and encrypts the console's session cookies; every
+	// process behind one balancer needs the same, at least
+	// console.MinKeyLen bytes. Empty: a random key, logged as such, whose
+	// sessions end with the process and work on it alone.
+	ConsoleKey string
+	// ConsoleSecureCookie marks the console's cookie Secure although this
+	// process sees plain HTTP, as behind a proxy that ends TLS.
+	ConsoleSecureCookie bool
+	// ConsoleIdleTimeout signs a console user out after this long without
+	// opening a page. Default 15m.
+	ConsoleIdleTimeout time.Duration
 	// OnListening, if set, is told the API's address once it accepts connections.
 	OnListening func(addr string)
 }
@@ -184,6 +196,12 @@ func (c Config) Validate() error {
 	}
 	if c.RetireAfter < 0 {
 		errs = append(errs, errors.New("--retire-after (INVLEDGER_RETIRE_AFTER) must not be negative"))
+	}
+	if c.ConsoleKey != "" && len(c.ConsoleKey) < console.MinKeyLen {
+		errs = append(errs, fmt.Errorf("--console-key (INVLEDGER_CONSOLE_KEY) is %d bytes; at least %d are required", len(c.ConsoleKey), console.MinKeyLen))
+	}
+	if c.ConsoleIdleTimeout != 0 && c.ConsoleIdleTimeout < time.Second {
+		errs = append(errs, errors.New("--console-idle-timeout (INVLEDGER_CONSOLE_IDLE_TIMEOUT) must be at least 1s"))
 	}
 	return errors.Join(errs...)
 }
@@ -486,14 +504,25 @@ const idleTimeout = 30 * time.Second
 
 // apiComponent serves the API on --listen until ctx ends.
 func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (component, error) {
-	handler, err := Handler(a, sc, tokens)
+	api, err := Handler(a, sc, tokens)
 	if err != nil {
 		return component{}, err
 	}
-	c, err := httpComponent(a, sc, "api", handler)
+	con, err := newConsole(a, sc, tokens, api)
+	if err != nil {
+		return component{}, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	mux.Handle(console.Prefix, con)
+	c, err := httpComponent(a, sc, "api", mux)
 	serve := c.run
 	c.run = func(ctx context.Context) error {
+		defer con.Close()
 		go forgetIdempotencyKeys(ctx, a.Adapters.Idempotency, sc.IdempotencyWindow, a.Log)
+		// Live feeds last until their watchers leave; shutdown ends them
+		// so in-flight requests can finish in time.
+		go func() { <-ctx.Done(); con.Close() }()
 		return serve(ctx)
 	}
 	return c, err

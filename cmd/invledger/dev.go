@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/invledger/invledger/cmd/invledger/internal/devstack"
+
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +55,7 @@ valid. Delete the directory to start over.`,
 			if err := app.Migrate(ctx, c.DatabaseURL, log); err != nil {
 				return err
 			}
-			if ss.Tokens, err = devTokens(abs); err != nil {
+			if ss.Tokens, err = devstack.Tokens(abs); err != nil {
 				return err
 			}
 			ss.DataDir = abs
@@ -75,7 +77,7 @@ valid. Delete the directory to start over.`,
 // printDevBanner prints where the stack listens, and the export lines that
 // the README's examples and the CLI need, which it also writes to dir/env.
 func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) error {
-	env := devEnv("http://"+addr, c.RedisURL, c.DatabaseURL, tokens)
+	env := devstack.Env("http://"+addr, c.RedisURL, c.DatabaseURL, tokens)
 	fmt.Fprintf(w, "\ninvledger dev is running. Ctrl-C stops it and both servers.\n\n")
 	fmt.Fprintf(w, "  API          http://%s\n", addr)
 	fmt.Fprintf(w, "  metrics      http://%s/metrics\n", addr)

@@ -64,6 +64,9 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Duration(&ss.RetireAfter, "retire-after", "INVLEDGER_RETIRE_AFTER", 24*time.Hour, "retire SKUs closed (or restored) this long ago from Redis: the retry window of gateways (0 disables)")
 	env.String(&ss.RedisConfig, "redis-config", "INVLEDGER_REDIS_CONFIG", server.RedisConfigCheck,
 		"check: read every master's persistence settings (CONFIG GET); assume: skip the read (managed Redis with CONFIG disabled) and assert the persistence --durability names")
+	env.Secret(&ss.ConsoleKey, "console-key", "INVLEDGER_CONSOLE_KEY", "key (32+ bytes) of the console's session cookies, the same on every serve behind one balancer (unset: a random one)")
+	env.Duration(&ss.ConsoleIdleTimeout, "console-idle-timeout", "INVLEDGER_CONSOLE_IDLE_TIMEOUT", 15*time.Minute, "sign a console user out after this long without opening a page")
+	cmd.Flags().BoolVar(&ss.ConsoleSecureCookie, "console-secure-cookie", false, "mark the console's cookie Secure although serve sees plain HTTP (TLS ended at a proxy)")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd

@@ -1,0 +1,198 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// memSessions is a SessionStore in memory: the tests here check the
+// console's own logic; the PostgreSQL store is driven by adapters/server's.
+type memSessions struct {
+	mu    sync.Mutex
+	ended map[string]bool
+}
+
+func (m *memSessions) Start(_ context.Context, id, _, _ string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended[id] = false
+	return nil
+}
+
+func (m *memSessions) Active(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ended, ok := m.ended[id]
+	return ok && !ended, nil
+}
+
+func (m *memSessions) End(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended[id] = true
+	return nil
+}
+
+// events is a stand-in for the partition stream: Follow hands each
+// watcher's tail what is sent on it.
+type events struct {
+	ch      chan domain.Event
+	follows chan struct{}
+}
+
+func (e *events) follow(ctx context.Context, _ string, fn func(domain.Event) error) error {
+	e.follows <- struct{}{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-e.ch:
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func newTestConsole(t *testing.T, ev *events) *Console {
+	t.Helper()
+	tokens, err := httpapi.NewTokenSet([]httpapi.Token{{Name: "audrey", Role: httpapi.RoleAuditor, Secret: "auditor-secret-0001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stock := int64(10)
+	c, err := New(Config{
+		API: http.NotFoundHandler(), Tokens: tokens, Sessions: &memSessions{ended: map[string]bool{}}, Key: GenerateKey(),
+		Follow: ev.follow,
+		State: func(context.Context, string) (ledger.SKUView, error) {
+			return ledger.SKUView{RedisStock: &stock, Status: domain.StatusOpen}, nil
+		},
+		Health:   func(context.Context) Health { return Health{} },
+		Refusals: func() map[string]float64 { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestFeedOutlivesTheServerTimeouts: a feed runs past the server's read
+// and write timeouts, which end any other response, and one watcher that
+// reads nothing never holds up the reader or the other watchers.
+func TestFeedOutlivesTheServerTimeouts(t *testing.T) {
+	ev := &events{ch: make(chan domain.Event), follows: make(chan struct{}, 10)}
+	c := newTestConsole(t, ev)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: c, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	base := "http://" + ln.Addr().String()
+
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	resp, err := client.PostForm(base+"/console/signin", url.Values{"token": {"auditor-secret-0001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	open := func() (*http.Response, *bufio.Reader) {
+		t.Helper()
+		resp, err := client.Get(base + "/console/skus/s-1/feed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("feed = %d", resp.StatusCode)
+		}
+		return resp, bufio.NewReader(resp.Body)
+	}
+	stuck, _ := open() // never read
+	defer stuck.Body.Close()
+	reader, lines := open()
+	defer reader.Body.Close()
+	<-ev.follows
+	select {
+	case <-ev.follows:
+		t.Fatal("two watchers of one SKU started two readers")
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	// Well past both timeouts, thousands of events: more than the stuck
+	// watcher's buffer and its connection's socket buffers hold.
+	time.Sleep(time.Second)
+	const n = 5000
+	go func() {
+		for i := range n {
+			ev.ch <- domain.Event{ID: "e", Type: domain.EventDeducted, SKU: "s-1", Seq: int64(i + 1), Reason: strings.Repeat("x", 200)}
+		}
+	}()
+	seen := 0
+	for seen < n {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("feed ended after %d events: %v", seen, err)
+		}
+		if strings.HasPrefix(line, "event: event") {
+			seen++
+		}
+	}
+}
+
+func TestChainStatus(t *testing.T) {
+	e := func(seq int64, prev, hash string) httpapi.AuditEntryJSON {
+		return httpapi.AuditEntryJSON{Seq: seq, PrevHash: prev, Hash: hash}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []httpapi.AuditEntryJSON
+		after  int64
+		want   []string
+	}{
+		{"from the start", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "a", "b"), e(3, "b", "")}, 0, []string{"linked", "linked", "not sealed yet"}},
+		{"a break", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "x", "b"), e(3, "b", "c")}, 0, []string{"linked", "break", "linked"}},
+		{"page after 1 reads 1 for the link", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "z", "b")}, 1, []string{"break"}},
+		{"page after 1, linked", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "a", "b")}, 1, []string{"linked"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := chainStatus(tc.events, tc.after)
+			var got []string
+			for _, r := range rows {
+				got = append(got, r.Chain)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzSafeNext: wherever a sign-in says to go next, it stays in the console.
+func FuzzSafeNext(f *testing.F) {
+	for _, s := range []string{"/console/sales", "//evil.example/x", "/console/../x", "https://evil.example", "/console/\\evil", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := safeNext(next)
+		u, err := url.Parse(got)
+		if err != nil || u.Host != "" || u.Scheme != "" || !strings.HasPrefix(got, Prefix) || strings.ContainsAny(got, "\\\r\n") {
+			t.Fatalf("safeNext(%q) = %q: leaves the console", next, got)
+		}
+	})
+}
