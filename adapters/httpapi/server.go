@@ -60,6 +60,8 @@ type Config struct {
 	Adjustments AdjustmentFlow
 	// DeadLetters serves /v1/dead-letters.
 	DeadLetters DeadLetterFlow
+	// Webhooks serves /v1/webhooks.
+	Webhooks WebhookManager
 	// Idempotency keeps the answers of writes sent with an
 	// Idempotency-Key that have no natural key of their own.
 	Idempotency IdempotencyStore
@@ -123,6 +125,7 @@ func (c Config) Validate() error {
 		{"Runs", c.Runs == nil},
 		{"Adjustments", c.Adjustments == nil},
 		{"DeadLetters", c.DeadLetters == nil},
+		{"Webhooks", c.Webhooks == nil},
 		{"Idempotency", c.Idempotency == nil},
 		{"Metrics", c.Metrics == nil},
 	} {
@@ -151,6 +154,7 @@ type server struct {
 	runs         RunLister
 	adjustments  AdjustmentFlow
 	deadLetters  DeadLetterFlow
+	webhooks     WebhookManager
 	idempotency  IdempotencyStore
 	metrics      http.Handler
 	unavailable  func(route string, code domain.Code)
@@ -187,6 +191,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		runs:         cfg.Runs,
 		adjustments:  cfg.Adjustments,
 		deadLetters:  cfg.DeadLetters,
+		webhooks:     cfg.Webhooks,
 		idempotency:  cfg.Idempotency,
 		metrics:      cfg.Metrics,
 		unavailable:  cfg.OnUnavailable,
@@ -268,6 +273,11 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/dead-letters", operatorOnly, s.listDeadLetters},
 		{http.MethodPost, "/v1/dead-letters/{id}/replay", operatorOnly, s.replayDeadLetter},
 		{http.MethodPost, "/v1/dead-letters/{id}/resolve", operatorOnly, s.resolveDeadLetter},
+
+		{http.MethodPost, "/v1/webhooks", operatorOnly, s.idempotent(s.createWebhook)},
+		{http.MethodGet, "/v1/webhooks", operatorOnly, s.listWebhooks},
+		{http.MethodDelete, "/v1/webhooks/{id}", operatorOnly, s.deleteWebhook},
+		{http.MethodPost, "/v1/webhooks/{id}/rotate", operatorOnly, s.idempotent(s.rotateWebhook)},
 	}
 }
 

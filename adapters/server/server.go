@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/eventwebhook"
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisbatch"
@@ -101,6 +102,10 @@ type Config struct {
 	// Idempotency-Key is kept for its retries. Default
 	// DefaultIdempotencyWindow.
 	IdempotencyWindow time.Duration
+	// WebhookMinBackoff and WebhookMaxBackoff bound the wait between
+	// attempts to deliver a business-event webhook. Defaults: those of
+	// eventwebhook.Config.
+	WebhookMinBackoff, WebhookMaxBackoff time.Duration
 	// OnListening, if set, is told the API's address once it accepts connections.
 	OnListening func(addr string)
 }
@@ -377,6 +382,11 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 	if err != nil {
 		return nil, nil, err
 	}
+	d, err := eventwebhook.New(eventwebhook.Config{Store: a.Adapters.Webhooks, MinBackoff: sc.WebhookMinBackoff,
+		MaxBackoff: sc.WebhookMaxBackoff, Metrics: a.Metrics.EventWebhooks, Logger: a.Log})
+	if err != nil {
+		return nil, nil, err
+	}
 	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers, "consumer", name)
 	return []component{
 		{"projector", p.Run},
@@ -387,6 +397,12 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 				func(ctx context.Context) error { j.Run(ctx); return nil })
 		}},
 		{"sealer", a.Sealer.Run},
+		// One process delivers the business-event webhooks, from the
+		// ledger the projector writes; a standby takes over within a poll.
+		{"webhooks", func(ctx context.Context) error {
+			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "event webhooks", Lock: a.Adapters.WebhookLeader,
+				Poll: time.Second, Logger: a.Log}, d.Run)
+		}},
 	}, release, nil
 }
 
@@ -421,6 +437,7 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 		Runs:        a.Adapters.Reconciliations,
 		Adjustments: a.Adjustments,
 		DeadLetters: a.DeadLetters,
+		Webhooks:    a.Webhooks,
 		Idempotency: a.Adapters.Idempotency,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
 		OnUnavailable: func(route string, code domain.Code) {
