@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/google/uuid"
+
 	"cmp"
 	"context"
 	"errors"
@@ -83,7 +85,8 @@ type CloseResult struct {
 	AlreadyClosed bool
 }
 
-// CloseSKU ends a SKU's sale: every later deduction is refused with
+// CloseSKU ends a SKU's sale and appends its closed event (delta 0, the
+// context's actor as who closed it): every later deduction is refused with
 // domain.ErrClosed, while retries of earlier requests still get their
 // receipts and releases still return stock. It is idempotent. The closing
 // time is recorded in SQL too, so a Redis restore brings the SKU back
@@ -97,7 +100,7 @@ func (a *Archiver) CloseSKU(ctx context.Context, sku string) (CloseResult, error
 	if _, err := a.cfg.SKUs.Record(ctx, id); err != nil {
 		return CloseResult{}, fmt.Errorf("close %s: %w", sku, err)
 	}
-	closedAt, already, err := a.cfg.Redis.CloseSKU(ctx, id)
+	closedAt, already, err := a.cfg.Redis.CloseSKU(ctx, id, uuid.NewString(), ActorFrom(ctx))
 	if err != nil {
 		if errors.Is(err, domain.ErrNotWarmed) {
 			return CloseResult{}, fmt.Errorf("close %s: %w: it is not on sale in Redis; if Redis lost it, run `invledger restore-redis --sku %s` first",

@@ -204,7 +204,7 @@ func (a *Application) wire() error {
 		return err
 	}
 	ad.Restorer = redisinventory.NewRedisRestorer(a.Redis, a.Keys)
-	ad.Archiver = redisinventory.NewRedisArchiver(a.Redis, a.Keys)
+	ad.Archiver = redisinventory.NewRedisArchiver(a.Redis, a.Keys, a.RunIDs)
 	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, a.RunIDs, redisinventory.ReconcileSourceConfig{}); err != nil {
 		return err
 	}

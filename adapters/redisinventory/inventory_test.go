@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{srv: srv, client: client, keys: keys, runIDs: runIDs,
 		inv:       must(redisinventory.NewRedisInventory(client, keys, runIDs, redisinventory.InventoryConfig{})),
 		restorer:  redisinventory.NewRedisRestorer(client, keys),
-		archiver:  redisinventory.NewRedisArchiver(client, keys),
+		archiver:  redisinventory.NewRedisArchiver(client, keys, runIDs),
 		reconcile: must(redisinventory.NewRedisReconcileSource(client, keys, runIDs, redisinventory.ReconcileSourceConfig{})),
 	}
 }

@@ -135,7 +135,7 @@ func (r *webhookReceiver) waitCount(t *testing.T, n int, timeout time.Duration) 
 }
 
 // TestEventWebhooksDeliverASaleExactlyOnceInOrder sells 5,000 units over
-// four SKUs (one sells out), with releases, to a subscription of every
+// four SKUs (one sells out), with releases and a close, to a subscription of every
 // event type whose receiver fails half of its requests throughout. The
 // serve process delivering is killed with kill -9 once 1,000 messages
 // arrived and another takes over; after 2,500 the receiver is down for
@@ -195,6 +195,9 @@ func TestEventWebhooksDeliverASaleExactlyOnceInOrder(t *testing.T) {
 			}
 			saleErr = err
 		}
+		if saleErr == nil {
+			_, saleErr = st.App.Archiver.CloseSKU(ctx, "wh-b")
+		}
 		saleDone <- saleErr
 	}()
 
@@ -226,8 +229,8 @@ func TestEventWebhooksDeliverASaleExactlyOnceInOrder(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(want); n != purchases+10+1 { // the purchases, the releases, and wh-a's sold_out
-		t.Fatalf("the ledger implies %d messages, want %d", n, purchases+11)
+	if n := len(want); n != purchases+10+2 { // the purchases, the releases, wh-a's sold_out and wh-b's closed
+		t.Fatalf("the ledger implies %d messages, want %d", n, purchases+12)
 	}
 	recv.waitCount(t, len(want), 90*time.Second)
 	time.Sleep(time.Second) // anything extra would arrive now
