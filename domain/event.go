@@ -53,4 +53,8 @@ type Event struct {
 	// see EventHash.
 	PrevHash string
 	Hash     string
+	// TraceParent is the W3C traceparent of the sampled request that
+	// appended the event, when there was one: the stream carries it so the
+	// ledger write links to the purchase's trace. The ledger does not keep it.
+	TraceParent string
 }

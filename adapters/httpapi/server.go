@@ -15,6 +15,11 @@ import (
 	"github.com/invledger/invledger/adapters/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Ledger is the purchase path the API drives. *ledger.Service satisfies it.
@@ -82,6 +87,10 @@ type Config struct {
 	Ready func(ctx context.Context) Readiness
 	// ReadyTimeout bounds one Ready call. Default 2s.
 	ReadyTimeout time.Duration
+	// Tracer, if set, traces every request: a server span named by its
+	// route pattern, continuing the caller's W3C traceparent. Nil (the
+	// default, tracing off) costs nothing.
+	Tracer trace.Tracer
 	// Logger receives server errors (500s, with the real error). Default slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes caps a request body on every route; a larger one is 400
@@ -159,6 +168,7 @@ type server struct {
 	metrics      http.Handler
 	unavailable  func(route string, code domain.Code)
 	onRequest    func(route string, status int, elapsed time.Duration)
+	tracer       trace.Tracer
 	tokens       *TokenSet
 	log          *slog.Logger
 	maxBody      int64
@@ -196,6 +206,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		metrics:      cfg.Metrics,
 		unavailable:  cfg.OnUnavailable,
 		onRequest:    cfg.OnRequest,
+		tracer:       cfg.Tracer,
 		tokens:       tokens,
 		log:          slog.New(requestid.LogHandler(cfg.Logger.Handler())),
 		maxBody:      cfg.MaxBodyBytes,
@@ -347,7 +358,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := requestID(r)
 	w.Header()[HeaderRequestID] = []string{id}
-	r = r.WithContext(requestid.NewContext(r.Context(), id))
+	ctx := requestid.NewContext(r.Context(), id)
+	var span trace.Span
+	if s.tracer != nil {
+		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx, span = s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("invledger.request_id", id)))
+	}
+	r = r.WithContext(ctx)
 	tw := &trackedWriter{ResponseWriter: w}
 	defer func() {
 		if v := recover(); v != nil {
@@ -358,8 +376,25 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(tw, http.StatusInternalServerError, string(domain.CodeInternal), detailInternal)
 		}
 		s.done(r, tw, start)
+		if span != nil {
+			endSpan(span, r, tw.status)
+		}
 	}()
 	s.mux.ServeHTTP(tw, r)
+}
+
+// endSpan names a request's span by its route pattern, once the mux
+// matched it, and ends it; a 5xx is an error.
+func endSpan(span trace.Span, r *http.Request, status int) {
+	if r.Pattern != "" {
+		span.SetName(r.Pattern)
+		span.SetAttributes(attribute.String("http.route", r.Pattern))
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	span.End()
 }
 
 // body limits the request body to MaxBodyBytes. A declared length over the

@@ -58,6 +58,7 @@ func ParseEntry(fields map[string]string) (domain.Event, error) {
 	e.RequestID = p.str("request_id", purchase)
 	e.Actor = p.str("actor", e.Type == domain.EventAdjusted || e.Type == domain.EventClosed)
 	e.Reason = p.str("reason", false)
+	e.TraceParent = p.str("tp", false)
 	if err := errors.Join(p.errs...); err != nil {
 		return domain.Event{}, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}

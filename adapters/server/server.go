@@ -19,12 +19,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/eventwebhook"
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisbatch"
+	"github.com/invledger/invledger/adapters/tracing"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -245,6 +249,21 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		a.Log.Warn("redis scripts not preloaded on unreachable masters; they are sent on first use", "masters", skipped)
 	}
 
+	tp, err := tracing.Setup(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		a.Log.Info("tracing on: spans are exported over OTLP (OTEL_* variables)")
+		defer func() {
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(flush); err != nil {
+				a.Log.Warn("tracing: last spans not exported", "err", err)
+			}
+		}()
+	}
+
 	var components []component
 	if sc.has(ComponentProjector) {
 		c, release, err := projectorComponents(a, sc)
@@ -448,8 +467,19 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 			a.Metrics.HTTPDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 		},
 		Ready:  readiness(a, sc),
+		Tracer: requestTracer(),
 		Logger: a.Log,
 	})
+}
+
+// requestTracer is the API's tracer when tracing is on, i.e. an SDK
+// tracer provider is installed (tracing.Setup, or a test's
+// tracing.Install), and nil otherwise, so that requests pay nothing for it.
+func requestTracer() trace.Tracer {
+	if _, on := otel.GetTracerProvider().(*sdktrace.TracerProvider); !on {
+		return nil
+	}
+	return otel.Tracer("github.com/invledger/invledger/adapters/httpapi")
 }
 
 // readiness is the probe behind /readyz. A process running the API is
