@@ -125,6 +125,9 @@ func (a *Archiver) CloseSKU(ctx context.Context, sku string) (CloseResult, error
 	return CloseResult{SKU: sku, ClosedAt: stored, AlreadyClosed: already}, nil
 }
 
+// errLedgerGap stops a fold at the first seq the ledger does not hold yet.
+var errLedgerGap = errors.New("gap in the ledger")
+
 // ArchiveResult reports an archive of a SKU's buyers.
 type ArchiveResult struct {
 	SKU             string
@@ -190,8 +193,17 @@ func (a *Archiver) archiveOnce(ctx context.Context, id domain.SKUID) (ArchiveRes
 			sku, ErrSKUOpen, sku)
 	}
 
+	// The projector may write a later seq before an earlier one (one
+	// still pending on a consumer that died): the ledger up to the gap is
+	// behind, not corrupt.
 	fold := domain.NewSKUState(sku)
-	if err := a.cfg.Ledger.ScanSKU(ctx, id, fold.Apply); err != nil {
+	err = a.cfg.Ledger.ScanSKU(ctx, id, func(e domain.Event) error {
+		if e.Seq > fold.Seq+1 {
+			return errLedgerGap
+		}
+		return fold.Apply(e)
+	})
+	if err != nil && !errors.Is(err, errLedgerGap) {
 		return ArchiveResult{}, fmt.Errorf("archive %s: %w", sku, err)
 	}
 	if fold.Seq != live.Seq || fold.Stock != live.Stock {
