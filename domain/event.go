@@ -17,12 +17,15 @@ const (
 	EventReleased EventType = "released"
 	// EventAdjusted records an approved manual stock change: Delta is signed.
 	EventAdjusted EventType = "adjusted"
+	// EventClosed records the end of a SKU's sale: Delta and Qty are 0,
+	// Actor is who closed it. It is appended once, by the first close.
+	EventClosed EventType = "closed"
 )
 
 // ParseEventType validates s as an event type.
 func ParseEventType(s string) (EventType, error) {
 	switch t := EventType(s); t {
-	case EventStocked, EventDeducted, EventReleased, EventAdjusted:
+	case EventStocked, EventDeducted, EventReleased, EventAdjusted, EventClosed:
 		return t, nil
 	}
 	return "", NewFieldError("type", fmt.Errorf("unknown event type %q", s))
@@ -50,4 +53,8 @@ type Event struct {
 	// see EventHash.
 	PrevHash string
 	Hash     string
+	// TraceParent is the W3C traceparent of the sampled request that
+	// appended the event, when there was one: the stream carries it so the
+	// ledger write links to the purchase's trace. The ledger does not keep it.
+	TraceParent string
 }

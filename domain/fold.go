@@ -61,6 +61,10 @@ func (s *SKUState) Apply(e Event) error {
 		if _, seen := s.Requests[e.RequestID]; seen {
 			return corrupt(e, "request id %q deducted twice", e.RequestID)
 		}
+	case EventClosed:
+		if e.Delta != 0 || e.Qty != 0 {
+			return corrupt(e, "closed event with qty %d, delta %d", e.Qty, e.Delta)
+		}
 	case EventReleased:
 		p, ok := s.Requests[e.RequestID]
 		if !ok || p.Released {

@@ -455,3 +455,16 @@ func TestFoldRejectsOutOfRangeQuantities(t *testing.T) {
 		t.Fatalf("Fold error = %v, want ErrCorruptLedger", err)
 	}
 }
+
+func TestFoldTakesAClosedEventOfNoUnits(t *testing.T) {
+	stocked := domain.Event{SKU: "s", Seq: 1, Type: domain.EventStocked, Qty: 5, Delta: 5, Balance: 5}
+	closed := domain.Event{SKU: "s", Seq: 2, Type: domain.EventClosed, Actor: "olga", Balance: 5}
+	s, err := domain.Fold("s", []domain.Event{stocked, closed})
+	if err != nil || s.Seq != 2 || s.Stock != 5 {
+		t.Fatalf("fold with a closed event: %+v %v", s, err)
+	}
+	closed.Delta, closed.Balance = 1, 6
+	if _, err := domain.Fold("s", []domain.Event{stocked, closed}); !errors.Is(err, domain.ErrCorruptLedger) {
+		t.Fatalf("a closed event that moves stock: %v, want domain.ErrCorruptLedger", err)
+	}
+}

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"github.com/google/uuid"
+
 	"cmp"
 	"context"
 	"errors"
@@ -83,7 +85,8 @@ type CloseResult struct {
 	AlreadyClosed bool
 }
 
-// CloseSKU ends a SKU's sale: every later deduction is refused with
+// CloseSKU ends a SKU's sale and appends its closed event (delta 0, the
+// context's actor as who closed it): every later deduction is refused with
 // domain.ErrClosed, while retries of earlier requests still get their
 // receipts and releases still return stock. It is idempotent. The closing
 // time is recorded in SQL too, so a Redis restore brings the SKU back
@@ -97,7 +100,7 @@ func (a *Archiver) CloseSKU(ctx context.Context, sku string) (CloseResult, error
 	if _, err := a.cfg.SKUs.Record(ctx, id); err != nil {
 		return CloseResult{}, fmt.Errorf("close %s: %w", sku, err)
 	}
-	closedAt, already, err := a.cfg.Redis.CloseSKU(ctx, id)
+	closedAt, already, err := a.cfg.Redis.CloseSKU(ctx, id, uuid.NewString(), ActorFrom(ctx))
 	if err != nil {
 		if errors.Is(err, domain.ErrNotWarmed) {
 			return CloseResult{}, fmt.Errorf("close %s: %w: it is not on sale in Redis; if Redis lost it, run `invledger restore-redis --sku %s` first",
@@ -121,6 +124,9 @@ func (a *Archiver) CloseSKU(ctx context.Context, sku string) (CloseResult, error
 	}
 	return CloseResult{SKU: sku, ClosedAt: stored, AlreadyClosed: already}, nil
 }
+
+// errLedgerGap stops a fold at the first seq the ledger does not hold yet.
+var errLedgerGap = errors.New("gap in the ledger")
 
 // ArchiveResult reports an archive of a SKU's buyers.
 type ArchiveResult struct {
@@ -187,8 +193,17 @@ func (a *Archiver) archiveOnce(ctx context.Context, id domain.SKUID) (ArchiveRes
 			sku, ErrSKUOpen, sku)
 	}
 
+	// The projector may write a later seq before an earlier one (one
+	// still pending on a consumer that died): the ledger up to the gap is
+	// behind, not corrupt.
 	fold := domain.NewSKUState(sku)
-	if err := a.cfg.Ledger.ScanSKU(ctx, id, fold.Apply); err != nil {
+	err = a.cfg.Ledger.ScanSKU(ctx, id, func(e domain.Event) error {
+		if e.Seq > fold.Seq+1 {
+			return errLedgerGap
+		}
+		return fold.Apply(e)
+	})
+	if err != nil && !errors.Is(err, errLedgerGap) {
 		return ArchiveResult{}, fmt.Errorf("archive %s: %w", sku, err)
 	}
 	if fold.Seq != live.Seq || fold.Stock != live.Stock {

@@ -200,6 +200,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 	if _, err := arch.CloseSKU(ctx, "aud-2"); err != nil {
 		t.Fatal(err)
 	}
+	catchUp(t, s) // the closed event
 	if _, err := arch.ArchiveBuyers(ctx, "aud-2"); err != nil {
 		t.Fatal(err)
 	}

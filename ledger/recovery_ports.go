@@ -143,9 +143,11 @@ type InventoryRestorer interface {
 
 // InventoryArchiver closes sales and drops their buyers from Redis.
 type InventoryArchiver interface {
-	// CloseSKU marks the SKU closed and returns when it was closed; already
-	// is true when it was closed before. Unknown SKUs are domain.ErrNotWarmed.
-	CloseSKU(ctx context.Context, sku domain.SKUID) (closedAt time.Time, already bool, err error)
+	// CloseSKU marks the SKU closed, appending its closed event (eventID,
+	// by actor), and returns when it was closed; already is true when it
+	// was closed before, and nothing is appended then. Unknown SKUs are
+	// domain.ErrNotWarmed.
+	CloseSKU(ctx context.Context, sku domain.SKUID, eventID, actor string) (closedAt time.Time, already bool, err error)
 	// Buyers reads the SKU's buyers hash. archived is true when the hash was
 	// already dropped by DropBuyers.
 	Buyers(ctx context.Context, sku domain.SKUID) (buyers map[string]int64, archived bool, err error)

@@ -309,20 +309,21 @@ func TestRetireCompletesWhatRedisDid(t *testing.T) {
 	const sku = "retire-half"
 	soldClosedArchived(t, s, sku, 5)
 	arch := s.Archiver(t)
-	if _, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 5); !errors.Is(err, ledger.ErrSeqMoved) {
+	// seq 7: stocked, 5 deductions, closed.
+	if _, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 6); !errors.Is(err, ledger.ErrSeqMoved) {
 		t.Fatalf("retire at a stale seq: %v, want ErrSeqMoved", err)
 	}
-	if already, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 6); err != nil || already {
+	if already, err := s.InventoryArchiver.Retire(ctx, mustSKU(t, sku), 7); err != nil || already {
 		t.Fatalf("the Redis step alone: %v %v", already, err)
 	}
 	if rec, err := s.SKUs.Record(ctx, mustSKU(t, sku)); err != nil || rec.Retired != nil {
 		t.Fatalf("SQL before the rerun: %+v %v, want not retired yet", rec, err)
 	}
 	res, err := arch.RetireSKU(ctx, sku)
-	if err != nil || res.Seq != 6 || res.AlreadyRetired {
-		t.Fatalf("rerun: %+v %v, want the retirement recorded at seq 6", res, err)
+	if err != nil || res.Seq != 7 || res.AlreadyRetired {
+		t.Fatalf("rerun: %+v %v, want the retirement recorded at seq 7", res, err)
 	}
-	if rec, err := s.SKUs.Record(ctx, mustSKU(t, sku)); err != nil || rec.Retired == nil || rec.Retired.Seq != 6 {
+	if rec, err := s.SKUs.Record(ctx, mustSKU(t, sku)); err != nil || rec.Retired == nil || rec.Retired.Seq != 7 {
 		t.Fatalf("SQL after the rerun: %+v %v", rec, err)
 	}
 
@@ -370,8 +371,8 @@ func TestRetireClosedRetiresOnlySalesClosedLongEnough(t *testing.T) {
 		t.Fatalf("retire of sales closed an hour ago: %+v %v, want none", res, err)
 	}
 	res, err := arch.RetireClosed(ctx, 0)
-	if err != nil || len(res) != 1 || res[0].SKU != "rc-closed" || res[0].Seq != 6 {
-		t.Fatalf("retire of every closed sale: %+v %v, want rc-closed at seq 6", res, err)
+	if err != nil || len(res) != 1 || res[0].SKU != "rc-closed" || res[0].Seq != 7 { // 5 sales between stocked and closed
+		t.Fatalf("retire of every closed sale: %+v %v, want rc-closed at seq 7", res, err)
 	}
 	if !tombstoned(t, s, "rc-closed") || len(skuKeys(t, s, "rc-closed")) != 0 || len(skuKeys(t, s, "rc-open")) != 3 {
 		t.Fatalf("after the pass: rc-closed keys %v, rc-open keys %v", skuKeys(t, s, "rc-closed"), skuKeys(t, s, "rc-open"))

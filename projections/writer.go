@@ -9,7 +9,12 @@ import (
 
 	"github.com/invledger/invledger/adapters/redisbatch"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/tracing"
 	"github.com/invledger/invledger/domain"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // LedgerAppender is where the projection lands: an idempotent, order-free
@@ -239,17 +244,34 @@ func (g *gathering) sent(expired bool) {
 	g.batch = make([]submission, 0, cap(g.batch))
 }
 
+// tracer names the projector's batch and commit spans.
+var tracer = otel.Tracer("github.com/invledger/invledger/projections")
+
 // commit runs detached from the router's context: a batch that started
 // committing finishes, so shutdown never leaves a half-answered batch.
 func (w *GroupCommitWriter) commit(batch []submission) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.CommitTimeout)
 	defer cancel()
 	events := make([]domain.Event, len(batch))
+	var links []trace.Link
 	for i, s := range batch {
 		events[i] = s.event
+		// A sampled purchase's trace links to the batch that wrote it.
+		if sc := tracing.SpanContextOf(s.event.TraceParent); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
 	}
+	ctx, span := tracer.Start(ctx, "projector.batch", trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("invledger.batch.events", len(batch))))
+	defer span.End()
 	start := time.Now()
-	inserted, err := w.store.AppendBatch(ctx, events)
+	commitCtx, commitSpan := tracer.Start(ctx, "ledger.commit", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system.name", "postgresql")))
+	inserted, err := w.store.AppendBatch(commitCtx, events)
+	if err != nil {
+		commitSpan.SetStatus(codes.Error, err.Error())
+	}
+	commitSpan.End()
 	w.metrics.observeBatch(len(batch), time.Since(start), inserted, err)
 	if err == nil || !isDataError(err) {
 		for _, s := range batch {

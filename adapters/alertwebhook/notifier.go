@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invledger/invledger/adapters/webhooksign"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -207,14 +207,9 @@ func (n *WebhookNotifier) post(ctx context.Context, id string, body []byte) erro
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if n.signer != nil {
-		now := time.Now()
-		sig, err := n.signer.Sign(id, now, body)
-		if err != nil {
-			return fmt.Errorf("alert webhook: sign: %w", err)
+		if err := webhooksign.SetHeaders(req.Header, id, time.Now(), body, n.signer); err != nil {
+			return fmt.Errorf("alert webhook: %w", err)
 		}
-		req.Header.Set(standardwebhooks.HeaderWebhookID, id)
-		req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-		req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	}
 	resp, err := n.cfg.Client.Do(req)
 	if err != nil {

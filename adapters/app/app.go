@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/alertwebhook"
+	"github.com/invledger/invledger/adapters/eventwebhook"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/adapters/requestid"
@@ -66,12 +67,16 @@ type Adapters struct {
 	// ConsoleSessions records console sign-ins and sign-outs.
 	ConsoleSessions *pgstore.PostgresConsoleSessionStore
 	Seals           *pgstore.PostgresSealStore
+	Webhooks        *pgstore.PostgresWebhookStore
 	// ReconcilerLeader elects the one process that runs the periodic
 	// reconciler; JanitorLeader the one that trims streams; RepairLock
 	// serialises every reconciliation that repairs.
 	ReconcilerLeader *pgstore.PostgresAdvisoryLock
 	JanitorLeader    *pgstore.PostgresAdvisoryLock
 	RepairLock       *pgstore.PostgresAdvisoryLock
+	// WebhookLeader elects the one process that delivers business-event
+	// webhooks.
+	WebhookLeader *pgstore.PostgresAdvisoryLock
 }
 
 // Metrics are the instruments every component reports to, all registered
@@ -82,7 +87,9 @@ type Metrics struct {
 	Projection *projections.Metrics
 	Reconcile  *reconcile.Metrics
 	Alerts     *alertwebhook.Metrics
-	Seal       *seal.Metrics
+	// EventWebhooks counts business-event webhook deliveries.
+	EventWebhooks *eventwebhook.Metrics
+	Seal          *seal.Metrics
 	// Unavailable counts the API's 503 answers that ask for a retry, by
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
@@ -117,6 +124,9 @@ type Application struct {
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
 	// lines and passes them on to Webhook.
 	Alerts *reconcile.LogAlerter
+	// Webhooks manages the business-event webhook subscriptions; serve
+	// delivers them (eventwebhook).
+	Webhooks *ledger.Webhooks
 	// Webhook POSTs alerts to Config.AlertWebhook once Run; nil without one.
 	Webhook *alertwebhook.WebhookNotifier
 	// Journal remembers acknowledged receipts; nil in strict mode, where
@@ -215,14 +225,17 @@ func (a *Application) wire() error {
 	ad.Idempotency = pgstore.NewPostgresIdempotencyStore(a.Pool)
 	ad.ConsoleSessions = pgstore.NewPostgresConsoleSessionStore(a.Pool)
 	ad.Seals = pgstore.NewPostgresSealStore(a.Pool)
+	ad.Webhooks = pgstore.NewPostgresWebhookStore(a.Pool)
 	ad.ReconcilerLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconciler-leader")
 	ad.JanitorLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "janitor-leader")
 	ad.RepairLock = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconcile-repair")
+	ad.WebhookLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "event-webhook-leader")
 
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
-		Seal: seal.NewMetrics(reg),
+		EventWebhooks: eventwebhook.NewMetrics(reg),
+		Seal:          seal.NewMetrics(reg),
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
@@ -250,6 +263,9 @@ func (a *Application) wire() error {
 		inventory = a.Journal.Wrap(inventory)
 	}
 	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger, ad.Operations)
+	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks}); err != nil {
+		return err
+	}
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)

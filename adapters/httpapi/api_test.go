@@ -535,7 +535,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal("NewHandler accepted a bad config")
 	}
 	for _, want := range []string{"Config.Ledger is required", "Config.Tokens", "Config.Ready", "MaxBodyBytes",
-		"Config.Closer", "Config.Auditor", "Config.Reconciler", "Config.Runs", "Config.Adjustments", "Config.Metrics", "Config.Idempotency"} {
+		"Config.Closer", "Config.Auditor", "Config.Reconciler", "Config.Runs", "Config.Adjustments", "Config.Metrics", "Config.Idempotency", "Config.Webhooks"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -106,7 +106,7 @@ func TestRetireEndpoint(t *testing.T) {
 	}
 	var res RetireJSON
 	r = s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, "")
-	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || res.Status != "retired" || res.Seq != 2 || res.AlreadyRetired {
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || res.Status != "retired" || res.Seq != 3 || res.AlreadyRetired { // stocked, deducted, closed
 		t.Fatalf("retire: %d %s", r.status, r.body)
 	}
 	r = s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, "")

@@ -15,6 +15,11 @@ import (
 	"github.com/invledger/invledger/adapters/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Ledger is the purchase path the API drives. *ledger.Service satisfies it.
@@ -60,6 +65,8 @@ type Config struct {
 	Adjustments AdjustmentFlow
 	// DeadLetters serves /v1/dead-letters.
 	DeadLetters DeadLetterFlow
+	// Webhooks serves /v1/webhooks.
+	Webhooks WebhookManager
 	// Idempotency keeps the answers of writes sent with an
 	// Idempotency-Key that have no natural key of their own.
 	Idempotency IdempotencyStore
@@ -80,6 +87,10 @@ type Config struct {
 	Ready func(ctx context.Context) Readiness
 	// ReadyTimeout bounds one Ready call. Default 2s.
 	ReadyTimeout time.Duration
+	// Tracer, if set, traces every request: a server span named by its
+	// route pattern, continuing the caller's W3C traceparent. Nil (the
+	// default, tracing off) costs nothing.
+	Tracer trace.Tracer
 	// Logger receives server errors (500s, with the real error). Default slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes caps a request body on every route; a larger one is 400
@@ -123,6 +134,7 @@ func (c Config) Validate() error {
 		{"Runs", c.Runs == nil},
 		{"Adjustments", c.Adjustments == nil},
 		{"DeadLetters", c.DeadLetters == nil},
+		{"Webhooks", c.Webhooks == nil},
 		{"Idempotency", c.Idempotency == nil},
 		{"Metrics", c.Metrics == nil},
 	} {
@@ -151,10 +163,12 @@ type server struct {
 	runs         RunLister
 	adjustments  AdjustmentFlow
 	deadLetters  DeadLetterFlow
+	webhooks     WebhookManager
 	idempotency  IdempotencyStore
 	metrics      http.Handler
 	unavailable  func(route string, code domain.Code)
 	onRequest    func(route string, status int, elapsed time.Duration)
+	tracer       trace.Tracer
 	tokens       *TokenSet
 	log          *slog.Logger
 	maxBody      int64
@@ -187,10 +201,12 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		runs:         cfg.Runs,
 		adjustments:  cfg.Adjustments,
 		deadLetters:  cfg.DeadLetters,
+		webhooks:     cfg.Webhooks,
 		idempotency:  cfg.Idempotency,
 		metrics:      cfg.Metrics,
 		unavailable:  cfg.OnUnavailable,
 		onRequest:    cfg.OnRequest,
+		tracer:       cfg.Tracer,
 		tokens:       tokens,
 		log:          slog.New(requestid.LogHandler(cfg.Logger.Handler())),
 		maxBody:      cfg.MaxBodyBytes,
@@ -268,6 +284,11 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/dead-letters", operatorOnly, s.listDeadLetters},
 		{http.MethodPost, "/v1/dead-letters/{id}/replay", operatorOnly, s.replayDeadLetter},
 		{http.MethodPost, "/v1/dead-letters/{id}/resolve", operatorOnly, s.resolveDeadLetter},
+
+		{http.MethodPost, "/v1/webhooks", operatorOnly, s.idempotent(s.createWebhook)},
+		{http.MethodGet, "/v1/webhooks", operatorOnly, s.listWebhooks},
+		{http.MethodDelete, "/v1/webhooks/{id}", operatorOnly, s.deleteWebhook},
+		{http.MethodPost, "/v1/webhooks/{id}/rotate", operatorOnly, s.idempotent(s.rotateWebhook)},
 	}
 }
 
@@ -337,7 +358,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := requestID(r)
 	w.Header()[HeaderRequestID] = []string{id}
-	r = r.WithContext(requestid.NewContext(r.Context(), id))
+	ctx := requestid.NewContext(r.Context(), id)
+	var span trace.Span
+	if s.tracer != nil {
+		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx, span = s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("invledger.request_id", id)))
+	}
+	r = r.WithContext(ctx)
 	tw := &trackedWriter{ResponseWriter: w}
 	defer func() {
 		if v := recover(); v != nil {
@@ -348,8 +376,25 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(tw, http.StatusInternalServerError, string(domain.CodeInternal), detailInternal)
 		}
 		s.done(r, tw, start)
+		if span != nil {
+			endSpan(span, r, tw.status)
+		}
 	}()
 	s.mux.ServeHTTP(tw, r)
+}
+
+// endSpan names a request's span by its route pattern, once the mux
+// matched it, and ends it; a 5xx is an error.
+func endSpan(span trace.Span, r *http.Request, status int) {
+	if r.Pattern != "" {
+		span.SetName(r.Pattern)
+		span.SetAttributes(attribute.String("http.route", r.Pattern))
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	span.End()
 }
 
 // body limits the request body to MaxBodyBytes. A declared length over the

@@ -144,6 +144,9 @@ func stubbed(t testing.TB, cfg Config) Config {
 	if cfg.DeadLetters == nil {
 		cfg.DeadLetters = unusedDeadLetters{}
 	}
+	if cfg.Webhooks == nil {
+		cfg.Webhooks = struct{ WebhookManager }{} // its List and Delete are ambiguous beside others'
+	}
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = unusedIdempotency{}
 	}

@@ -192,3 +192,33 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestClientManagesWebhooks creates, lists, rotates and deletes a
+// business-event webhook through the client against a real serve.
+func TestClientManagesWebhooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	op := client(t, serve(t, stacktest.New(t)), opSecret)
+	hook, err := op.CreateWebhook(ctx, "http://127.0.0.1:9/hooks", []string{"sold_out", "closed"})
+	if err != nil || hook.ID == "" || !strings.HasPrefix(hook.Secret, "whsec_") || hook.CreatedBy != "olga" {
+		t.Fatalf("create: %+v %v", hook, err)
+	}
+	var fe *httpclient.Error
+	if _, err := op.CreateWebhook(ctx, "http://127.0.0.1:9/hooks", []string{"stocked"}); !errors.As(err, &fe) || fe.Field != "event_types" {
+		t.Fatalf("create with an unknown type: %v, want a 400 naming event_types", err)
+	}
+	list, err := op.Webhooks(ctx)
+	if err != nil || len(list.Webhooks) != 1 || list.Webhooks[0].ID != hook.ID || list.Webhooks[0].Secret != "" {
+		t.Fatalf("list: %+v %v, want the one webhook without its secret", list, err)
+	}
+	rotated, err := op.RotateWebhook(ctx, hook.ID)
+	if err != nil || rotated.Secret == hook.Secret || rotated.PreviousSecretExpiresAt == nil {
+		t.Fatalf("rotate: %+v %v", rotated, err)
+	}
+	if err := op.DeleteWebhook(ctx, hook.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.DeleteWebhook(ctx, hook.ID); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("delete again: %v, want ErrNotFound", err)
+	}
+}

@@ -204,3 +204,28 @@ func itoa(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// CreateWebhook subscribes url to the business events of types (see
+// domain.WebhookEventTypes). The answer holds the secret that signs the
+// deliveries, which no later read shows.
+func (c *Client) CreateWebhook(ctx context.Context, url string, types []string) (w httpapi.WebhookJSON, err error) {
+	return w, c.post(ctx, "/v1/webhooks", map[string]any{"url": url, "event_types": types}, &w)
+}
+
+// Webhooks lists the subscriptions, without their secrets.
+func (c *Client) Webhooks(ctx context.Context) (l httpapi.WebhookListJSON, err error) {
+	return l, c.get(ctx, "/v1/webhooks", nil, &l)
+}
+
+// DeleteWebhook ends subscription id. A retry after a lost answer may
+// find it gone: that is domain.ErrNotFound.
+func (c *Client) DeleteWebhook(ctx context.Context, id string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: "/v1/webhooks/" + url.PathEscape(id), retry: true}, nil)
+	return err
+}
+
+// RotateWebhook gives subscription id a new secret and returns it; the
+// old one keeps signing deliveries until PreviousSecretExpiresAt.
+func (c *Client) RotateWebhook(ctx context.Context, id string) (w httpapi.WebhookJSON, err error) {
+	return w, c.post(ctx, "/v1/webhooks/"+url.PathEscape(id)+"/rotate", nil, &w)
+}

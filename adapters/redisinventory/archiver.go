@@ -21,7 +21,7 @@ var (
 	//go:embed retire.lua
 	retireSource string
 
-	closeScript      = redis.NewScript(closeSource)
+	closeScript      = redis.NewScript(nodeSource + entrySource + closeSource)
 	dropBuyersScript = redis.NewScript(dropBuyersSource)
 	retireScript     = redis.NewScript(nodeSource + retireSource)
 )
@@ -41,15 +41,20 @@ func NewRedisArchiver(client redis.UniversalClient, keys Keyspace) *RedisArchive
 }
 
 // CloseSKU marks a SKU closed with the Redis time, so deduct.lua refuses new
-// purchases. already is true, and closedAt the original time, when it was
-// closed before. A SKU that is not in Redis is domain.ErrNotWarmed.
-func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID) (closedAt time.Time, already bool, err error) {
+// purchases, and appends its closed event (id eventID, by actor). already
+// is true, and closedAt the original time, when it was closed before; no
+// event is appended then. A SKU that is not in Redis is
+// domain.ErrNotWarmed; one not verified under this node's run is
+// domain.ErrRecovering.
+func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID, eventID, actor string) (closedAt time.Time, already bool, err error) {
 	defer translateInto(&err)
-	v, err := closeScript.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}).Slice()
+	s := sku.String()
+	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
+	v, err := closeScript.Run(ctx, r.client, keys, s, eventID, actor).Slice()
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
 	}
-	rp := newReply("close "+sku.String(), v)
+	rp := newReply("close "+s, v)
 	code := rp.Int(0, "code")
 	if err := rp.Err(); err != nil {
 		return time.Time{}, false, err
@@ -63,6 +68,8 @@ func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID) (closedA
 		return at, code == 2, nil
 	case -1:
 		return time.Time{}, false, domain.ErrNotWarmed
+	case -4:
+		return time.Time{}, false, errRecovering(s)
 	}
 	return time.Time{}, false, fmt.Errorf("close %s: %w: code %d", sku, ErrScript, code)
 }

@@ -1,19 +1,31 @@
--- close.lua: end a SKU's sale. deduct.lua refuses new purchases of a closed
--- SKU, after replaying the receipts of earlier requests; release.lua still
--- returns units. Closing twice keeps the first closing time.
--- KEYS[1] sku hash
--- Reply: {1, closed_at} closed now; {2, closed_at} closed before; {-1} not warmed.
+-- close.lua: end a SKU's sale and append its closed event (entry.lua):
+-- delta 0, with who closed it, so the ledger, and every reader of it, sees
+-- the end of the sale in seq order. deduct.lua refuses new purchases of a
+-- closed SKU, after replaying the receipts of earlier requests; release.lua
+-- still returns units. Closing twice keeps the first closing time and
+-- appends nothing.
+-- KEYS[1] sku hash, KEYS[2] partition stream
+-- ARGV[1] sku id, ARGV[2] event id, ARGV[3] actor
+-- Reply: {1, closed_at, seq} closed now; {2, closed_at} closed before; {-1} not warmed;
+-- {-4} recovering (see deduct.lua).
 -- closed_at is Redis TIME in microseconds, like the events' ts.
-local live = redis.call('HMGET', KEYS[1], 'stock', 'status', 'closed_at')
+local sku_key, stream_key = KEYS[1], KEYS[2]
+local sku, event_id, actor = ARGV[1], ARGV[2], ARGV[3]
+local live = redis.call('HMGET', sku_key, 'stock', 'status', 'closed_at', 'seq', 'fence')
 if not live[1] then
   return {-1}
 end
 if live[2] == 'closed' and live[3] then
   return {2, live[3]}
 end
+if live[5] ~= node_run() then
+  return {-4}
+end
 
 -- All checks done; writes follow.
 local t = redis.call('TIME')
 local ts = t[1] .. string.format('%06d', tonumber(t[2]))
-redis.call('HSET', KEYS[1], 'status', 'closed', 'closed_at', ts)
-return {1, ts}
+local seq = tonumber(live[4]) + 1
+redis.call('HSET', sku_key, 'status', 'closed', 'closed_at', ts, 'seq', seq)
+redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'closed', sku, seq, 0, live[1]), 'actor', actor)
+return {1, ts, seq}

@@ -7,7 +7,9 @@
 -- stamps from its clock; its delta follows from type and qty; the
 -- tamper-evident chain is sealed in the ledger, not here.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
--- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] qty, ARGV[4] request id, ARGV[5] event id,
+-- ARGV[6] (only for a sampled, traced request) its W3C traceparent, written to the
+-- entry as field tp
 -- Reply codes:
 --   {1, event_id, seq, remaining}  deducted now
 --   {2, event_id, seq, remaining, released}  this request id already deducted: the original
@@ -69,6 +71,10 @@ local remaining, seq = stock - qty, tonumber(live[5]) + 1
 redis.call('HSET', sku_key, 'stock', remaining, 'seq', seq)
 redis.call('HSET', buyers_key, user, held + qty)
 redis.call('HSET', requests_key, request_id, write_receipt(seq, remaining, qty, event_id, user))
-redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'deducted', sku, seq, qty, remaining),
-  'user', user, 'request_id', request_id)
+local fields = {'XADD', stream_key, '*', 'e', entry(event_id, 'deducted', sku, seq, qty, remaining),
+  'user', user, 'request_id', request_id}
+if ARGV[6] then
+  fields[#fields + 1], fields[#fields + 2] = 'tp', ARGV[6]
+end
+redis.call(unpack(fields))
 return {1, event_id, seq, remaining}

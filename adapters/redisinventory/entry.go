@@ -56,8 +56,9 @@ func ParseEntry(fields map[string]string) (domain.Event, error) {
 	purchase := e.Type == domain.EventDeducted || e.Type == domain.EventReleased
 	e.User = p.str("user", purchase)
 	e.RequestID = p.str("request_id", purchase)
-	e.Actor = p.str("actor", e.Type == domain.EventAdjusted)
+	e.Actor = p.str("actor", e.Type == domain.EventAdjusted || e.Type == domain.EventClosed)
 	e.Reason = p.str("reason", false)
+	e.TraceParent = p.str("tp", false)
 	if err := errors.Join(p.errs...); err != nil {
 		return domain.Event{}, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}

@@ -3,7 +3,8 @@
 -- compute: field e packs the event id, type, sku, seq, qty and the balance
 -- after, space-separated (none of them can hold a space); user, request_id,
 -- actor and reason, which may hold any printable character, are fields of
--- their own. The event's time is the entry's stream id, its delta follows
+-- their own, and so is tp, the W3C traceparent of a purchase made in a
+-- sampled trace (deduct.lua). The event's time is the entry's stream id, its delta follows
 -- from type and qty, and the tamper-evident chain is sealed in the ledger.
 -- redisinventory.ParseEntry reads this format and the previous one.
 local function entry(event_id, type, sku, seq, qty, balance)

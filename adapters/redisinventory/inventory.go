@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/invledger/invledger/adapters/tracing"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -86,6 +91,9 @@ func (c InventoryConfig) Validate() error {
 	}
 	return nil
 }
+
+// tracer names the purchase script spans.
+var tracer = otel.Tracer("github.com/invledger/invledger/adapters/redisinventory")
 
 // RedisInventory runs the purchase scripts. Its client must not be shared
 // with Watermill, whose subscriber closes the client it was given.
@@ -230,8 +238,19 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	}
 	op := fmt.Sprintf("deduct %s request_id %q", s, req.String())
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	v, err := r.runPurchaseScript(ctx, deductScript, keys, s, user.String(), qty.Int64(), req.String(), eventID).Slice()
+	args := []any{s, user.String(), qty.Int64(), req.String(), eventID}
+	// Only a sampled request pays for tracing: a span of the script call,
+	// whose traceparent the entry carries to the projector.
+	if trace.SpanContextFromContext(ctx).IsSampled() {
+		var span trace.Span
+		ctx, span = tracer.Start(ctx, "deduct.lua", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("invledger.sku", s), attribute.String("db.system.name", "redis")))
+		defer span.End()
+		args = append(args, tracing.TraceParent(ctx))
+	}
+	v, err := r.runPurchaseScript(ctx, deductScript, keys, args...).Slice()
 	if err != nil {
+		trace.SpanFromContext(ctx).SetStatus(codes.Error, "script failed")
 		return domain.Receipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("deduct "+s, v)

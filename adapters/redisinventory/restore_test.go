@@ -67,10 +67,10 @@ func TestRecoveryScriptKeysShareOneClusterSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		sku := must(domain.NewSKUID(img.State.SKU))
-		if _, _, err := f.archiver.CloseSKU(ctx, sku); err != nil {
+		if _, _, err := f.archiver.CloseSKU(ctx, sku, uuid.NewString(), "olga"); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.archiver.DropBuyers(ctx, sku, img.State.Seq); err != nil {
+		if err := f.archiver.DropBuyers(ctx, sku, img.State.Seq+1); err != nil { // +1: the closed event
 			t.Fatal(err)
 		}
 	}

@@ -34,19 +34,20 @@ func TestRetireScriptChecksBeforeItWrites(t *testing.T) {
 		t.Fatalf("retire of an open sku: %v, want ErrSKUOpen", err)
 	}
 	assertSame(t, before, f.snapshot(t))
-	if _, _, err := f.archiver.CloseSKU(ctx, sku); err != nil {
+	if _, _, err := f.archiver.CloseSKU(ctx, sku, uuid.NewString(), "olga"); err != nil {
 		t.Fatal(err)
 	}
+	const closedSeq = seq + 1 // the closed event
 	before = f.snapshot(t)
-	if _, err := f.archiver.Retire(ctx, sku, seq); !errors.Is(err, ledger.ErrNotArchived) {
+	if _, err := f.archiver.Retire(ctx, sku, closedSeq); !errors.Is(err, ledger.ErrNotArchived) {
 		t.Fatalf("retire with buyers in Redis: %v, want ErrNotArchived", err)
 	}
 	assertSame(t, before, f.snapshot(t))
-	if err := f.archiver.DropBuyers(ctx, sku, seq); err != nil {
+	if err := f.archiver.DropBuyers(ctx, sku, closedSeq); err != nil {
 		t.Fatal(err)
 	}
 	before = f.snapshot(t)
-	if _, err := f.archiver.Retire(ctx, sku, seq-1); !errors.Is(err, ledger.ErrSeqMoved) {
+	if _, err := f.archiver.Retire(ctx, sku, closedSeq-1); !errors.Is(err, ledger.ErrSeqMoved) {
 		t.Fatalf("retire at a stale seq: %v, want ErrSeqMoved", err)
 	}
 	assertSame(t, before, f.snapshot(t))
@@ -58,7 +59,7 @@ func TestRetireScriptChecksBeforeItWrites(t *testing.T) {
 		t.Fatalf("footprint before retirement: %+v %v", fp, err)
 	}
 
-	if already, err := f.archiver.Retire(ctx, sku, seq); err != nil || already {
+	if already, err := f.archiver.Retire(ctx, sku, closedSeq); err != nil || already {
 		t.Fatalf("retire: %v %v", already, err)
 	}
 	keys := must(f.client.Keys(ctx, "*"+sku.String()).Result())
@@ -71,7 +72,7 @@ func TestRetireScriptChecksBeforeItWrites(t *testing.T) {
 	if fp, err = redisinventory.ReadFootprint(ctx, f.client, f.keys, sku.String()); err != nil || fp.Keys() != 0 || fp.Tombstones == 0 {
 		t.Fatalf("footprint after retirement: %+v %v", fp, err)
 	}
-	if already, err := f.archiver.Retire(ctx, sku, seq); err != nil || !already {
+	if already, err := f.archiver.Retire(ctx, sku, closedSeq); err != nil || !already {
 		t.Fatalf("retire again: %v %v, want already", already, err)
 	}
 	if _, err := deduct(t, f, sku, "late", 1, "late", uuid.NewString()); !errors.Is(err, domain.ErrNotWarmed) {

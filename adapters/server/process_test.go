@@ -27,6 +27,7 @@ const childEnv = "INVLEDGER_TEST_SERVE_CHILD"
 // childConfig is what a serve child process runs.
 type childConfig struct {
 	RedisCluster      []string
+	RedisURL          string // when RedisCluster is empty
 	DatabaseURL       string
 	Components        []string
 	ReconcileInterval time.Duration
@@ -34,6 +35,10 @@ type childConfig struct {
 	// ReclaimAfter is the projector's ReclaimAfter; 0 keeps its default.
 	ReclaimAfter time.Duration
 }
+
+// A child retries webhook deliveries quickly, so that a test's receiver
+// that fails half its requests costs seconds, not minutes.
+const childWebhookMinBackoff, childWebhookMaxBackoff = 5 * time.Millisecond, 500 * time.Millisecond
 
 // serveChild runs Serve as a separate process would, until SIGTERM, and
 // prints LISTENING <addr> once it accepts connections.
@@ -46,14 +51,16 @@ func serveChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(ctx, app.Config{RedisCluster: cc.RedisCluster, DatabaseURL: cc.DatabaseURL, Logger: log})
+	a, err := app.New(ctx, app.Config{RedisCluster: cc.RedisCluster, RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL, Logger: log})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
 	}
 	defer a.Close()
 	err = Serve(ctx, a, Config{Components: cc.Components, Listen: "127.0.0.1:0", Tokens: testTokens, DataDir: cc.DataDir,
-		ReconcileInterval: cc.ReconcileInterval, ReclaimAfter: cc.ReclaimAfter, OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
+		ReconcileInterval: cc.ReconcileInterval, ReclaimAfter: cc.ReclaimAfter,
+		WebhookMinBackoff: childWebhookMinBackoff, WebhookMaxBackoff: childWebhookMaxBackoff,
+		OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -97,8 +104,13 @@ func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 // LISTENING or ERR line arrives on lines.
 func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration, components ...string) (*serveProcess, <-chan string) {
 	t.Helper()
-	cc := childConfig{RedisCluster: st.Cluster.Addrs(), DatabaseURL: st.DatabaseURL, Components: components,
+	cc := childConfig{DatabaseURL: st.DatabaseURL, Components: components,
 		ReconcileInterval: interval, DataDir: t.TempDir(), ReclaimAfter: childReclaimAfter}
+	if st.Cluster != nil {
+		cc.RedisCluster = st.Cluster.Addrs()
+	} else {
+		cc.RedisURL = st.Redis.URL()
+	}
 	raw, err := json.Marshal(cc)
 	if err != nil {
 		t.Fatal(err)

@@ -19,12 +19,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/console"
+	"github.com/invledger/invledger/adapters/eventwebhook"
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisbatch"
+	"github.com/invledger/invledger/adapters/tracing"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -113,6 +118,10 @@ type Config struct {
 	// ConsoleIdleTimeout signs a console user out after this long without
 	// opening a page. Default 15m.
 	ConsoleIdleTimeout time.Duration
+	// WebhookMinBackoff and WebhookMaxBackoff bound the wait between
+	// attempts to deliver a business-event webhook. Defaults: those of
+	// eventwebhook.Config.
+	WebhookMinBackoff, WebhookMaxBackoff time.Duration
 	// OnListening, if set, is told the API's address once it accepts connections.
 	OnListening func(addr string)
 }
@@ -258,6 +267,21 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		a.Log.Warn("redis scripts not preloaded on unreachable masters; they are sent on first use", "masters", skipped)
 	}
 
+	tp, err := tracing.Setup(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		a.Log.Info("tracing on: spans are exported over OTLP (OTEL_* variables)")
+		defer func() {
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(flush); err != nil {
+				a.Log.Warn("tracing: last spans not exported", "err", err)
+			}
+		}()
+	}
+
 	var components []component
 	if sc.has(ComponentProjector) {
 		c, release, err := projectorComponents(a, sc)
@@ -395,6 +419,11 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 	if err != nil {
 		return nil, nil, err
 	}
+	d, err := eventwebhook.New(eventwebhook.Config{Store: a.Adapters.Webhooks, MinBackoff: sc.WebhookMinBackoff,
+		MaxBackoff: sc.WebhookMaxBackoff, Metrics: a.Metrics.EventWebhooks, Logger: a.Log})
+	if err != nil {
+		return nil, nil, err
+	}
 	a.Log.Info("projector started", "streams", len(streams), "subscribers_per_stream", sc.Subscribers, "consumer", name)
 	return []component{
 		{"projector", p.Run},
@@ -405,6 +434,12 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 				func(ctx context.Context) error { j.Run(ctx); return nil })
 		}},
 		{"sealer", a.Sealer.Run},
+		// One process delivers the business-event webhooks, from the
+		// ledger the projector writes; a standby takes over within a poll.
+		{"webhooks", func(ctx context.Context) error {
+			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "event webhooks", Lock: a.Adapters.WebhookLeader,
+				Poll: time.Second, Logger: a.Log}, d.Run)
+		}},
 	}, release, nil
 }
 
@@ -439,6 +474,7 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 		Runs:        a.Adapters.Reconciliations,
 		Adjustments: a.Adjustments,
 		DeadLetters: a.DeadLetters,
+		Webhooks:    a.Webhooks,
 		Idempotency: a.Adapters.Idempotency,
 		Metrics:     promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}),
 		OnUnavailable: func(route string, code domain.Code) {
@@ -449,8 +485,19 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 			a.Metrics.HTTPDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 		},
 		Ready:  readiness(a, sc),
+		Tracer: requestTracer(),
 		Logger: a.Log,
 	})
+}
+
+// requestTracer is the API's tracer when tracing is on, i.e. an SDK
+// tracer provider is installed (tracing.Setup, or a test's
+// tracing.Install), and nil otherwise, so that requests pay nothing for it.
+func requestTracer() trace.Tracer {
+	if _, on := otel.GetTracerProvider().(*sdktrace.TracerProvider); !on {
+		return nil
+	}
+	return otel.Tracer("github.com/invledger/invledger/adapters/httpapi")
 }
 
 // readiness is the probe behind /readyz. A process running the API is

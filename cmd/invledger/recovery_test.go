@@ -103,6 +103,7 @@ func TestRecoveryCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"already_closed": false`) {
 		t.Fatalf("sku close: %s %v", out, err)
 	}
+	s.ProjectStreams(t) // the closed event
 	out, _, err = runCLI(t, s, "archive-buyers", "--sku", "cli-1")
 	var archived output.ArchiveResultJSON
 	if err != nil || json.Unmarshal([]byte(out), &archived) != nil || archived.Buyers != 2 || archived.Units != 2 {

@@ -11,6 +11,10 @@ import (
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // LedgerView is the truth side.
@@ -136,10 +140,21 @@ type Options struct {
 	Trigger string
 }
 
+// tracer names the span of each reconciliation run.
+var tracer = otel.Tracer("github.com/invledger/invledger/ledger/reconcile")
+
 // Run checks the SKUs, stamps the ones verified under the current Redis
 // run, repairs if asked, records the run and alerts on every finding. A SKU
 // of opts.SKUs never defined is domain.ErrNotFound, and nothing is recorded.
-func (r *Reconciler) Run(ctx context.Context, opts Options) (Report, error) {
+func (r *Reconciler) Run(ctx context.Context, opts Options) (_ Report, err error) {
+	ctx, span := tracer.Start(ctx, "reconcile.run", trace.WithAttributes(attribute.String("invledger.trigger", opts.Trigger),
+		attribute.Bool("invledger.repair", opts.Repair), attribute.Int("invledger.skus", len(opts.SKUs))))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	// A SKU named but never defined is the caller's mistake, not a run.
 	for _, sku := range opts.SKUs {
 		id, err := domain.NewSKUID(sku)
@@ -160,7 +175,7 @@ func (r *Reconciler) Run(ctx context.Context, opts Options) (Report, error) {
 		defer lease.Release(context.WithoutCancel(ctx))
 	}
 	rep := Report{Trigger: opts.Trigger, Started: time.Now(), Drifts: []Finding{}, Repaired: []Finding{}}
-	err := r.run(ctx, opts, &rep)
+	err = r.run(ctx, opts, &rep)
 	rep.Finished = time.Now()
 	id, recErr := r.cfg.Runs.RecordRun(context.WithoutCancel(ctx), rep, err)
 	rep.RunID = id
