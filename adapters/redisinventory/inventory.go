@@ -26,6 +26,11 @@ var (
 	// format of the requests hash.
 	//go:embed receipt.lua
 	receiptSource string
+	// purchaseSource defines live_sku, allowance and free_allowance, the
+	// checks and the allowance bookkeeping that deduct, release and the
+	// hold scripts share.
+	//go:embed purchase.lua
+	purchaseSource string
 	// seqGuardSource defines guard_seq, shared by the compare-and-set scripts.
 	//go:embed seqguard.lua
 	seqGuardSource string
@@ -43,8 +48,8 @@ var (
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
 	warmScript    = redis.NewScript(entrySource + warmSource)
-	deductScript  = redis.NewScript(entrySource + receiptSource + deductSource)
-	releaseScript = redis.NewScript(entrySource + receiptSource + releaseSource)
+	deductScript  = redis.NewScript(entrySource + receiptSource + purchaseSource + deductSource)
+	releaseScript = redis.NewScript(entrySource + receiptSource + purchaseSource + releaseSource)
 	stateScript   = redis.NewScript(stateSource)
 	adjustScript  = redis.NewScript(entrySource + adjustSource)
 )
@@ -162,7 +167,8 @@ func (r *RedisInventory) failed(ctx context.Context, op string, err error) error
 func (r *RedisInventory) Load(ctx context.Context) (unreachable []string, err error) {
 	defer translateInto(&err)
 	load := func(ctx context.Context, node redis.Scripter) error {
-		for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript} {
+		for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript,
+			reserveScript, holdEndScript, holdShowScript} {
 			if err := s.Load(ctx, node).Err(); err != nil {
 				return fmt.Errorf("load redis scripts: %w", err)
 			}
@@ -242,36 +248,43 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	if err := rp.Err(); err != nil {
 		return domain.Receipt{}, err
 	}
-	switch code {
-	case 1, 2:
-		rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
-		rc.EventID = rp.String(1, "event_id")
-		rc.Seq = rp.Int(2, "seq")
-		rc.Remaining = rp.Int(3, "remaining")
-		if code == 2 {
-			rc.Replayed = true
-			rc.Released = rp.Int(4, "released") == 1
-		}
-		if err := rp.Err(); err != nil {
-			return domain.Receipt{}, err
-		}
-		return rc, nil
-	case 0:
-		return domain.Receipt{}, domain.ErrSoldOut
-	case -1:
-		return domain.Receipt{}, domain.ErrNotWarmed
-	case -2:
-		return domain.Receipt{}, domain.ErrAlreadyPurchased
-	case -3:
-		return domain.Receipt{}, domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
-	case -4:
-		return domain.Receipt{}, errRecovering(s)
-	case -5:
-		return domain.Receipt{}, domain.ErrClosed
-	case -6:
-		return domain.Receipt{}, fmt.Errorf("%w: request_id %q was used by another user or quantity", domain.ErrConflict, req.String())
+	if code != 1 && code != 2 {
+		return domain.Receipt{}, purchaseRefusal("deduct", s, req, code)
 	}
-	return domain.Receipt{}, fmt.Errorf("deduct %s: %w: code %d", s, ErrScript, code)
+	rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
+	rc.EventID = rp.String(1, "event_id")
+	rc.Seq = rp.Int(2, "seq")
+	rc.Remaining = rp.Int(3, "remaining")
+	if code == 2 {
+		rc.Replayed = true
+		rc.Released = rp.Int(4, "released") == 1
+	}
+	if err := rp.Err(); err != nil {
+		return domain.Receipt{}, err
+	}
+	return rc, nil
+}
+
+// purchaseRefusal is the error of a refusal code of purchase.lua's checks,
+// which deduct and reserve share.
+func purchaseRefusal(op, sku string, req domain.RequestID, code int64) error {
+	switch code {
+	case 0:
+		return domain.ErrSoldOut
+	case -1:
+		return domain.ErrNotWarmed
+	case -2:
+		return domain.ErrAlreadyPurchased
+	case -3:
+		return domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
+	case -4:
+		return errRecovering(sku)
+	case -5:
+		return domain.ErrClosed
+	case -6:
+		return fmt.Errorf("%w: request_id %q was used by another user, quantity or purchase", domain.ErrConflict, req.String())
+	}
+	return fmt.Errorf("%s %s: %w: code %d", op, sku, ErrScript, code)
 }
 
 // runPurchaseScript runs a purchase-path script by EVALSHA, through the
@@ -348,6 +361,8 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q belongs to another user", domain.ErrConflict, req.String())
 	case -7:
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: no deduction with request_id %q", domain.ErrNotFound, req.String())
+	case -10:
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q reserved a hold that is not confirmed: cancel the hold instead", domain.ErrConflict, req.String())
 	}
 	return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w: code %d", s, ErrScript, code)
 }

@@ -372,7 +372,7 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	if newRunID := f.runIDs.Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
 		t.Fatalf("run_id not refreshed on reconnect: %q -> %q", oldRunID, newRunID)
 	}
-	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("entry.lua")))+string(must(os.ReadFile("receipt.lua")))+string(must(os.ReadFile("deduct.lua")))).Result()),
+	reply, err := stale.EvalSha(ctx, must(stale.ScriptLoad(ctx, string(must(os.ReadFile("entry.lua")))+string(must(os.ReadFile("receipt.lua")))+string(must(os.ReadFile("purchase.lua")))+string(must(os.ReadFile("deduct.lua")))).Result()),
 		[]string{f.keys.SKUKey("fenced"), f.keys.BuyersKey("fenced"), f.keys.RequestsKey("fenced"), f.keys.SKUStreamKey("fenced")},
 		"fenced", "u3", 1, "stale", uuid.NewString(), oldRunID).Slice()
 	if err != nil || reply[0] != int64(-4) {

@@ -5,7 +5,7 @@
 -- Reply: {1, stock, seq, status} when stocked now; {2, stock, seq, status} when
 -- the SKU was already live, in which case nothing is written: re-warming must
 -- never reset stock in the middle of a sale. A new SKU is stamped as verified
--- under this Redis run (run_id and LASTSAVE), see deduct.lua.
+-- under this Redis run (run_id and LASTSAVE), see purchase.lua.
 local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, stock, limit, event_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
