@@ -81,6 +81,7 @@ type Metrics struct {
 	Reconcile  *reconcile.Metrics
 	Alerts     *alertwebhook.Metrics
 	Seal       *seal.Metrics
+	Sweep      *redisinventory.SweepMetrics
 	// Unavailable counts the API's 503 answers that ask for a retry, by
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
@@ -219,7 +220,7 @@ func (a *Application) wire() error {
 	reg := cfg.Registry
 	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
-		Seal: seal.NewMetrics(reg),
+		Seal: seal.NewMetrics(reg), Sweep: redisinventory.NewSweepMetrics(reg),
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
