@@ -7,7 +7,8 @@
 -- seq, remaining and event_id are the reserve's; end_seq and end_event_id
 -- the event that ended the hold (0 and '' while held). Its entry in the
 -- partition's expiry set is "<sku> <hold_id>", scored by expires_ms: no
--- SKU id holds a space.
+-- SKU id holds a space. Fields held and holds of the SKU hash count the
+-- units and the number of its open holds.
 local hold_fields = {'status', 'expires', 'seq', 'remaining', 'qty', 'event_id', 'end_seq', 'end_event_id',
   'request_id', 'order_id', 'user'}
 

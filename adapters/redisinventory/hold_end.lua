@@ -26,7 +26,8 @@ local live, refused = live_sku(sku_key, run_id)
 if refused and refused[1] == -4 then
   return refused
 end
-local raw = live and redis.call('HGET', sku_key, 'hold:' .. hold_id)
+local rec = live and redis.call('HMGET', sku_key, 'hold:' .. hold_id, 'held', 'holds') or {}
+local raw = rec[1]
 if not raw then
   if action == 'expire' then
     redis.call('ZREM', expiry_key, member)
@@ -53,13 +54,13 @@ end
 local stock, seq = tonumber(live[1]), tonumber(live[6]) + 1
 h.status, h.end_seq, h.end_event_id = want, seq, event_id
 if action == 'confirm' then
-  redis.call('HSET', sku_key, 'seq', seq, 'hold:' .. hold_id, write_hold(h))
   redis.call('HSET', requests_key, h.request_id, write_receipt(h.seq, h.remaining, h.qty, h.event_id, h.user))
 else
   stock = stock + h.qty
-  redis.call('HSET', sku_key, 'stock', stock, 'seq', seq, 'hold:' .. hold_id, write_hold(h))
   free_allowance(buyers_key, h.user, h.qty)
 end
+redis.call('HSET', sku_key, 'stock', stock, 'seq', seq, 'hold:' .. hold_id, write_hold(h),
+  'held', tonumber(rec[2]) - h.qty, 'holds', tonumber(rec[3]) - 1)
 redis.call('ZREM', expiry_key, member)
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, want, sku, seq, h.qty, stock),
   'user', h.user, 'request_id', h.request_id, 'hold_id', hold_id, 'order_id', h.order_id)

@@ -37,11 +37,14 @@ if refused then
   return refused
 end
 
--- All checks done; writes follow.
+-- All checks done; writes follow. The SKU hash counts its open holds and
+-- their units, which reconciliation compares with the ledger.
+local open = redis.call('HMGET', sku_key, 'held', 'holds')
 local now = now_ms()
 local h = {status = 'held', expires = now + ttl_ms, seq = tonumber(live[6]) + 1, remaining = stock - qty, qty = qty,
   event_id = event_id, end_seq = 0, end_event_id = '', request_id = request_id, order_id = order_id, user = user}
-redis.call('HSET', sku_key, 'stock', h.remaining, 'seq', h.seq, 'hold:' .. hold_id, write_hold(h))
+redis.call('HSET', sku_key, 'stock', h.remaining, 'seq', h.seq, 'hold:' .. hold_id, write_hold(h),
+  'held', (tonumber(open[1]) or 0) + qty, 'holds', (tonumber(open[2]) or 0) + 1)
 redis.call('HSET', buyers_key, user, counted + qty)
 redis.call('HSET', requests_key, request_id, 'H' .. hold_id)
 redis.call('ZADD', expiry_key, h.expires, sku .. ' ' .. hold_id)
