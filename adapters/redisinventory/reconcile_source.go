@@ -148,7 +148,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		epoch = p.LastSave(ctx)
 		for i, sku := range skus {
-			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "epoch", "archived_at")
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "epoch", "archived_at", "held", "holds")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
 			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
@@ -164,7 +164,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	truncated := len(entries.Val()) > r.cfg.TailLimit
 	for i, sku := range skus {
 		v := states[i].Val()
-		if len(v) == 6 && v[0] == nil {
+		if len(v) == 8 && v[0] == nil {
 			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
@@ -175,6 +175,8 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		live.Status = rp.OptString(2, "status")
 		live.Verified = rp.OptString(3, "fence") == runID && rp.OptString(4, "epoch") == lastSave
 		live.Archived = rp.OptString(5, "archived_at") != ""
+		live.Held = optDecimal(rp, 6, "held")
+		live.OpenHolds = optDecimal(rp, 7, "holds")
 		if err := rp.Err(); err != nil {
 			return err
 		}
@@ -193,6 +195,14 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		}
 	}
 	return nil
+}
+
+// optDecimal reads a counter field that is absent until its first use.
+func optDecimal(rp *reply, i int, field string) int64 {
+	if rp.OptString(i, field) == "" {
+		return 0
+	}
+	return rp.Decimal(i, field)
 }
 
 // unackedFrom returns the id from which the group has unacked entries: its
