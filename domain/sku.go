@@ -135,4 +135,6 @@ type StockState struct {
 	// Verified is true when the SKU was checked against the ledger under the
 	// Redis run that holds it now.
 	Verified bool
+	// Held is the units of open holds, out of Stock.
+	Held int64
 }

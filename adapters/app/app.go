@@ -99,7 +99,9 @@ type Metrics struct {
 // share them.
 type Application struct {
 	// Service is the purchase path: create, warm, deduct, release, state.
-	Service     *ledger.Service
+	Service *ledger.Service
+	// Holds reserves, confirms and cancels holds; serve's sweepers expire them.
+	Holds       *ledger.Holds
 	Recovery    *ledger.Recovery
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
@@ -251,6 +253,9 @@ func (a *Application) wire() error {
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
+	if a.Holds, err = ledger.NewHolds(ad.Inventory, cfg.Holds); err != nil {
+		return err
+	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
 		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err

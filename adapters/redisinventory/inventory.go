@@ -527,6 +527,7 @@ func parseState(sku string, v []any) (domain.StockState, error) {
 	st.Limit = rp.Int(2, "limit")
 	st.Status = domain.SKUStatus(rp.String(3, "status"))
 	st.Verified = rp.Int(4, "verified") == 1
+	st.Held = rp.Int(5, "held")
 	if err := rp.Err(); err != nil {
 		return domain.StockState{}, err
 	}

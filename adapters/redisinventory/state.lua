@@ -2,8 +2,9 @@
 -- KEYS[1] sku hash
 -- ARGV[1] the caller's Redis run_id
 -- Reply: {} when the SKU is not warmed, else {stock, seq, limit, status,
--- verified}, verified being 1 when the SKU's fence matches this Redis run.
-local live = redis.call('HMGET', KEYS[1], 'stock', 'seq', 'limit', 'status', 'fence', 'epoch')
+-- verified, held}, verified being 1 when the SKU's fence matches this Redis
+-- run, held the units of its open holds (hold.lua).
+local live = redis.call('HMGET', KEYS[1], 'stock', 'seq', 'limit', 'status', 'fence', 'epoch', 'held')
 if not live[1] then
   return {}
 end
@@ -11,4 +12,4 @@ local verified = 0
 if live[5] == ARGV[1] and tonumber(live[6]) == redis.call('LASTSAVE') then
   verified = 1
 end
-return {tonumber(live[1]), tonumber(live[2]), tonumber(live[3]), live[4], verified}
+return {tonumber(live[1]), tonumber(live[2]), tonumber(live[3]), live[4], verified, tonumber(live[7] or '0')}

@@ -432,6 +432,7 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 	return httpapi.NewHandler(httpapi.Config{
 		TokenSet:    tokens,
 		Ledger:      a.Service,
+		Holds:       a.Holds,
 		SKUs:        a.Catalog,
 		Closer:      a.Archiver,
 		Auditor:     a.Auditor,
