@@ -118,7 +118,9 @@ func (c Config) Validate() error {
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
 	}
-	errs = append(errs, c.validateRedis(), c.Holds.Validate())
+	holds := c.Holds // zero values mean the defaults
+	holds.SetDefaults()
+	errs = append(errs, c.validateRedis(), holds.Validate())
 	if c.Partitions < 0 || c.Partitions > 1024 {
 		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
 	}

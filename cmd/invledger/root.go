@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/holdcmd"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
 	"github.com/google/uuid"
@@ -90,8 +91,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newTailCmd(&cfg),
 		newDemoCmd(),
 		newSKUCmd(withApp),
-		newDeductCmd(withApp),
-		newReleaseCmd(withApp),
+		newDeductCmd(withApp), newReleaseCmd(withApp), holdcmd.Command(),
 		newRestoreRedisCmd(withApp),
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),
