@@ -187,3 +187,124 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestOpenHoldsSurviveARedisCrashAndAWipe kills Redis (appendfsync always)
+// with -9 while holds are open, then wipes it and restores it from the
+// ledger: the holds survive both, and later expire or confirm.
+func TestOpenHoldsSurviveARedisCrashAndAWipe(t *testing.T) {
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "held-crash", 10, 1)
+	s.RunProjector(t)
+	runVerifier(t, s, newReconciler(t, s, &alertSink{}))
+	sku := must(domain.NewSKUID("held-crash"))
+	sw, err := redisinventory.NewSweeper(s.App.Redis, s.Keyspace, s.RunIDs, redisinventory.SweeperConfig{Interval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	var sweeper sync.WaitGroup
+	sweeper.Go(func() { _ = sw.Run(sweepCtx) })
+	defer func() { stopSweeping(); sweeper.Wait() }()
+
+	cfg := domain.HoldConfig{}
+	cfg.SetDefaults()
+	reserve := func(user string, seconds int64) domain.HoldID {
+		t.Helper()
+		ttl := must(cfg.NewHoldTTL(&seconds))
+		h, err := s.Inventory.Reserve(ctx, sku, must(domain.NewUserID(user)), must(domain.NewQuantity(1)),
+			must(domain.NewRequestID("req-"+user)), ttl, "", uuid.NewString())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return must(domain.NewHoldID(h.HoldID))
+	}
+	// retry repeats a call refused while Redis restarts or the SKU is
+	// verified again, as a caller would, with the same hold.
+	retry := func(call func() (domain.Hold, error)) domain.Hold {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			h, err := call()
+			if err == nil {
+				return h
+			}
+			if !errors.Is(err, domain.ErrRecovering) && !errors.Is(err, domain.ErrUnavailable) && !errors.Is(err, domain.ErrNotWarmed) || time.Now().After(deadline) {
+				t.Fatalf("after the crash: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	confirm := func(id domain.HoldID) func() (domain.Hold, error) {
+		return func() (domain.Hold, error) { return s.Inventory.ConfirmHold(ctx, sku, id, uuid.NewString()) }
+	}
+	a, b, c, d := reserve("a", 60), reserve("b", 60), reserve("c", 2), reserve("d", 60)
+
+	if err := s.Redis.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	if err := s.Redis.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := retry(confirm(a)); h.Status != domain.HoldConfirmed {
+		t.Fatalf("confirm after the crash = %+v", h)
+	}
+	if h := retry(func() (domain.Hold, error) { return s.Inventory.CancelHold(ctx, sku, b, uuid.NewString()) }); h.Status != domain.HoldCancelled {
+		t.Fatalf("cancel after the crash = %+v", h)
+	}
+	waitStatus := func(id domain.HoldID, want domain.HoldStatus) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			h, err := s.Inventory.Hold(ctx, sku, id)
+			if err == nil && h.Status == want && (want != domain.HoldExpired || h.EndSeq > 0) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("hold %s: %+v %v, want %s", id, h, err, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitStatus(c, domain.HoldExpired) // ended by the sweeper, not only past its deadline
+
+	// The wipe: d stays open, e's deadline passes while Redis is empty.
+	e := reserve("e", 1)
+	s.WaitProjected(t, "held-crash", 30*time.Second)
+	if err := s.RedisClient.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := s.Recovery(t).RestoreAll(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(e, domain.HoldExpired)
+	if h := retry(confirm(d)); h.Status != domain.HoldConfirmed {
+		t.Fatalf("confirm after the wipe = %+v", h)
+	}
+	if h, err := s.Inventory.ConfirmHold(ctx, sku, a, uuid.NewString()); err != nil || h.Status != domain.HoldConfirmed {
+		t.Fatalf("confirm again after the wipe = %+v, %v; want the original answer", h, err)
+	}
+
+	waitCaughtUp(t, s, "held-crash")
+	var events []domain.Event
+	if err := s.Ledger.ScanSKU(ctx, sku, func(e domain.Event) error { events = append(events, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	fold, err := domain.Fold("held-crash", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Inventory.State(ctx, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stock != fold.Stock || st.Held != fold.Held || fold.Stock != 8 || fold.Sold != 2 || fold.Held != 0 {
+		t.Fatalf("redis stock %d held %d; ledger stock %d held %d sold %d; want 8 available, 2 sold", st.Stock, st.Held, fold.Stock, fold.Held, fold.Sold)
+	}
+	rep, err := newReconciler(t, s, &alertSink{}).Run(ctx, reconcile.Options{Trigger: "test"})
+	if err != nil || len(rep.Drifts) != 0 {
+		t.Fatalf("reconciliation after the crash and the wipe: %v %+v", err, rep.Drifts)
+	}
+}
