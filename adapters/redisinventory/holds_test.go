@@ -15,7 +15,7 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-func ttlOf(t *testing.T, seconds int64) domain.HoldTTL {
+func ttlOf(t testing.TB, seconds int64) domain.HoldTTL {
 	t.Helper()
 	cfg := domain.HoldConfig{}
 	cfg.SetDefaults()

@@ -32,7 +32,7 @@ type fixture struct {
 	reconcile *redisinventory.RedisReconcileSource
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv := localstacktest.Redis(t)
 	opts := &redis.Options{Addr: srv.Addr()}
@@ -60,7 +60,7 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-func (f *fixture) warm(t *testing.T, sku string, stock, limit int64) domain.SKUID {
+func (f *fixture) warm(t testing.TB, sku string, stock, limit int64) domain.SKUID {
 	t.Helper()
 	id := must(domain.NewSKUID(sku))
 	def := must(domain.NewSKUDefinition(id, stock, limit))

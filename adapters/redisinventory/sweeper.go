@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +21,7 @@ import (
 const (
 	DefaultSweepInterval = 200 * time.Millisecond
 	DefaultSweepBatch    = 500
+	DefaultSweepParallel = 16
 )
 
 // SweeperConfig configures a Sweeper.
@@ -28,6 +31,9 @@ type SweeperConfig struct {
 	// Batch is how many due holds a pass reads from one expiry set, and
 	// expires in one pipeline, at a time. Default DefaultSweepBatch.
 	Batch int
+	// Parallel is how many partitions a pass sweeps at once. Default
+	// DefaultSweepParallel.
+	Parallel int
 	// Timeout bounds each Redis round trip of a pass. Default DefaultTimeout.
 	Timeout time.Duration
 	// OnExpired, if set, is called with each hold the pass expired and its
@@ -42,6 +48,9 @@ func (c *SweeperConfig) setDefaults() {
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultSweepBatch
+	}
+	if c.Parallel == 0 {
+		c.Parallel = DefaultSweepParallel
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -59,6 +68,9 @@ func (c SweeperConfig) Validate() error {
 	}
 	if c.Batch < 0 {
 		errs = append(errs, errors.New("sweeper: Batch must not be negative"))
+	}
+	if c.Parallel < 0 {
+		errs = append(errs, errors.New("sweeper: Parallel must not be negative"))
 	}
 	if c.Timeout < 0 {
 		errs = append(errs, errors.New("sweeper: Timeout must not be negative"))
@@ -110,24 +122,33 @@ func (s *Sweeper) Run(ctx context.Context) error {
 
 // Sweep makes one pass over every partition and returns how many holds it
 // expired. Holds another sweeper, a confirm or a cancel ended first are
-// not counted. Every partition is tried; the errors are joined.
+// not counted. The partitions are swept concurrently, Parallel at a time,
+// so that Redis fsyncs the expiries of several pipelines at once; every
+// partition is tried, and the errors are joined.
 func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	n, start := s.keys.Partitions(), rand.IntN(s.keys.Partitions())
 	var (
-		total int
+		total atomic.Int64
+		mu    sync.Mutex
 		errs  []error
+		wg    sync.WaitGroup
 	)
+	sem := make(chan struct{}, s.cfg.Parallel)
 	for i := range n {
-		expired, err := s.sweepPartition(ctx, (start+i)%n)
-		total += expired
-		if err != nil {
-			if ctx.Err() != nil {
-				return total, err
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			expired, err := s.sweepPartition(ctx, (start+i)%n)
+			total.Add(int64(expired))
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
 			}
-			errs = append(errs, err)
-		}
+		})
 	}
-	return total, errors.Join(errs...)
+	wg.Wait()
+	return int(total.Load()), errors.Join(errs...)
 }
 
 // sweepPartition expires a partition's due holds, a batch at a time, until

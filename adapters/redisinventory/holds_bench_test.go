@@ -1,0 +1,127 @@
+package redisinventory_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/domain"
+)
+
+// BenchmarkReserveVsDeduct runs deduct, then reserve, from 64 goroutines on
+// one Redis (appendfsync always), in the same run: the ratio of their
+// purchases/s is what a hold costs over a final sale.
+func BenchmarkReserveVsDeduct(b *testing.B) {
+	f := newFixture(b)
+	ctx := context.Background()
+	skus := []domain.SKUID{f.warm(b, "bench-deduct", 100_000_000, 1), f.warm(b, "bench-reserve", 100_000_000, 1)}
+	ttl := ttlOf(b, 3600)
+	var n atomic.Int64
+	for i, name := range []string{"deduct", "reserve"} {
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					k := n.Add(1)
+					user, req := must(domain.NewUserID(fmt.Sprint("u", k))), must(domain.NewRequestID(fmt.Sprint("r", k)))
+					var err error
+					if i == 0 {
+						_, err = f.inv.Deduct(ctx, skus[i], user, must(domain.NewQuantity(1)), req, uuid.NewString())
+					} else {
+						_, err = f.inv.Reserve(ctx, skus[i], user, must(domain.NewQuantity(1)), req, ttl, "", uuid.NewString())
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkSweeper reserves holds of 1 s over 16 SKUs, one per partition
+// as far as the hash spreads them, then measures two things per size: how
+// fast one Sweep pass expires them all once they are due (holds/s), and
+// the expiry lateness (Redis clock at expiry minus deadline) of a sweeper
+// running at its default interval while they fall due together (p50, p99).
+func BenchmarkSweeper(b *testing.B) {
+	for _, holds := range []int{10_000, 50_000} {
+		b.Run(fmt.Sprint(holds), func(b *testing.B) {
+			f := newFixture(b)
+			ctx := context.Background()
+			skus := make([]domain.SKUID, 16)
+			for i := range skus {
+				skus[i] = f.warm(b, fmt.Sprintf("sweep-%d", i), int64(holds), 1)
+			}
+			round := 0
+			reserveAll := func() {
+				round++
+				var wg sync.WaitGroup
+				next := atomic.Int64{}
+				for range 64 {
+					wg.Go(func() {
+						for k := next.Add(1); k <= int64(holds); k = next.Add(1) {
+							user := must(domain.NewUserID(fmt.Sprintf("u%d-%d", round, k)))
+							req := must(domain.NewRequestID(fmt.Sprintf("r%d-%d", round, k)))
+							if _, err := f.inv.Reserve(ctx, skus[k%16], user, must(domain.NewQuantity(1)), req, ttlOf(b, 1), "", uuid.NewString()); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			}
+			sw := must(redisinventory.NewSweeper(f.client, f.keys, f.runIDs, redisinventory.SweeperConfig{}))
+			var swept time.Duration
+			for range b.N {
+				reserveAll()
+				time.Sleep(1100 * time.Millisecond)
+				start := time.Now()
+				n, err := sw.Sweep(ctx)
+				swept += time.Since(start)
+				if err != nil || n != holds {
+					b.Fatalf("swept %d of %d: %v", n, holds, err)
+				}
+			}
+			b.ReportMetric(float64(holds*b.N)/swept.Seconds(), "holds/s")
+
+			var (
+				mu       sync.Mutex
+				lateness []time.Duration
+			)
+			live := must(redisinventory.NewSweeper(f.client, f.keys, f.runIDs, redisinventory.SweeperConfig{
+				OnExpired: func(_ domain.Hold, d time.Duration) { mu.Lock(); lateness = append(lateness, d); mu.Unlock() }}))
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = live.Run(runCtx) }()
+			reserveAll()
+			for deadline := time.Now().Add(60 * time.Second); ; {
+				mu.Lock()
+				got := len(lateness)
+				mu.Unlock()
+				if got == holds {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("%d of %d holds expired within 60 s", got, holds)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			stop()
+			<-done
+			slices.Sort(lateness)
+			b.ReportMetric(lateness[len(lateness)/2].Seconds()*1000, "lateness-p50-ms")
+			b.ReportMetric(lateness[len(lateness)*99/100].Seconds()*1000, "lateness-p99-ms")
+		})
+	}
+}
