@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
 	"github.com/invledger/invledger/cmd/invledger/internal/holdcmd"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
@@ -320,14 +321,5 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 	return cmd
 }
 
-// markRequired marks cmd's flags as required: leaving one out is a usage
-// error naming it, and help says "(required)". It panics on a flag cmd does not
-// have, a bug that the help tests catch.
-func markRequired(cmd *cobra.Command, flags ...string) {
-	for _, f := range flags {
-		if err := cmd.MarkFlagRequired(f); err != nil {
-			panic(err)
-		}
-		cmd.Flags().Lookup(f).Usage += " (required)"
-	}
-}
+// markRequired is cliflags.MarkRequired, which the command packages share.
+var markRequired = cliflags.MarkRequired

@@ -10,6 +10,7 @@ import (
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/httpclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
+	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/domain"
 )
@@ -30,7 +31,7 @@ token (any reader may show).`,
 	var api, token, sku, hold string
 	cmd.PersistentFlags().StringVar(&api, "api", "", "base URL of the invledger HTTP API (env INVLEDGER_API_URL)")
 	cmd.PersistentFlags().StringVar(&token, "token", "", "your bearer token for the API (env INVLEDGER_API_TOKEN; never shown)")
-	cmd.PersistentFlags().StringVar(&sku, "sku", "", "the SKU")
+	cmd.PersistentFlags().StringVar(&sku, "sku", "", "the SKU (required)")
 	_ = cmd.MarkPersistentFlagRequired("sku")
 	run := func(do func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error)) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
@@ -67,14 +68,14 @@ token (any reader may show).`,
 	reserve.Flags().Int64Var(&qty, "qty", 1, "units to hold")
 	reserve.Flags().StringVar(&requestID, "request-id", "", "idempotency key of the reserve")
 	reserve.Flags().Int64Var(&ttl, "ttl", 0, "seconds until the hold expires (default: the server's, 900)")
-	_ = reserve.MarkFlagRequired("user")
-	_ = reserve.MarkFlagRequired("request-id")
+	cliflags.MarkRequired(reserve, "user", "request-id")
 
 	onHold := func(use, short string, do func(c *httpclient.Client, cmd *cobra.Command) (httpapi.HoldJSON, error)) *cobra.Command {
 		sub := &cobra.Command{Use: use + " --sku S --hold HOLD_ID", Short: short, Args: cobra.NoArgs,
-			RunE: run(func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error) { return do(c, cmd) })}
+			Example: "  invledger hold " + use + " --sku phone-x --hold e9d63f39-1dea-50d7-b46a-d42fe155889b",
+			RunE:    run(func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error) { return do(c, cmd) })}
 		sub.Flags().StringVar(&hold, "hold", "", "the hold id reserve printed")
-		_ = sub.MarkFlagRequired("hold")
+		cliflags.MarkRequired(sub, "hold")
 		return sub
 	}
 	cmd.AddCommand(reserve,
