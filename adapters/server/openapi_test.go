@@ -234,6 +234,13 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "GET", "/v1/skus/spec-1/buyers?limit=10", au, "")
 	c.do(200, "GET", "/v1/skus/spec-1/operations", au, "")
 	c.do(200, "GET", "/v1/users/u1/purchases?limit=5", au, "")
+	// A user's and a SKU's holds are in their histories, with hold_id.
+	if a := c.do(200, "GET", "/v1/users/h1/purchases", au, ""); !strings.Contains(a.body, `"type":"confirmed"`) || !strings.Contains(a.body, `"hold_id"`) {
+		t.Errorf("h1's history does not list the hold and its end: %s", a.body)
+	}
+	if a := c.do(200, "GET", "/v1/skus/spec-1/events?limit=100", au, ""); !strings.Contains(a.body, `"type":"cancelled"`) || !strings.Contains(a.body, `"expires_at"`) {
+		t.Errorf("spec-1's history does not list the holds: %s", a.body)
+	}
 	c.do(400, "GET", "/v1/users/u1/purchases?limit=5000", au, "")
 
 	// Reconciliation.
