@@ -38,11 +38,21 @@ type Seal struct {
 func canonical(h hash.Hash, prev string, e Event) string {
 	h.Write([]byte(prev))
 	h.Write([]byte{'\n'})
-	for _, f := range []string{
+	fields := []string{
 		e.ID, string(e.Type), e.SKU, strconv.FormatInt(e.Seq, 10), strconv.FormatInt(e.Qty, 10),
 		strconv.FormatInt(e.Delta, 10), strconv.FormatInt(e.Balance, 10), e.User, e.RequestID, e.Actor, e.Reason,
 		strconv.FormatInt(e.OccurredAt.UnixMicro(), 10),
-	} {
+	}
+	if e.Type.HoldEvent() {
+		// Only hold events seal their hold fields, so every link sealed
+		// before holds existed still verifies.
+		var expires string
+		if !e.ExpiresAt.IsZero() {
+			expires = strconv.FormatInt(e.ExpiresAt.UnixMilli(), 10)
+		}
+		fields = append(fields, e.HoldID, e.OrderID, expires)
+	}
+	for _, f := range fields {
 		h.Write([]byte(strconv.Itoa(len(f))))
 		h.Write([]byte{':'})
 		h.Write([]byte(f))

@@ -26,6 +26,9 @@ const (
 	CodeNeedsRestore      Code = "needs_restore"
 	CodeConflict          Code = "conflict"
 	CodeRecovering        Code = "recovering"
+	CodeHoldExpired       Code = "hold_expired"
+	CodeHoldConfirmed     Code = "hold_confirmed"
+	CodeHoldCancelled     Code = "hold_cancelled"
 	// CodeUnavailable is a server that did not answer, or not in time; the
 	// caller retries with the same request id.
 	CodeUnavailable Code = "unavailable"
@@ -53,6 +56,9 @@ var codes = []struct {
 	{ErrSoldOut, CodeSoldOut},
 	{ErrAlreadyPurchased, CodeAlreadyPurchased},
 	{ErrNotWarmed, CodeNotWarmed},
+	{ErrHoldExpired, CodeHoldExpired},
+	{ErrHoldConfirmed, CodeHoldConfirmed},
+	{ErrHoldCancelled, CodeHoldCancelled},
 	{ErrClosed, CodeClosed},
 	{ErrRetired, CodeRetired},
 	{ErrNeedsRestore, CodeNeedsRestore},

@@ -78,76 +78,81 @@ func TestFoldValid(t *testing.T) {
 		{
 			name:   "no events",
 			events: nil,
-			want:   domain.SKUState{SKU: testSKU, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}},
+			want:   domain.SKUState{SKU: testSKU, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}, Holds: map[string]domain.Hold{}},
 		},
 		{
 			name:   "stocked only",
 			events: newLedger().stocked(10).events,
-			want:   domain.SKUState{SKU: testSKU, Stock: 10, Seq: 1, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}},
+			want:   domain.SKUState{SKU: testSKU, Stock: 10, Seq: 1, Supplied: 10, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}, Holds: map[string]domain.Hold{}},
 		},
 		{
 			name:   "stocked zero",
 			events: newLedger().stocked(0).events,
-			want:   domain.SKUState{SKU: testSKU, Stock: 0, Seq: 1, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}},
+			want:   domain.SKUState{SKU: testSKU, Stock: 0, Seq: 1, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}, Holds: map[string]domain.Hold{}},
 		},
 		{
 			name:   "deductions",
 			events: newLedger().stocked(10).deduct("alice", "r1", 1).deduct("bob", "r2", 2).deduct("carol", "r3", 7).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 0, Seq: 4,
+				SKU: testSKU, Stock: 0, Seq: 4, Sold: 10, Supplied: 10,
 				Buyers: map[string]int64{"alice": 1, "bob": 2, "carol": 7},
 				Requests: map[string]domain.Purchase{
 					"r1": purchase("alice", 1, 2, 9),
 					"r2": purchase("bob", 2, 3, 7),
 					"r3": purchase("carol", 7, 4, 0),
 				},
+				Holds: map[string]domain.Hold{},
 			},
 		},
 		{
 			name:   "deduct then release removes buyer",
 			events: newLedger().stocked(5).deduct("alice", "r1", 2).deduct("bob", "r2", 1).release("alice", "r1", 2).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 4, Seq: 4,
+				SKU: testSKU, Stock: 4, Seq: 4, Sold: 1, Supplied: 5,
 				Buyers: map[string]int64{"bob": 1},
 				Requests: map[string]domain.Purchase{
 					"r1": released(purchase("alice", 2, 2, 3), 4),
 					"r2": purchase("bob", 1, 3, 2),
 				},
+				Holds: map[string]domain.Hold{},
 			},
 		},
 		{
 			name:   "release one of two purchases keeps buyer",
 			events: newLedger().stocked(5).deduct("alice", "r1", 1).deduct("alice", "r2", 2).release("alice", "r2", 2).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 4, Seq: 4,
+				SKU: testSKU, Stock: 4, Seq: 4, Sold: 1, Supplied: 5,
 				Buyers: map[string]int64{"alice": 1},
 				Requests: map[string]domain.Purchase{
 					"r1": purchase("alice", 1, 2, 4),
 					"r2": released(purchase("alice", 2, 3, 2), 4),
 				},
+				Holds: map[string]domain.Hold{},
 			},
 		},
 		{
 			name:   "release all restores full stock",
 			events: newLedger().stocked(3).deduct("alice", "r1", 3).release("alice", "r1", 3).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 3, Seq: 3,
+				SKU: testSKU, Stock: 3, Seq: 3, Supplied: 3,
 				Buyers:   map[string]int64{},
 				Requests: map[string]domain.Purchase{"r1": released(purchase("alice", 3, 2, 0), 3)},
+				Holds:    map[string]domain.Hold{},
 			},
 		},
 		{
 			name:   "adjustments up and down",
 			events: newLedger().stocked(10).adjust(5).adjust(-12).adjust(0).adjust(-3).events,
-			want:   domain.SKUState{SKU: testSKU, Stock: 0, Seq: 5, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}},
+			want:   domain.SKUState{SKU: testSKU, Stock: 0, Seq: 5, Buyers: map[string]int64{}, Requests: map[string]domain.Purchase{}, Holds: map[string]domain.Hold{}},
 		},
 		{
 			name:   "adjust up from zero stock then sell",
 			events: newLedger().stocked(0).adjust(4).deduct("alice", "r1", 4).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 0, Seq: 3,
+				SKU: testSKU, Stock: 0, Seq: 3, Sold: 4, Supplied: 4,
 				Buyers:   map[string]int64{"alice": 4},
 				Requests: map[string]domain.Purchase{"r1": purchase("alice", 4, 3, 0)},
+				Holds:    map[string]domain.Hold{},
 			},
 		},
 		{
@@ -155,7 +160,7 @@ func TestFoldValid(t *testing.T) {
 			events: newLedger().stocked(20).deduct("alice", "r1", 3).deduct("bob", "r2", 1).
 				deduct("alice", "r3", 5).deduct("alice", "r4", 2).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 9, Seq: 5,
+				SKU: testSKU, Stock: 9, Seq: 5, Sold: 11, Supplied: 20,
 				Buyers: map[string]int64{"alice": 10, "bob": 1},
 				Requests: map[string]domain.Purchase{
 					"r1": purchase("alice", 3, 2, 17),
@@ -163,6 +168,7 @@ func TestFoldValid(t *testing.T) {
 					"r3": purchase("alice", 5, 4, 11),
 					"r4": purchase("alice", 2, 5, 9),
 				},
+				Holds: map[string]domain.Hold{},
 			},
 		},
 		{
@@ -170,13 +176,14 @@ func TestFoldValid(t *testing.T) {
 			events: newLedger().stocked(2).deduct("alice", "r1", 2).adjust(3).deduct("bob", "r2", 1).
 				release("alice", "r1", 2).adjust(-3).deduct("alice", "r3", 1).events,
 			want: domain.SKUState{
-				SKU: testSKU, Stock: 0, Seq: 7,
+				SKU: testSKU, Stock: 0, Seq: 7, Sold: 2, Supplied: 2,
 				Buyers: map[string]int64{"alice": 1, "bob": 1},
 				Requests: map[string]domain.Purchase{
 					"r1": released(purchase("alice", 2, 2, 0), 5),
 					"r2": purchase("bob", 1, 4, 2),
 					"r3": purchase("alice", 1, 7, 0),
 				},
+				Holds: map[string]domain.Hold{},
 			},
 		},
 	}

@@ -97,7 +97,9 @@ type ReleaseReceipt struct {
 
 // LedgerBalance is a SKU's row in the balances projection of the ledger.
 type LedgerBalance struct {
-	Stock     int64
+	Stock int64
+	// Held is the units of the SKU's open holds, out of Stock.
+	Held      int64
 	LastSeq   int64
 	UpdatedAt time.Time
 }
@@ -110,8 +112,12 @@ type LedgerSummary struct {
 	// below Seq means seqs are missing.
 	Seq   int64
 	Count int64
-	// Holders is the number of users holding units after releases.
+	// Holders is the number of users whose sold or held units count
+	// against the per-user limit.
 	Holders int64
+	// Held is the units of open holds, and OpenHolds their number.
+	Held      int64
+	OpenHolds int64
 	// Deductions is the number of distinct request ids of deducted events:
 	// Redis must hold a receipt for each.
 	Deductions int64
@@ -129,4 +135,6 @@ type StockState struct {
 	// Verified is true when the SKU was checked against the ledger under the
 	// Redis run that holds it now.
 	Verified bool
+	// Held is the units of open holds, out of Stock.
+	Held int64
 }

@@ -140,7 +140,7 @@ type ArchiveResult struct {
 
 // ArchiveBuyers moves a closed SKU's buyers from Redis to SQL and deletes
 // the Redis buyers hash. It refuses, changing nothing, while the SKU is open
-// (ErrSKUOpen), while the ledger has not caught up with Redis
+// (ErrSKUOpen), while it has open holds (ErrHoldsOpen), while the ledger has not caught up with Redis
 // (ErrLedgerBehind), and when Redis's buyers differ from the ledger's fold
 // (ErrBuyersMismatch): the archive is only ever what the ledger vouches for.
 // The receipts of past requests stay in Redis, so retries keep getting their
@@ -191,6 +191,12 @@ func (a *Archiver) archiveOnce(ctx context.Context, id domain.SKUID) (ArchiveRes
 	case live.Status != domain.StatusClosed:
 		return ArchiveResult{}, fmt.Errorf("archive %s: %w: buyers can change until the sale ends; close it first with `invledger sku close %s`",
 			sku, ErrSKUOpen, sku)
+	case live.Held > 0:
+		// Closing leaves holds to be confirmed or to expire; their buyers
+		// are final only then. A hold cannot begin on a closed SKU, and one
+		// that ends moves the seq, which DropBuyers compares.
+		return ArchiveResult{}, fmt.Errorf("archive %s: %w: %d units are held; wait until the holds are confirmed, cancelled or expire",
+			sku, ErrHoldsOpen, live.Held)
 	}
 
 	// The projector may write a later seq before an earlier one (one

@@ -52,6 +52,12 @@ type AuditEntry struct {
 	// the ledger); `audit verify` recomputes them.
 	PrevHash string
 	Hash     string
+	// HoldID, OrderID and ExpiresAt are set on a hold's events (ExpiresAt
+	// on its reserved event only), so a SKU's or a user's history lists
+	// its holds and how each ended.
+	HoldID    string
+	OrderID   string
+	ExpiresAt *time.Time
 }
 
 // Holding is how many units of a SKU one user holds.

@@ -22,6 +22,10 @@ var (
 	ErrLedgerBehind = fmt.Errorf("%w: the ledger has not caught up with redis", domain.ErrConflict)
 	// ErrSKUOpen means the operation needs a closed sale.
 	ErrSKUOpen = fmt.Errorf("%w: the sku is still open", domain.ErrConflict)
+	// ErrHoldsOpen means a closed SKU still has open holds: they count
+	// against their buyers' limits until they are confirmed, cancelled or
+	// expire, so its buyers are not final yet.
+	ErrHoldsOpen = fmt.Errorf("%w: the sku has open holds", domain.ErrConflict)
 	// ErrBuyersMismatch means Redis's buyers differ from the ledger's fold at
 	// the same seq: drift that reconciliation must repair first.
 	ErrBuyersMismatch = fmt.Errorf("%w: redis buyers differ from the ledger", domain.ErrConflict)

@@ -279,7 +279,11 @@ type SKUView struct {
 	// LedgerWatermark is the highest seq with no gap below it: the ledger
 	// holds every event up to it. State fills it; lists leave it nil.
 	LedgerWatermark *int64
-	Status          domain.SKUStatus
+	// RedisHeld and LedgerHeld are the units of open holds on each side,
+	// out of the stock. State fills them; lists leave them nil.
+	RedisHeld  *int64
+	LedgerHeld *int64
+	Status     domain.SKUStatus
 }
 
 // State shows a SKU from both sides. An undefined SKU is domain.ErrNotFound.
@@ -297,6 +301,7 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 	switch {
 	case err == nil:
 		view.setLive(live)
+		view.RedisHeld = &live.Held
 	case !errors.Is(err, domain.ErrNotWarmed):
 		return SKUView{}, err
 	default:
@@ -311,7 +316,7 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 	bal, watermark, err := s.ledger.Balance(ctx, sku)
 	switch {
 	case err == nil:
-		view.LedgerStock, view.LedgerSeq, view.LedgerWatermark = &bal.Stock, &bal.LastSeq, &watermark
+		view.LedgerStock, view.LedgerSeq, view.LedgerWatermark, view.LedgerHeld = &bal.Stock, &bal.LastSeq, &watermark, &bal.Held
 	case !errors.Is(err, domain.ErrNotFound):
 		return SKUView{}, err
 	}

@@ -90,6 +90,7 @@ type Metrics struct {
 	// EventWebhooks counts business-event webhook deliveries.
 	EventWebhooks *eventwebhook.Metrics
 	Seal          *seal.Metrics
+	Sweep         *redisinventory.SweepMetrics
 	// Unavailable counts the API's 503 answers that ask for a retry, by
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
@@ -107,7 +108,9 @@ type Metrics struct {
 // share them.
 type Application struct {
 	// Service is the purchase path: create, warm, deduct, release, state.
-	Service     *ledger.Service
+	Service *ledger.Service
+	// Holds reserves, confirms and cancels holds; serve's sweepers expire them.
+	Holds       *ledger.Holds
 	Recovery    *ledger.Recovery
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
@@ -236,6 +239,7 @@ func (a *Application) wire() error {
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
 		EventWebhooks: eventwebhook.NewMetrics(reg),
 		Seal:          seal.NewMetrics(reg),
+		Sweep:         redisinventory.NewSweepMetrics(reg),
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
@@ -269,6 +273,9 @@ func (a *Application) wire() error {
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
+	if a.Holds, err = ledger.NewHolds(ad.Inventory, cfg.Holds); err != nil {
+		return err
+	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
 		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/alertwebhook"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	// retries with the same request id instead of losing the answer.
 	// Default redisinventory.DefaultTimeout (2s).
 	RedisTimeout time.Duration
+	// Holds bounds the ttl of holds: MaxTTL (default 1h) and DefaultTTL
+	// (default 15m).
+	Holds domain.HoldConfig
 	// Registry receives every metric. Default: a new registry with the Go,
 	// process and build-info collectors.
 	Registry *prometheus.Registry
@@ -97,6 +101,7 @@ func (c *Config) setDefaults() {
 	if c.RedisPoolSize == 0 {
 		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
 	}
+	c.Holds.SetDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -113,7 +118,9 @@ func (c Config) Validate() error {
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
 	}
-	errs = append(errs, c.validateRedis())
+	holds := c.Holds // zero values mean the defaults
+	holds.SetDefaults()
+	errs = append(errs, c.validateRedis(), holds.Validate())
 	if c.Partitions < 0 || c.Partitions > 1024 {
 		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
 	}

@@ -48,6 +48,10 @@ type AuditEntryJSON struct {
 	StreamID     string    `json:"stream_id"`
 	PrevHash     string    `json:"prev_hash"`
 	Hash         string    `json:"hash"`
+	// HoldID, OrderID and ExpiresAt are given on a hold's events only.
+	HoldID    string     `json:"hold_id,omitempty"`
+	OrderID   string     `json:"order_id,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // NewAuditEntryJSON maps e into its JSON shape, field by field.
@@ -56,6 +60,7 @@ func NewAuditEntryJSON(e ledger.AuditEntry) AuditEntryJSON {
 		EventID: e.EventID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
 		BalanceAfter: e.BalanceAfter, UserID: e.UserID, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
 		OccurredAt: e.OccurredAt, RecordedAt: e.RecordedAt, StreamID: e.StreamID, PrevHash: e.PrevHash, Hash: e.Hash,
+		HoldID: e.HoldID, OrderID: e.OrderID, ExpiresAt: e.ExpiresAt,
 	}
 }
 

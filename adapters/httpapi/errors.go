@@ -33,7 +33,8 @@ func statusOf(code domain.Code) int {
 	case domain.CodeSelfApproval:
 		return http.StatusForbidden
 	case domain.CodeInsufficientStock, domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed,
-		domain.CodeClosed, domain.CodeRetired, domain.CodeNeedsRestore, domain.CodeConflict:
+		domain.CodeClosed, domain.CodeRetired, domain.CodeNeedsRestore, domain.CodeConflict,
+		domain.CodeHoldExpired, domain.CodeHoldConfirmed, domain.CodeHoldCancelled:
 		return http.StatusConflict
 	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return http.StatusServiceUnavailable

@@ -52,6 +52,8 @@ type Config struct {
 	TokenSet *TokenSet
 	// Ledger serves the SKU and purchase routes.
 	Ledger Ledger
+	// Holds serves the hold routes under /v1/skus/{sku}/holds.
+	Holds HoldService
 	// SKUs serves GET /v1/skus.
 	SKUs SKULister
 	// Closer serves POST /v1/skus/{sku}/close and /retire.
@@ -127,6 +129,7 @@ func (c Config) Validate() error {
 		missing bool
 	}{
 		{"Ledger", c.Ledger == nil},
+		{"Holds", c.Holds == nil},
 		{"SKUs", c.SKUs == nil},
 		{"Closer", c.Closer == nil},
 		{"Auditor", c.Auditor == nil},
@@ -156,6 +159,7 @@ func (c Config) Validate() error {
 
 type server struct {
 	ledger       Ledger
+	holds        HoldService
 	skus         SKULister
 	closer       SKUCloser
 	auditor      Auditor
@@ -194,6 +198,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	}
 	s := &server{
 		ledger:       cfg.Ledger,
+		holds:        cfg.Holds,
 		skus:         cfg.SKUs,
 		closer:       cfg.Closer,
 		auditor:      cfg.Auditor,
@@ -266,6 +271,10 @@ func (s *server) routes() []route {
 		{http.MethodPost, "/v1/skus/{sku}/release", gatewayOnly, s.release},
 		{http.MethodPost, "/v1/skus/{sku}/close", operatorOnly, s.closeSKU},
 		{http.MethodPost, "/v1/skus/{sku}/retire", operatorOnly, s.retireSKU},
+		{http.MethodPost, "/v1/skus/{sku}/holds", gatewayOnly, s.reserve},
+		{http.MethodGet, "/v1/skus/{sku}/holds/{hold_id}", holdReaders, s.holdRoute(HoldService.Hold)},
+		{http.MethodPost, "/v1/skus/{sku}/holds/{hold_id}/confirm", gatewayOnly, s.holdRoute(HoldService.Confirm)},
+		{http.MethodPost, "/v1/skus/{sku}/holds/{hold_id}/cancel", gatewayOnly, s.holdRoute(HoldService.Cancel)},
 
 		{http.MethodGet, "/v1/skus/{sku}/events", readers, s.skuEvents},
 		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},
@@ -596,9 +605,12 @@ type SKUViewJSON struct {
 	// highest with no gap below it.
 	LedgerSeq       *int64 `json:"ledger_seq"`
 	LedgerWatermark *int64 `json:"ledger_watermark"`
-	State           string `json:"state"`
-	InitialStock    int64  `json:"initial_stock"`
-	PerUserLimit    int64  `json:"per_user_limit"`
+	// RedisHeld and LedgerHeld are the units of open holds, out of the stock.
+	RedisHeld    *int64 `json:"redis_held"`
+	LedgerHeld   *int64 `json:"ledger_held"`
+	State        string `json:"state"`
+	InitialStock int64  `json:"initial_stock"`
+	PerUserLimit int64  `json:"per_user_limit"`
 }
 
 func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
@@ -614,6 +626,8 @@ func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
 		RedisSeq:        v.RedisSeq,
 		LedgerSeq:       v.LedgerSeq,
 		LedgerWatermark: v.LedgerWatermark,
+		RedisHeld:       v.RedisHeld,
+		LedgerHeld:      v.LedgerHeld,
 		State:           string(v.Status),
 		InitialStock:    v.Definition.InitialStock(),
 		PerUserLimit:    v.Definition.PerUserLimit(),

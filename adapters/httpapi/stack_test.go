@@ -97,6 +97,11 @@ type unused struct {
 	AdjustmentFlow
 }
 
+// unusedHolds is unused for the hold service.
+type unusedHolds struct {
+	HoldService
+}
+
 // unusedDeadLetters is unused for the dead-letter flow, whose List would
 // be ambiguous beside AdjustmentFlow's.
 type unusedDeadLetters struct {
@@ -122,6 +127,9 @@ func stubbed(t testing.TB, cfg Config) Config {
 	cfg.Logger = testLogger(t)
 	if cfg.Ledger == nil {
 		cfg.Ledger = u
+	}
+	if cfg.Holds == nil {
+		cfg.Holds = unusedHolds{}
 	}
 	if cfg.SKUs == nil {
 		cfg.SKUs = struct{ SKULister }{} // apart from unused: AdjustmentFlow has a List too

@@ -32,7 +32,7 @@ func NewPostgresAuditStore(pool *pgxpool.Pool) *PostgresAuditStore {
 const (
 	auditColumns = `e.event_id::text, e.sku, e.seq, e.type, e.delta, e.qty, e.balance_after, COALESCE(e.user_id, ''),
        COALESCE(e.request_id, ''), COALESCE(e.actor, ''), COALESCE(e.reason, ''), e.occurred_at, e.recorded_at, e.stream_id,
-       COALESCE(s.prev_hash, e.prev_hash), COALESCE(s.hash, e.hash)`
+       COALESCE(s.prev_hash, e.prev_hash), COALESCE(s.hash, e.hash), COALESCE(e.hold_id::text, ''), COALESCE(e.order_id, ''), e.expires_at`
 	auditFrom = ` FROM ledger_entries e LEFT JOIN ledger_seals s ON s.sku = e.sku AND s.seq = e.seq`
 )
 
@@ -66,7 +66,8 @@ func (s *PostgresAuditStore) auditEntries(ctx context.Context, query string, arg
 			typ string
 		)
 		err := row.Scan(&e.EventID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.BalanceAfter, &e.UserID,
-			&e.RequestID, &e.Actor, &e.Reason, &e.OccurredAt, &e.RecordedAt, &e.StreamID, &e.PrevHash, &e.Hash)
+			&e.RequestID, &e.Actor, &e.Reason, &e.OccurredAt, &e.RecordedAt, &e.StreamID, &e.PrevHash, &e.Hash,
+			&e.HoldID, &e.OrderID, &e.ExpiresAt)
 		e.Type = domain.EventType(typ)
 		return e, err
 	})

@@ -52,13 +52,14 @@ SELECT NOT EXISTS (SELECT 1 FROM ins)`, sku).Scan(&existed)
 		if err != nil {
 			return err
 		}
-		var oldBalance, oldSeq int64
-		if err := tx.QueryRow(ctx, `SELECT balance, last_seq FROM balances WHERE sku = $1 FOR UPDATE`, sku).Scan(&oldBalance, &oldSeq); err != nil {
+		var oldBalance, oldHeld, oldSeq int64
+		if err := tx.QueryRow(ctx, `SELECT balance, held, last_seq FROM balances WHERE sku = $1 FOR UPDATE`, sku).Scan(&oldBalance, &oldHeld, &oldSeq); err != nil {
 			return err
 		}
-		var balance, seq, rows int64
-		err = tx.QueryRow(ctx, `SELECT COALESCE(sum(delta), 0), COALESCE(max(seq), 0), count(*) FROM ledger_entries WHERE sku = $1`, sku).
-			Scan(&balance, &seq, &rows)
+		var balance, held, seq, rows int64
+		err = tx.QueryRow(ctx, `SELECT COALESCE(sum(delta), 0), COALESCE(sum(`+heldDelta+`), 0), COALESCE(max(seq), 0), count(*)
+FROM ledger_entries WHERE sku = $1`, sku).
+			Scan(&balance, &held, &seq, &rows)
 		if err != nil {
 			return err
 		}
@@ -67,8 +68,8 @@ SELECT NOT EXISTS (SELECT 1 FROM ins)`, sku).Scan(&existed)
 			// An empty ledger has no balance: a row here was made up.
 			_, err = tx.Exec(ctx, `DELETE FROM balances WHERE sku = $1`, sku)
 			corrected = existed
-		case !existed || balance != oldBalance || seq != oldSeq:
-			_, err = tx.Exec(ctx, `UPDATE balances SET balance = $2, last_seq = $3, updated_at = now() WHERE sku = $1`, sku, balance, seq)
+		case !existed || balance != oldBalance || held != oldHeld || seq != oldSeq:
+			_, err = tx.Exec(ctx, `UPDATE balances SET balance = $2, held = $3, last_seq = $4, updated_at = now() WHERE sku = $1`, sku, balance, held, seq)
 			corrected = true
 		}
 		return err

@@ -60,20 +60,25 @@ func summaries(ctx context.Context, q querier, skus []string) (map[string]domain
 	rows, err := q.Query(ctx, `
 WITH l AS (
     SELECT sku, sum(delta) AS stock, max(seq) AS seq, count(*) AS n,
-           count(DISTINCT request_id) FILTER (WHERE type = 'deducted') AS deductions
+           count(DISTINCT request_id) FILTER (WHERE type = 'deducted') AS deductions,
+           sum(`+heldDelta+`) AS held,
+           count(*) FILTER (WHERE type = 'reserved') - count(*) FILTER (WHERE type IN ('confirmed', 'cancelled', 'expired')) AS open_holds
     FROM ledger_entries WHERE $1::text[] IS NULL OR sku = ANY($1) GROUP BY sku
 ), h AS (
+    -- Sold and held units both count against the limit, so a user's
+    -- counted units are minus the deltas of that user's purchase and hold
+    -- events (confirmed moves none).
     SELECT sku, count(*) AS holders FROM (
-        SELECT sku, user_id, sum(CASE type WHEN 'deducted' THEN qty ELSE -qty END) AS held
+        SELECT sku, user_id, sum(-delta) AS held
         FROM ledger_entries
-        WHERE type IN ('deducted', 'released') AND ($1::text[] IS NULL OR sku = ANY($1))
+        WHERE type IN ('deducted', 'released', 'reserved', 'cancelled', 'expired') AND ($1::text[] IS NULL OR sku = ANY($1))
         GROUP BY sku, user_id
     ) per_user WHERE held > 0 GROUP BY sku
 ), b AS (
-    SELECT sku, balance, last_seq, updated_at FROM balances WHERE $1::text[] IS NULL OR sku = ANY($1)
+    SELECT sku, balance, held, last_seq, updated_at FROM balances WHERE $1::text[] IS NULL OR sku = ANY($1)
 )
 SELECT COALESCE(l.sku, b.sku), COALESCE(l.stock, 0), COALESCE(l.seq, 0), COALESCE(l.n, 0), COALESCE(h.holders, 0),
-       COALESCE(l.deductions, 0), b.balance, b.last_seq, b.updated_at
+       COALESCE(l.deductions, 0), COALESCE(l.held, 0), COALESCE(l.open_holds, 0), b.balance, b.held, b.last_seq, b.updated_at
 FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku)`, skus)
 	if err != nil {
 		return nil, fmt.Errorf("fold the ledger: %w", translate(err))
@@ -83,13 +88,15 @@ FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku
 		sku       string
 		sum       domain.LedgerSummary
 		bal       *int64
+		held      *int64
 		lastSeq   *int64
 		updatedAt *time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&sku, &sum.Stock, &sum.Seq, &sum.Count, &sum.Holders, &sum.Deductions, &bal, &lastSeq, &updatedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&sku, &sum.Stock, &sum.Seq, &sum.Count, &sum.Holders, &sum.Deductions, &sum.Held, &sum.OpenHolds,
+		&bal, &held, &lastSeq, &updatedAt}, func() error {
 		v := sum
-		if bal != nil && lastSeq != nil && updatedAt != nil {
-			v.Balance = &domain.LedgerBalance{Stock: *bal, LastSeq: *lastSeq, UpdatedAt: *updatedAt}
+		if bal != nil && held != nil && lastSeq != nil && updatedAt != nil {
+			v.Balance = &domain.LedgerBalance{Stock: *bal, Held: *held, LastSeq: *lastSeq, UpdatedAt: *updatedAt}
 		}
 		out[sku] = v
 		return nil

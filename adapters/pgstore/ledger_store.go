@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -63,7 +64,7 @@ func (s *PostgresLedgerStore) Balance(ctx context.Context, sku domain.SKUID) (ba
 		known = v.(int64)
 	}
 	err = s.pool.QueryRow(ctx, `
-SELECT b.balance, b.last_seq, b.updated_at, (
+SELECT b.balance, b.held, b.last_seq, b.updated_at, (
     SELECT CASE
         WHEN above.n = 0 THEN $2
         WHEN above.m - $2 = above.n THEN above.m
@@ -74,7 +75,7 @@ SELECT b.balance, b.last_seq, b.updated_at, (
     END
     FROM (SELECT count(*) AS n, max(seq) AS m FROM ledger_entries WHERE sku = $1 AND seq > $2) above)
 FROM balances b WHERE b.sku = $1`, sku.String(), known).
-		Scan(&bal.Stock, &bal.LastSeq, &bal.UpdatedAt, &watermark)
+		Scan(&bal.Stock, &bal.Held, &bal.LastSeq, &bal.UpdatedAt, &watermark)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.LedgerBalance{}, 0, fmt.Errorf("balance of %s: %w", sku, domain.ErrNotFound)
@@ -87,7 +88,8 @@ FROM balances b WHERE b.sku = $1`, sku.String(), known).
 
 // eventColumns are a ledger row's event, in scanEvents' order.
 const eventColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''), COALESCE(request_id, ''),
-	COALESCE(actor, ''), COALESCE(reason, ''), occurred_at, stream_id, prev_hash, hash`
+	COALESCE(actor, ''), COALESCE(reason, ''), occurred_at, stream_id, prev_hash, hash,
+	COALESCE(hold_id::text, ''), COALESCE(order_id, ''), expires_at`
 
 // ScanSKU calls fn with every ledger event of sku, in seq order.
 func (s *PostgresLedgerStore) ScanSKU(ctx context.Context, sku domain.SKUID, fn func(domain.Event) error) error {
@@ -133,15 +135,20 @@ func scanEvents(ctx context.Context, q querier, fn func(domain.Event) error, que
 	}
 	defer rows.Close()
 	var (
-		e   domain.Event
-		typ string
+		e       domain.Event
+		typ     string
+		expires *time.Time
 	)
 	for rows.Next() {
 		if err := rows.Scan(&e.ID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.Balance, &e.User, &e.RequestID,
-			&e.Actor, &e.Reason, &e.OccurredAt, &e.StreamID, &e.PrevHash, &e.Hash); err != nil {
+			&e.Actor, &e.Reason, &e.OccurredAt, &e.StreamID, &e.PrevHash, &e.Hash, &e.HoldID, &e.OrderID, &expires); err != nil {
 			return fmt.Errorf("read the ledger: %w", translate(err))
 		}
 		e.Type = domain.EventType(typ)
+		e.ExpiresAt = time.Time{}
+		if expires != nil {
+			e.ExpiresAt = expires.UTC()
+		}
 		if err := fn(e); err != nil {
 			return err
 		}

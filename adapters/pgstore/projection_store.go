@@ -46,6 +46,8 @@ func appendEvents(ctx context.Context, pool *pgxpool.Pool, events []domain.Event
 		users, requests, actors, reasons = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		occurred                         = make([]time.Time, n)
 		prevHashes, hashes               = make([]string, n), make([]string, n)
+		holdIDs, orderIDs                = make([]*string, n), make([]*string, n)
+		expires                          = make([]*time.Time, n)
 	)
 	for i, e := range events {
 		ids[i], skus[i], types[i], streamIDs[i] = e.ID, e.SKU, string(e.Type), e.StreamID
@@ -53,27 +55,35 @@ func appendEvents(ctx context.Context, pool *pgxpool.Pool, events []domain.Event
 		users[i], requests[i], actors[i], reasons[i] = nullable(e.User), nullable(e.RequestID), nullable(e.Actor), nullable(e.Reason)
 		occurred[i] = e.OccurredAt
 		prevHashes[i], hashes[i] = e.PrevHash, e.Hash
+		holdIDs[i], orderIDs[i] = nullable(e.HoldID), nullable(e.OrderID)
+		if !e.ExpiresAt.IsZero() {
+			expires[i] = &e.ExpiresAt
+		}
 	}
 	// Balances are locked in sku order so that concurrent batches cannot deadlock.
 	rows, err := pool.Query(ctx, `
 WITH ins AS (
     INSERT INTO ledger_entries (event_id, sku, seq, type, delta, qty, balance_after,
-                                user_id, request_id, actor, reason, occurred_at, stream_id, prev_hash, hash)
+                                user_id, request_id, actor, reason, occurred_at, stream_id, prev_hash, hash,
+                                hold_id, order_id, expires_at)
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
                          $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
-                         $12::timestamptz[], $13::text[], $14::text[], $15::text[])
+                         $12::timestamptz[], $13::text[], $14::text[], $15::text[],
+                         $16::uuid[], $17::text[], $18::timestamptz[])
     ON CONFLICT (event_id) DO NOTHING
-    RETURNING sku, seq, delta, type
+    RETURNING sku, seq, delta, type, `+heldDelta+` AS held
 ), moved AS (
-    INSERT INTO balances AS b (sku, balance, last_seq, updated_at)
-    SELECT sku, sum(delta), max(seq), now() FROM ins GROUP BY sku ORDER BY sku
+    INSERT INTO balances AS b (sku, balance, held, last_seq, updated_at)
+    SELECT sku, sum(delta), sum(held), max(seq), now() FROM ins GROUP BY sku ORDER BY sku
     ON CONFLICT (sku) DO UPDATE
         SET balance = b.balance + EXCLUDED.balance,
+            held = b.held + EXCLUDED.held,
             last_seq = GREATEST(b.last_seq, EXCLUDED.last_seq),
             updated_at = EXCLUDED.updated_at
 )
 SELECT type, count(*) FROM ins GROUP BY type`,
-		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs, prevHashes, hashes)
+		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs, prevHashes, hashes,
+		holdIDs, orderIDs, expires)
 	if err != nil {
 		return nil, fmt.Errorf("append %d events: %w", n, translate(err))
 	}
@@ -91,6 +101,10 @@ SELECT type, count(*) FROM ins GROUP BY type`,
 	}
 	return inserted, nil
 }
+
+// heldDelta is how a ledger row moves its SKU's held units: a reserve
+// holds its qty, the end of a hold lets it go.
+const heldDelta = `CASE WHEN type = 'reserved' THEN qty WHEN type IN ('confirmed', 'cancelled', 'expired') THEN -qty ELSE 0 END`
 
 // AddDeadLetter records a stream entry that cannot be projected. Recording the
 // same entry again is a no-op.

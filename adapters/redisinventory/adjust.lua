@@ -5,7 +5,7 @@
 -- ARGV[1] sku id, ARGV[2] delta, ARGV[3] event id, ARGV[4] actor (requester
 -- and approver), ARGV[5] reason, ARGV[6] adjustment id
 -- Reply: {1, event_id, seq, stock} applied now; {2, event_id, seq, stock}
--- applied before; {-1} not warmed; {-4} recovering (see deduct.lua);
+-- applied before; {-1} not warmed; {-4} recovering (see purchase.lua);
 -- {-8, stock} the change would take stock below zero.
 -- The event's qty is the delta's magnitude and its type says nothing of the
 -- sign, so the packed qty of an adjusted event is the signed delta.

@@ -1,5 +1,5 @@
--- deduct.lua: one purchase attempt, atomically: checks, deduction, buyer
--- record, receipt and the deducted event. Every check runs before the first
+-- deduct.lua: one purchase attempt, atomically: checks (purchase.lua),
+-- deduction, buyer record, receipt and the deducted event. Every check runs before the first
 -- write, because Redis does not roll back a script that fails halfway.
 -- Each purchase writes as little as the projector and a retry need: one HSET
 -- of stock and seq, the buyer, a compact receipt (receipt.lua) and a
@@ -24,15 +24,9 @@
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, qty, request_id, event_id = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
-if not live[1] then
-  return {-1}
-end
--- Fencing: the SKU was verified against the ledger under one run of the
--- node now executing (node.lua). A restart, or a replica promoted without
--- the last writes of its old master, leaves the fence of another run.
-if live[4] ~= node_run() then
-  return {-4}
+local live, refused = live_sku(sku_key)
+if refused then
+  return refused
 end
 
 -- A retry (go-redis retries commands, callers retry on timeouts) must return
@@ -40,6 +34,7 @@ end
 local prior = redis.call('HGET', requests_key, request_id)
 if prior then
   local p = read_receipt(prior)
+  -- A hold's request id (p.hold_id) is never a deduction's.
   if p.user ~= user or p.qty ~= qty then
     return {-6}
   end
@@ -50,20 +45,10 @@ if prior then
   return {2, p.event_id, p.seq, p.remaining, released}
 end
 
-if live[3] == 'closed' then
-  return {-5}
-end
-local limit = tonumber(live[2])
-if qty > limit then
-  return {-3}
-end
-local held = tonumber(redis.call('HGET', buyers_key, user) or '0')
-if held + qty > limit then
-  return {-2}
-end
-local stock = tonumber(live[1])
-if stock < qty then
-  return {0, stock}
+local held, stock
+held, stock, refused = allowance(live, buyers_key, user, qty)
+if refused then
+  return refused
 end
 
 -- All checks done; writes follow.

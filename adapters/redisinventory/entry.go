@@ -53,9 +53,16 @@ func ParseEntry(fields map[string]string) (domain.Event, error) {
 	if e.Seq <= 0 && p.errs == nil {
 		p.fail("seq: must be positive")
 	}
-	purchase := e.Type == domain.EventDeducted || e.Type == domain.EventReleased
+	purchase := e.Type == domain.EventDeducted || e.Type == domain.EventReleased || e.Type.HoldEvent()
 	e.User = p.str("user", purchase)
 	e.RequestID = p.str("request_id", purchase)
+	e.HoldID = p.str("hold_id", e.Type.HoldEvent())
+	e.OrderID = p.str("order_id", false)
+	if e.Type == domain.EventReserved {
+		if ms := p.str("expires_at", true); ms != "" {
+			e.ExpiresAt = time.UnixMilli(p.num("expires_at", ms)).UTC()
+		}
+	}
 	e.Actor = p.str("actor", e.Type == domain.EventAdjusted || e.Type == domain.EventClosed)
 	e.Reason = p.str("reason", false)
 	e.TraceParent = p.str("tp", false)
@@ -100,7 +107,8 @@ func (p *entryParser) eventType(t string) domain.EventType {
 }
 
 // packed reads field e, "event_id type sku seq qty balance", where qty is
-// the signed delta for an adjusted event, and takes the time from the
+// the signed delta for an adjusted event (every other type's delta follows
+// from its type), and takes the time from the
 // stream id's milliseconds (the zero time when the id is not a stream id).
 func (p *entryParser) packed(e *domain.Event, v string) {
 	parts := strings.Split(v, " ")
@@ -110,13 +118,10 @@ func (p *entryParser) packed(e *domain.Event, v string) {
 	}
 	e.ID, e.Type, e.SKU = parts[0], p.eventType(parts[1]), parts[2]
 	e.Seq, e.Qty, e.Balance = p.num("seq", parts[3]), p.num("qty", parts[4]), p.num("balance", parts[5])
-	switch e.Type {
-	case domain.EventDeducted:
-		e.Delta = -e.Qty
-	case domain.EventAdjusted:
+	if e.Type == domain.EventAdjusted {
 		e.Delta, e.Qty = e.Qty, max(e.Qty, -e.Qty)
-	default:
-		e.Delta = e.Qty
+	} else {
+		e.Delta = e.Type.DeltaSign() * e.Qty
 	}
 	// A reader that is not given the stream id (a fan-out subscriber)
 	// gets no time; the projector always has it.

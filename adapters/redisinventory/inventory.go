@@ -35,6 +35,11 @@ var (
 	// a SKU's fence compares the fence with (see the package doc).
 	//go:embed node.lua
 	nodeSource string
+	// purchaseSource defines live_sku, allowance and free_allowance, the
+	// checks and the allowance bookkeeping that deduct, release and the
+	// hold scripts share.
+	//go:embed purchase.lua
+	purchaseSource string
 	// seqGuardSource defines guard_seq, shared by the compare-and-set scripts.
 	//go:embed seqguard.lua
 	seqGuardSource string
@@ -52,8 +57,8 @@ var (
 	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
 	// hot path sends the 40-byte digest, not the script body.
 	warmScript    = redis.NewScript(nodeSource + entrySource + warmSource)
-	deductScript  = redis.NewScript(nodeSource + entrySource + receiptSource + deductSource)
-	releaseScript = redis.NewScript(nodeSource + entrySource + receiptSource + releaseSource)
+	deductScript  = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + deductSource)
+	releaseScript = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + releaseSource)
 	stateScript   = redis.NewScript(nodeSource + stateSource)
 	adjustScript  = redis.NewScript(nodeSource + entrySource + adjustSource)
 )
@@ -171,7 +176,8 @@ func (r *RedisInventory) failed(ctx context.Context, op string, err error) error
 func (r *RedisInventory) Load(ctx context.Context) (unreachable []string, err error) {
 	defer translateInto(&err)
 	load := func(ctx context.Context, node redis.Scripter) error {
-		for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript} {
+		for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript,
+			reserveScript, holdEndScript, holdShowScript} {
 			if err := s.Load(ctx, node).Err(); err != nil {
 				return fmt.Errorf("load redis scripts: %w", err)
 			}
@@ -258,36 +264,43 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	if err := rp.Err(); err != nil {
 		return domain.Receipt{}, err
 	}
-	switch code {
-	case 1, 2:
-		rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
-		rc.EventID = rp.String(1, "event_id")
-		rc.Seq = rp.Int(2, "seq")
-		rc.Remaining = rp.Int(3, "remaining")
-		if code == 2 {
-			rc.Replayed = true
-			rc.Released = rp.Int(4, "released") == 1
-		}
-		if err := rp.Err(); err != nil {
-			return domain.Receipt{}, err
-		}
-		return rc, nil
-	case 0:
-		return domain.Receipt{}, domain.ErrSoldOut
-	case -1:
-		return domain.Receipt{}, domain.ErrNotWarmed
-	case -2:
-		return domain.Receipt{}, domain.ErrAlreadyPurchased
-	case -3:
-		return domain.Receipt{}, domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
-	case -4:
-		return domain.Receipt{}, errRecovering(s)
-	case -5:
-		return domain.Receipt{}, domain.ErrClosed
-	case -6:
-		return domain.Receipt{}, fmt.Errorf("%w: request_id %q was used by another user or quantity", domain.ErrConflict, req.String())
+	if code != 1 && code != 2 {
+		return domain.Receipt{}, purchaseRefusal("deduct", s, req, code)
 	}
-	return domain.Receipt{}, fmt.Errorf("deduct %s: %w: code %d", s, ErrScript, code)
+	rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
+	rc.EventID = rp.String(1, "event_id")
+	rc.Seq = rp.Int(2, "seq")
+	rc.Remaining = rp.Int(3, "remaining")
+	if code == 2 {
+		rc.Replayed = true
+		rc.Released = rp.Int(4, "released") == 1
+	}
+	if err := rp.Err(); err != nil {
+		return domain.Receipt{}, err
+	}
+	return rc, nil
+}
+
+// purchaseRefusal is the error of a refusal code of purchase.lua's checks,
+// which deduct and reserve share.
+func purchaseRefusal(op, sku string, req domain.RequestID, code int64) error {
+	switch code {
+	case 0:
+		return domain.ErrSoldOut
+	case -1:
+		return domain.ErrNotWarmed
+	case -2:
+		return domain.ErrAlreadyPurchased
+	case -3:
+		return domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
+	case -4:
+		return errRecovering(sku)
+	case -5:
+		return domain.ErrClosed
+	case -6:
+		return fmt.Errorf("%w: request_id %q was used by another user, quantity or purchase", domain.ErrConflict, req.String())
+	}
+	return fmt.Errorf("%s %s: %w: code %d", op, sku, ErrScript, code)
 }
 
 // runPurchaseScript runs a purchase-path script by EVALSHA, through the
@@ -360,6 +373,8 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q belongs to another user", domain.ErrConflict, req.String())
 	case -7:
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: no deduction with request_id %q", domain.ErrNotFound, req.String())
+	case -10:
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q reserved a hold that is not confirmed: cancel the hold instead", domain.ErrConflict, req.String())
 	}
 	return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w: code %d", s, ErrScript, code)
 }
@@ -511,6 +526,7 @@ func parseState(sku string, v []any) (domain.StockState, error) {
 	st.Limit = rp.Int(2, "limit")
 	st.Status = domain.SKUStatus(rp.String(3, "status"))
 	st.Verified = rp.Int(4, "verified") == 1
+	st.Held = rp.Int(5, "held")
 	if err := rp.Err(); err != nil {
 		return domain.StockState{}, err
 	}

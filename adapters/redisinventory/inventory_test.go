@@ -34,7 +34,7 @@ type fixture struct {
 	reconcile *redisinventory.RedisReconcileSource
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv := localstacktest.Redis(t)
 	opts := &redis.Options{Addr: srv.Addr()}
@@ -62,7 +62,7 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-func (f *fixture) warm(t *testing.T, sku string, stock, limit int64) domain.SKUID {
+func (f *fixture) warm(t testing.TB, sku string, stock, limit int64) domain.SKUID {
 	t.Helper()
 	id := must(domain.NewSKUID(sku))
 	def := must(domain.NewSKUDefinition(id, stock, limit))
@@ -451,7 +451,7 @@ func TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
 // its tracker.
 func rawDeduct(ctx context.Context, client *redis.Client, keys redisinventory.Keyspace, sku, user, req string) ([]any, error) {
 	body := ""
-	for _, f := range []string{"node.lua", "entry.lua", "receipt.lua", "deduct.lua"} {
+	for _, f := range []string{"node.lua", "entry.lua", "receipt.lua", "purchase.lua", "deduct.lua"} {
 		body += string(must(os.ReadFile(f)))
 	}
 	return redis.NewScript(body).Run(ctx, client,

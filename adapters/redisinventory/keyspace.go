@@ -73,6 +73,22 @@ func (k Keyspace) SKUKeys(sku string) []string {
 	return []string{k.SKUKey(sku), k.BuyersKey(sku), k.RequestsKey(sku)}
 }
 
+// ExpiryKey is a partition's expiry set: its open holds, "<sku> <hold_id>"
+// scored by their deadline in Redis milliseconds, which the sweepers read.
+func (k Keyspace) ExpiryKey(partition int) string {
+	return "inv:" + tag(partition) + ":holds"
+}
+
+// SKUExpiryKey is the expiry set of the SKU's partition.
+func (k Keyspace) SKUExpiryKey(sku string) string { return k.ExpiryKey(k.Partition(sku)) }
+
+// HoldKeys are the five keys of a hold script, in its KEYS order: the SKU's
+// hash, buyers and requests, its partition's expiry set and stream, all in
+// the partition's slot.
+func (k Keyspace) HoldKeys(sku string) []string {
+	return []string{k.SKUKey(sku), k.BuyersKey(sku), k.RequestsKey(sku), k.SKUExpiryKey(sku), k.SKUStreamKey(sku)}
+}
+
 // StreamKey is a partition's event stream, one Watermill topic.
 func (k Keyspace) StreamKey(partition int) string {
 	return "inv:" + tag(partition) + ":events"

@@ -142,7 +142,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		node = p.Info(ctx, "replication")
 		for i, sku := range skus {
-			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at")
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at", "held", "holds")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
 			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
@@ -158,7 +158,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	truncated := len(entries.Val()) > r.cfg.TailLimit
 	for i, sku := range skus {
 		v := states[i].Val()
-		if len(v) == 5 && v[0] == nil {
+		if len(v) == 7 && v[0] == nil {
 			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
@@ -169,6 +169,8 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		live.Status = rp.OptString(2, "status")
 		live.Verified = run != "" && rp.OptString(3, "fence") == run
 		live.Archived = rp.OptString(4, "archived_at") != ""
+		live.Held = optDecimal(rp, 5, "held")
+		live.OpenHolds = optDecimal(rp, 6, "holds")
 		if err := rp.Err(); err != nil {
 			return err
 		}
@@ -187,6 +189,14 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		}
 	}
 	return nil
+}
+
+// optDecimal reads a counter field that is absent until its first use.
+func optDecimal(rp *reply, i int, field string) int64 {
+	if rp.OptString(i, field) == "" {
+		return 0
+	}
+	return rp.Decimal(i, field)
 }
 
 // unackedFrom returns the id from which the group has unacked entries: its

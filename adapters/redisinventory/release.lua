@@ -3,23 +3,24 @@
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason
 -- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
--- (the original release event); {-1} not warmed; {-4} recovering (see deduct.lua); {-6} the deduction belongs
--- to another user; {-7} no deduction with that request id.
+-- (the original release event); {-1} not warmed; {-4} recovering (see purchase.lua); {-6} the deduction belongs
+-- to another user; {-7} no deduction with that request id; {-10} the request id reserved a hold
+-- that is not confirmed: only a sale can be released.
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, request_id, event_id, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'fence', 'stock')
-if not live[1] then
-  return {-1}
-end
-if live[2] ~= node_run() then
-  return {-4}
+local live, refused = live_sku(sku_key)
+if refused then
+  return refused
 end
 local raw = redis.call('HGET', requests_key, request_id)
 if not raw then
   return {-7}
 end
 local p = read_receipt(raw)
+if p.hold_id then
+  return {-10}
+end
 if p.user ~= user then
   return {-6}
 end
@@ -28,11 +29,9 @@ if p.released then
 end
 
 -- All checks done; writes follow.
-local stock, seq = tonumber(live[3]) + p.qty, tonumber(live[1]) + 1
+local stock, seq = tonumber(live[1]) + p.qty, tonumber(live[5]) + 1
 redis.call('HSET', sku_key, 'stock', stock, 'seq', seq)
-if redis.call('HINCRBY', buyers_key, user, -p.qty) <= 0 then
-  redis.call('HDEL', buyers_key, user)
-end
+free_allowance(buyers_key, user, p.qty)
 redis.call('HSET', requests_key, request_id,
   'R' .. seq .. ':' .. event_id .. ':' .. write_receipt(p.seq, p.remaining, p.qty, p.event_id, user))
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'released', sku, seq, p.qty, stock),

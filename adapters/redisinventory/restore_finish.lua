@@ -2,11 +2,13 @@
 -- ledger and stamp it as verified under this node's run (node.lua, as
 -- warm.lua and stamp.lua do), which reopens it to purchases.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] the
--- partition's tombstone set, which a SKU brought back from retirement leaves
+-- partition's tombstone set, which a SKU brought back from retirement leaves,
+-- KEYS[5] the partition's expiry set (hold.lua)
 -- ARGV[1] restore token, ARGV[2] stock, ARGV[3] seq, ARGV[4] per-user limit,
 -- ARGV[5] stocked event id, ARGV[6] closed_at ('' while open),
 -- ARGV[7] archived_at ('' unless the buyers were archived to SQL),
--- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] sku id.
+-- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] sku id,
+-- ARGV[11..] deadline, "<sku> <hold_id>" of each open hold, for the expiry set.
 -- The tamper-evident chain is sealed in the ledger, so nothing of it lives
 -- in Redis; the 'hash' field the previous version kept is dropped.
 -- Reply: {1} stamped; {0} the fence no longer holds the token (another
@@ -45,4 +47,7 @@ else
   redis.call('HDEL', KEYS[1], 'archived_at')
 end
 redis.call('SREM', KEYS[4], ARGV[10])
+for i = 11, #ARGV, 2 do
+  redis.call('ZADD', KEYS[5], ARGV[i], ARGV[i + 1])
+end
 return {1}

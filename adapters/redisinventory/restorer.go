@@ -121,8 +121,37 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		}
 		buyers = len(st.Buyers)
 	}
+	requests := len(st.Requests)
 	for req, p := range st.Requests {
 		if err := w.add(ctx, keys[2], req, ReceiptValue(p)); err != nil {
+			return err
+		}
+	}
+	// Every hold comes back with its record, so a retry or a repeated end
+	// gets its original answer; the request id of a hold not confirmed
+	// gets its marker back, and each open hold its expiry entry, which the
+	// finish script writes. A hold whose deadline passed while Redis was
+	// down expires at the next sweep.
+	var expiring []any
+	for id, h := range st.Holds {
+		if err := w.add(ctx, keys[0], "hold:"+id, HoldRecord(h)); err != nil {
+			return err
+		}
+		if h.Status != domain.HoldConfirmed {
+			if err := w.add(ctx, keys[2], h.RequestID, "H"+id); err != nil {
+				return err
+			}
+			requests++
+		}
+		if h.Status == domain.HoldHeld {
+			expiring = append(expiring, h.ExpiresAt.UnixMilli(), st.SKU+" "+id)
+		}
+	}
+	if len(st.Holds) > 0 {
+		if err := w.add(ctx, keys[0], "held", st.Held); err != nil {
+			return err
+		}
+		if err := w.add(ctx, keys[0], "holds", st.OpenHolds()); err != nil {
 			return err
 		}
 	}
@@ -130,8 +159,9 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		return err
 	}
 
-	v, err = restoreFinishScript.Run(ctx, r.client, append(keys, r.keys.SKUTombstoneKey(st.SKU)), token, st.Stock, st.Seq,
-		img.Limit, img.StockedEventID, micros(img.ClosedAt), micros(img.ArchivedAt), buyers, len(st.Requests), st.SKU).Slice()
+	v, err = restoreFinishScript.Run(ctx, r.client, append(keys, r.keys.SKUTombstoneKey(st.SKU), r.keys.SKUExpiryKey(st.SKU)),
+		append([]any{token, st.Stock, st.Seq, img.Limit, img.StockedEventID, micros(img.ClosedAt), micros(img.ArchivedAt), buyers,
+			requests, st.SKU}, expiring...)...).Slice()
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
@@ -147,7 +177,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 			return err
 		}
 		return fmt.Errorf("finish restore of %s: Redis holds %d buyers and %d requests, %d and %d were written; "+
-			"the sku stays fenced: run the restore again", st.SKU, heldBuyers, heldRequests, buyers, len(st.Requests))
+			"the sku stays fenced: run the restore again", st.SKU, heldBuyers, heldRequests, buyers, requests)
 	case code != 1:
 		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, v)
 	}
@@ -181,6 +211,14 @@ func ReceiptValue(p domain.Purchase) string {
 		v = "R" + strconv.FormatInt(p.ReleaseSeq, 10) + ":" + p.ReleaseEventID + ":" + v
 	}
 	return v
+}
+
+// HoldRecord renders a hold as hold.lua writes it in the SKU hash: its
+// values in hold.lua's order, separated by newlines.
+func HoldRecord(h domain.Hold) string {
+	return strings.Join([]string{string(h.Status), strconv.FormatInt(h.ExpiresAt.UnixMilli(), 10), strconv.FormatInt(h.Seq, 10),
+		strconv.FormatInt(h.Remaining, 10), strconv.FormatInt(h.Qty, 10), h.EventID, strconv.FormatInt(h.EndSeq, 10), h.EndEventID,
+		h.RequestID, h.OrderID, h.User}, "\n")
 }
 
 // ParseReceipt reads a receipt of the requests hash as receipt.lua does:

@@ -200,6 +200,36 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(409, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u9","request_id":"r2"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u1"}`)
 
+	// Holds: confirmed and cancelled once each, however often asked.
+	hold := func(a answer) string {
+		var h struct {
+			HoldID string `json:"hold_id"`
+		}
+		if err := json.Unmarshal([]byte(a.body), &h); err != nil || h.HoldID == "" {
+			t.Fatalf("no hold_id in %s: %v", a.body, err)
+		}
+		return "/v1/skus/spec-1/holds/" + h.HoldID
+	}
+	h1 := hold(c.do(201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`))
+	c.do(200, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`)
+	c.do(400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9","ttl_seconds":0}`)
+	c.do(400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9","ttl_seconds":3601}`)
+	c.do(409, "POST", "/v1/skus/spec-2/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9"}`)
+	c.do(403, "POST", "/v1/skus/spec-1/holds", au, `{"user_id":"h9","qty":1,"request_id":"h9"}`)
+	c.do(200, "GET", h1, gw, "")
+	c.do(200, "GET", h1, au, "")
+	c.do(404, "GET", strings.Replace(h1, "spec-1", "spec-2", 1), au, "")
+	c.do(400, "GET", "/v1/skus/spec-1/holds/not-a-uuid", au, "")
+	c.do(200, "POST", h1+"/confirm", gw, "")
+	c.do(200, "POST", h1+"/confirm", gw, "")
+	c.do(409, "POST", h1+"/cancel", gw, "")
+	c.do(403, "POST", h1+"/cancel", au, "")
+	c.do(404, "POST", "/v1/skus/spec-1/holds/00000000-0000-4000-8000-000000000000/confirm", gw, "")
+	h2 := hold(c.do(201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h2","qty":1,"request_id":"h2"}`))
+	c.do(200, "POST", h2+"/cancel", gw, "")
+	c.do(200, "POST", h2+"/cancel", gw, "")
+	c.do(409, "POST", h2+"/confirm", gw, "")
+
 	// Reads, once the ledger has caught up.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -228,6 +258,13 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "GET", "/v1/skus/spec-1/buyers?limit=10", au, "")
 	c.do(200, "GET", "/v1/skus/spec-1/operations", au, "")
 	c.do(200, "GET", "/v1/users/u1/purchases?limit=5", au, "")
+	// A user's and a SKU's holds are in their histories, with hold_id.
+	if a := c.do(200, "GET", "/v1/users/h1/purchases", au, ""); !strings.Contains(a.body, `"type":"confirmed"`) || !strings.Contains(a.body, `"hold_id"`) {
+		t.Errorf("h1's history does not list the hold and its end: %s", a.body)
+	}
+	if a := c.do(200, "GET", "/v1/skus/spec-1/events?limit=100", au, ""); !strings.Contains(a.body, `"type":"cancelled"`) || !strings.Contains(a.body, `"expires_at"`) {
+		t.Errorf("spec-1's history does not list the holds: %s", a.body)
+	}
 	c.do(400, "GET", "/v1/users/u1/purchases?limit=5000", au, "")
 
 	// Reconciliation.

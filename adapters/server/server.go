@@ -29,6 +29,7 @@ import (
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisbatch"
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/adapters/tracing"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -103,6 +104,9 @@ type Config struct {
 	// and eviction settings while serving; unsafe ones stop sales with
 	// 503 unsafe_redis until they are fixed. Default 1s.
 	RedisCheckInterval time.Duration
+	// SweepInterval is how often the API's sweeper expires the holds whose
+	// deadline passed. Default redisinventory.DefaultSweepInterval.
+	SweepInterval time.Duration
 	// IdempotencyWindow is how long the answer to a write sent with an
 	// Idempotency-Key is kept for its retries. Default
 	// DefaultIdempotencyWindow.
@@ -154,6 +158,9 @@ func (c *Config) setDefaults() {
 	if c.RedisCheckInterval == 0 {
 		c.RedisCheckInterval = time.Second
 	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = redisinventory.DefaultSweepInterval
+	}
 	if c.IdempotencyWindow == 0 {
 		c.IdempotencyWindow = DefaultIdempotencyWindow
 	}
@@ -193,6 +200,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisCheckInterval < 0 {
 		errs = append(errs, errors.New("redis check interval must not be negative"))
+	}
+	if c.SweepInterval < 0 {
+		errs = append(errs, errors.New("sweep interval must not be negative"))
 	}
 	if c.RedisConfig != RedisConfigCheck && c.RedisConfig != RedisConfigAssume {
 		errs = append(errs, fmt.Errorf("--redis-config (INVLEDGER_REDIS_CONFIG) must be check or assume, got %q", c.RedisConfig))
@@ -334,9 +344,17 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		if err != nil {
 			return err
 		}
+		// Every API process sweeps: sweepers need no leader, so holds
+		// expire while any API runs, and no PostgreSQL.
+		sweeper, err := redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{
+			Interval: sc.SweepInterval, OnExpired: a.Metrics.Sweep.Observe, Logger: a.Log})
+		if err != nil {
+			return err
+		}
 		components = append(components, c, component{"redis-safety", safetyWatcher{client: a.Redis,
 			policy: policy, sales: a.Adapters.Inventory,
-			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run})
+			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run},
+			component{"sweeper", sweeper.Run})
 	} else {
 		c, err := opsComponent(a, sc)
 		if err != nil {
@@ -467,6 +485,7 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 	return httpapi.NewHandler(httpapi.Config{
 		TokenSet:    tokens,
 		Ledger:      a.Service,
+		Holds:       a.Holds,
 		SKUs:        a.Catalog,
 		Closer:      a.Archiver,
 		Auditor:     a.Auditor,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/domain"
 )
 
 // Config holds the settings shared by every command. Each one is a flag
@@ -29,6 +30,7 @@ type Config struct {
 	RedisTimeout time.Duration
 	// Durability is serve's --durability; other commands run strict.
 	Durability string
+	Holds      domain.HoldConfig // --hold-max-ttl, --hold-default-ttl
 }
 
 // setDefaults fills what the flags would for a Config built in code; the
@@ -52,7 +54,7 @@ func (c Config) Validate() error {
 func (c Config) appConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
 		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
-		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Logger: c.logger()}
+		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Holds: c.Holds, Logger: c.logger()}
 }
 
 // logger logs to stderr as --log-level and --log-format say; Validate

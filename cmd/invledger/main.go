@@ -64,7 +64,7 @@ func exitCode(err error) int {
 		return exitBadInput
 	case domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed, domain.CodeClosed, domain.CodeRetired,
 		domain.CodeConflict, domain.CodeNotFound, domain.CodeNeedsRestore, domain.CodeSelfApproval,
-		domain.CodeInsufficientStock:
+		domain.CodeInsufficientStock, domain.CodeHoldExpired, domain.CodeHoldConfirmed, domain.CodeHoldCancelled:
 		return exitRefused
 	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return exitTransient

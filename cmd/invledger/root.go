@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
+	"github.com/invledger/invledger/cmd/invledger/internal/holdcmd"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
+	"github.com/invledger/invledger/domain"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -53,6 +56,8 @@ Every flag can also be set with the environment variable named in its help.`,
 	env.String(&cfg.LogFormat, "log-format", "INVLEDGER_LOG_FORMAT", "text", "text, or json: one JSON object a line")
 	env.Duration(&cfg.RedisTimeout, "redis-timeout", "INVLEDGER_REDIS_TIMEOUT", redisinventory.DefaultTimeout,
 		"deadline of each purchase-path call to Redis; keep it well below the HTTP write timeout (15s)")
+	env.Duration(&cfg.Holds.MaxTTL, "hold-max-ttl", "INVLEDGER_HOLD_MAX_TTL", domain.DefaultHoldMaxTTL, "longest ttl_seconds a hold may ask for")
+	env.Duration(&cfg.Holds.DefaultTTL, "hold-default-ttl", "INVLEDGER_HOLD_DEFAULT_TTL", 0, "ttl of a hold that asks for none (default 15m, or --hold-max-ttl if shorter)")
 
 	// config returns the validated settings for a command that needs them.
 	config := func() (Config, error) {
@@ -90,8 +95,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newTailCmd(&cfg),
 		newDemoCmd(),
 		newSKUCmd(withApp),
-		newDeductCmd(withApp),
-		newReleaseCmd(withApp),
+		newDeductCmd(withApp), newReleaseCmd(withApp), holdcmd.Command(),
 		newRestoreRedisCmd(withApp),
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),
@@ -320,14 +324,5 @@ func newReleaseCmd(withApp appRunner) *cobra.Command {
 	return cmd
 }
 
-// markRequired marks cmd's flags as required: leaving one out is a usage
-// error naming it, and help says "(required)". It panics on a flag cmd does not
-// have, a bug that the help tests catch.
-func markRequired(cmd *cobra.Command, flags ...string) {
-	for _, f := range flags {
-		if err := cmd.MarkFlagRequired(f); err != nil {
-			panic(err)
-		}
-		cmd.Flags().Lookup(f).Usage += " (required)"
-	}
-}
+// markRequired is cliflags.MarkRequired, which the command packages share.
+var markRequired = cliflags.MarkRequired

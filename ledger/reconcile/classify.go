@@ -20,15 +20,25 @@ type check struct {
 func (c check) figures() Figures {
 	f := Figures{LedgerStock: c.ledger.Stock, LedgerSeq: c.ledger.Seq, LedgerCount: c.ledger.Count,
 		Holders: c.ledger.Holders, LedgerDeductions: c.ledger.Deductions, InFlight: len(c.inFlight),
-		TruthStock: c.ledger.Stock, TruthSeq: c.ledger.Seq}
+		TruthStock: c.ledger.Stock, TruthSeq: c.ledger.Seq, TruthHeld: c.ledger.Held, TruthOpenHolds: c.ledger.OpenHolds}
 	for _, e := range c.inFlight {
 		f.InFlightSum += e.Delta
 		f.TruthSeq = max(f.TruthSeq, e.Seq)
+		switch e.Type {
+		case domain.EventReserved:
+			f.TruthHeld += e.Qty
+			f.TruthOpenHolds++
+		case domain.EventConfirmed, domain.EventCancelled, domain.EventExpired:
+			f.TruthHeld -= e.Qty
+			f.TruthOpenHolds--
+		}
 	}
 	f.TruthStock += f.InFlightSum
 	if c.live.Present {
 		stock, seq, buyers, receipts := c.live.Stock, c.live.Seq, c.live.Buyers, c.live.Receipts
 		f.RedisStock, f.RedisSeq, f.RedisBuyers, f.RedisReceipts = &stock, &seq, &buyers, &receipts
+		held, open := c.live.Held, c.live.OpenHolds
+		f.RedisHeld, f.RedisOpenHolds = &held, &open
 	}
 	if b := c.ledger.Balance; b != nil {
 		stock, seq := b.Stock, b.LastSeq
@@ -91,13 +101,26 @@ func classify(c check) (Class, []Finding) {
 			c.live.Receipts, c.ledger.Deductions)
 	}
 
+	// Held units and open holds move with the same events as stock, so the
+	// in-flight events explain them exactly whenever they explain the stock.
+	if redisSide == ClassOK && !c.live.TailTruncated {
+		if c.live.Held != f.TruthHeld {
+			add(ClassHeldDrift, "Redis holds %d units for open holds, the ledger and stream %d (ledger %d%+d in flight)",
+				c.live.Held, f.TruthHeld, c.ledger.Held, f.TruthHeld-c.ledger.Held)
+		}
+		if c.live.OpenHolds != f.TruthOpenHolds {
+			add(ClassOpenHoldsDrift, "Redis counts %d open holds, the ledger and stream %d (ledger %d%+d in flight)",
+				c.live.OpenHolds, f.TruthOpenHolds, c.ledger.OpenHolds, f.TruthOpenHolds-c.ledger.OpenHolds)
+		}
+	}
+
 	b := c.ledger.Balance
-	if c.ledger.Count > 0 && (b == nil || b.Stock != c.ledger.Stock || b.LastSeq != c.ledger.Seq) {
+	if c.ledger.Count > 0 && (b == nil || b.Stock != c.ledger.Stock || b.Held != c.ledger.Held || b.LastSeq != c.ledger.Seq) {
 		if b == nil {
 			add(ClassBalancesDrift, "no balances row, the ledger folds to stock %d at seq %d", c.ledger.Stock, c.ledger.Seq)
 		} else {
-			add(ClassBalancesDrift, "balances row says stock %d at seq %d, the ledger folds to stock %d at seq %d",
-				b.Stock, b.LastSeq, c.ledger.Stock, c.ledger.Seq)
+			add(ClassBalancesDrift, "balances row says stock %d held %d at seq %d, the ledger folds to stock %d held %d at seq %d",
+				b.Stock, b.Held, b.LastSeq, c.ledger.Stock, c.ledger.Held, c.ledger.Seq)
 		}
 	}
 	// Buyers are compared only when nothing is in flight: the ledger's

@@ -39,6 +39,15 @@ const (
 	// key: a retry of a lost receipt would buy again, and its release would
 	// answer not found.
 	ClassReceiptsMissing Class = "receipts_missing"
+	// ClassHeldDrift means the units Redis counts as held differ from the
+	// ledger's open holds plus the hold events in flight: stock stands
+	// reserved that no buyer holds, or the other way round. It is reported,
+	// not repaired.
+	ClassHeldDrift Class = "held_drift"
+	// ClassOpenHoldsDrift means Redis counts another number of open holds
+	// than the ledger plus the hold events in flight: a hold began or ended
+	// on one side only. It is reported, not repaired.
+	ClassOpenHoldsDrift Class = "open_holds_drift"
 )
 
 // Figures are the numbers a finding compares.
@@ -50,16 +59,22 @@ type Figures struct {
 	// the ledger's distinct deduction request ids.
 	RedisReceipts    *int64
 	LedgerDeductions int64
-	LedgerStock      int64
-	LedgerSeq        int64
-	LedgerCount      int64
-	Holders          int64
-	InFlight         int
-	InFlightSum      int64
-	TruthStock       int64
-	TruthSeq         int64
-	BalanceStock     *int64
-	BalanceSeq       *int64
+	// RedisHeld and RedisOpenHolds are Redis's held units and open holds;
+	// TruthHeld and TruthOpenHolds the ledger's plus those in flight.
+	RedisHeld      *int64
+	RedisOpenHolds *int64
+	TruthHeld      int64
+	TruthOpenHolds int64
+	LedgerStock    int64
+	LedgerSeq      int64
+	LedgerCount    int64
+	Holders        int64
+	InFlight       int
+	InFlightSum    int64
+	TruthStock     int64
+	TruthSeq       int64
+	BalanceStock   *int64
+	BalanceSeq     *int64
 }
 
 // SeqRange is an inclusive range of missing seqs.

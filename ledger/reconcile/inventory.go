@@ -43,6 +43,9 @@ type LiveSKU struct {
 	Archived bool
 	// Receipts is the number of request ids Redis holds receipts for.
 	Receipts int64
+	// Held is the units of the SKU's open holds, OpenHolds their number.
+	Held      int64
+	OpenHolds int64
 	// TailTruncated is true when the SKU's partition had more events in
 	// flight than one snapshot reads: InFlight then lacks some of this
 	// SKU's events, so its figures cannot be compared exactly.

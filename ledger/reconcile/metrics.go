@@ -6,7 +6,7 @@ import (
 
 // driftClasses are the finding classes, which all count as drift.
 var driftClasses = []Class{ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassLedgerGap,
-	ClassBalancesDrift, ClassBuyersDrift, ClassReceiptsMissing, ClassLostAcknowledged}
+	ClassBalancesDrift, ClassBuyersDrift, ClassReceiptsMissing, ClassLostAcknowledged, ClassHeldDrift, ClassOpenHoldsDrift}
 
 // Metrics are the reconciler's Prometheus instruments.
 type Metrics struct {
@@ -16,6 +16,7 @@ type Metrics struct {
 	duration   prometheus.Histogram
 	unverified prometheus.Gauge
 	leader     prometheus.Gauge
+	holdsOpen  *prometheus.GaugeVec
 }
 
 // NewMetrics creates the reconciler's metrics and registers them on reg.
@@ -47,7 +48,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while this process runs the periodic reconciler, which one process of a deployment does at a time.",
 		}),
 	}
-	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader)
+	m.holdsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "invledger_holds_open",
+		Help: "Open holds of a SKU in Redis, as of the last reconciliation that checked it.",
+	}, []string{"sku"})
+	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader, m.holdsOpen)
 	// Series that exist from the start let increase() see the first finding.
 	for _, c := range driftClasses {
 		m.findings.WithLabelValues(string(c))

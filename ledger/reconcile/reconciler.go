@@ -220,6 +220,9 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			continue
 		}
 		rep.Checked++
+		if c.live.Present {
+			r.cfg.Metrics.holdsOpen.WithLabelValues(c.sku).Set(float64(c.live.OpenHolds))
+		}
 		class, findings := classify(c)
 		if class == ClassRedisBehind {
 			class, findings = r.confirmBehind(ctx, c, findings)

@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// HoldService serves the hold routes. *ledger.Holds satisfies it.
+type HoldService interface {
+	NewReserveCommand(sku, user string, qty int64, requestID string, ttlSeconds *int64) (ledger.ReserveCommand, error)
+	Reserve(ctx context.Context, cmd ledger.ReserveCommand) (domain.Hold, error)
+	Confirm(ctx context.Context, ref ledger.HoldRef) (domain.Hold, error)
+	Cancel(ctx context.Context, ref ledger.HoldRef) (domain.Hold, error)
+	Hold(ctx context.Context, ref ledger.HoldRef) (domain.Hold, error)
+}
+
+var _ HoldService = (*ledger.Holds)(nil)
+
+// reserveBody is POST /v1/skus/{sku}/holds; a missing ttl_seconds is the
+// configured default.
+type reserveBody struct {
+	UserID     string `json:"user_id"`
+	Qty        *int64 `json:"qty"`
+	RequestID  string `json:"request_id"`
+	TTLSeconds *int64 `json:"ttl_seconds"`
+}
+
+// HoldJSON is a hold as the hold routes answer it. Remaining, the stock
+// left after the reserve, is given by the reserve only.
+type HoldJSON struct {
+	HoldID    string    `json:"hold_id"`
+	SKU       string    `json:"sku"`
+	UserID    string    `json:"user_id"`
+	Qty       int64     `json:"qty"`
+	Status    string    `json:"status"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Seq       int64     `json:"seq"`
+	Remaining *int64    `json:"remaining,omitempty"`
+	OrderID   string    `json:"order_id,omitempty"`
+}
+
+// NewHoldJSON renders h.
+func NewHoldJSON(h domain.Hold) HoldJSON {
+	return HoldJSON{HoldID: h.HoldID, SKU: h.SKU, UserID: h.User, Qty: h.Qty, Status: string(h.Status),
+		ExpiresAt: h.ExpiresAt, Seq: h.Seq, OrderID: h.OrderID}
+}
+
+// decodeReserve reads a reserve body for sku and validates every field, in
+// the order sku, user_id, qty, request_id, ttl_seconds.
+func (s *server) decodeReserve(sku string, body io.Reader) (ledger.ReserveCommand, error) {
+	var b reserveBody
+	if err := decodeJSON(body, &b); err != nil {
+		return ledger.ReserveCommand{}, err
+	}
+	if b.Qty == nil {
+		if _, err := s.holds.NewReserveCommand(sku, b.UserID, 1, b.RequestID, b.TTLSeconds); err != nil {
+			var fe *domain.FieldError
+			if errors.As(err, &fe) && (fe.Field == "sku" || fe.Field == "user_id") {
+				return ledger.ReserveCommand{}, err
+			}
+		}
+		return ledger.ReserveCommand{}, domain.NewFieldError("qty", errors.New("is required"))
+	}
+	return s.holds.NewReserveCommand(sku, b.UserID, *b.Qty, b.RequestID, b.TTLSeconds)
+}
+
+// reserve answers 201 with the new hold, or 200 with the original one for a
+// retry of its request_id.
+func (s *server) reserve(w http.ResponseWriter, r *http.Request) {
+	body, err := s.body(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmd, err := s.decodeReserve(r.PathValue("sku"), body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h, err := s.holds.Reserve(r.Context(), cmd)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := NewHoldJSON(h)
+	out.Remaining = &h.Remaining
+	status := http.StatusCreated
+	if h.Replayed {
+		status = http.StatusOK
+	}
+	s.writeJSON(w, status, out)
+}
+
+// holdRoute serves a route on one hold: confirm, cancel or show, a method
+// expression of HoldService, since routes are listed on an empty server too.
+func (s *server) holdRoute(do func(HoldService, context.Context, ledger.HoldRef) (domain.Hold, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ref, err := ledger.NewHoldRef(r.PathValue("sku"), r.PathValue("hold_id"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		h, err := do(s.holds, r.Context(), ref)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, NewHoldJSON(h))
+	}
+}

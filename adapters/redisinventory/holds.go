@@ -1,0 +1,181 @@
+package redisinventory
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+)
+
+var (
+	// holdSource defines the hold record format, Redis's clock and the
+	// reply every hold script gives about a hold.
+	//go:embed hold.lua
+	holdSource string
+	//go:embed reserve.lua
+	reserveSource string
+	//go:embed hold_end.lua
+	holdEndSource string
+	//go:embed hold_show.lua
+	holdShowSource string
+	//go:embed due.lua
+	dueSource string
+
+	reserveScript  = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + holdSource + reserveSource)
+	holdEndScript  = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + holdSource + holdEndSource)
+	holdShowScript = redis.NewScript(holdSource + holdShowSource)
+	dueScript      = redis.NewScript(holdSource + dueSource)
+)
+
+// holdAction is what hold_end.lua does to a held hold.
+type holdAction string
+
+const (
+	actionConfirm holdAction = "confirm"
+	actionCancel  holdAction = "cancel"
+	actionExpire  holdAction = "expire"
+)
+
+// Reserve takes qty units of sku out of available stock for user until
+// the hold is confirmed, cancelled or expires after ttl, by Redis's clock.
+// It runs deduct's checks in deduct's order and refuses with the same
+// errors; the per-user limit counts held and sold units together. A retry
+// with the same request id returns the original hold, in its state now,
+// with Replayed set. orderID may be empty.
+func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID,
+	ttl domain.HoldTTL, orderID string, eventID string) (domain.Hold, error) {
+	s := sku.String()
+	ctx, cancel, err := r.begin(ctx, true)
+	defer cancel()
+	if err != nil {
+		return domain.Hold{}, err
+	}
+	op := fmt.Sprintf("reserve %s request_id %q", s, req.String())
+	keys := r.keys.HoldKeys(s)
+	holdID := domain.HoldIDFor(sku, req).String()
+	v, err := r.runPurchaseScript(ctx, reserveScript, keys, s, user.String(), qty.Int64(), req.String(), eventID,
+		ttl.Duration().Milliseconds(), holdID, orderID).Slice()
+	if err != nil {
+		return domain.Hold{}, r.failed(ctx, op, err)
+	}
+	h, code, _, err := parseHold("reserve "+s, s, holdID, v)
+	if err != nil {
+		return domain.Hold{}, err
+	}
+	if code != 1 && code != 2 {
+		return domain.Hold{}, purchaseRefusal("reserve", s, req, code)
+	}
+	h.Replayed = code == 2
+	return h, nil
+}
+
+// ConfirmHold makes the hold a sale, once: the units stay sold and the
+// reserve's request id can be released like a deduction's. Repeating it
+// returns the same hold. A hold that was cancelled, or is past its deadline,
+// is refused with domain.ErrHoldCancelled or domain.ErrHoldExpired.
+func (r *RedisInventory) ConfirmHold(ctx context.Context, sku domain.SKUID, hold domain.HoldID, eventID string) (domain.Hold, error) {
+	h, _, err := r.endHold(ctx, sku, hold, actionConfirm, eventID)
+	return h, err
+}
+
+// CancelHold gives the hold's units and the buyer's allowance back, once.
+// Repeating it returns the same hold. A hold that was confirmed, or is past
+// its deadline, is refused with domain.ErrHoldConfirmed or domain.ErrHoldExpired.
+func (r *RedisInventory) CancelHold(ctx context.Context, sku domain.SKUID, hold domain.HoldID, eventID string) (domain.Hold, error) {
+	h, _, err := r.endHold(ctx, sku, hold, actionCancel, eventID)
+	return h, err
+}
+
+// endHold runs hold_end.lua with action. It also reports the Redis clock
+// the script judged by.
+func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold domain.HoldID, action holdAction, eventID string) (domain.Hold, time.Time, error) {
+	s := sku.String()
+	ctx, cancel, err := r.begin(ctx, true)
+	defer cancel()
+	if err != nil {
+		return domain.Hold{}, time.Time{}, err
+	}
+	op := fmt.Sprintf("%s hold %s of %s", action, hold, s)
+	keys := r.keys.HoldKeys(s)
+	v, err := r.runPurchaseScript(ctx, holdEndScript, keys, s, hold.String(), string(action), eventID).Slice()
+	if err != nil {
+		return domain.Hold{}, time.Time{}, r.failed(ctx, op, err)
+	}
+	h, code, now, err := parseHold(op, s, hold.String(), v)
+	if err != nil {
+		return domain.Hold{}, time.Time{}, err
+	}
+	return h, now, holdRefusal(op, s, hold, code, h.Status)
+}
+
+// Hold reads a hold's state by Redis's clock: a held hold past its
+// deadline reads as expired.
+func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain.HoldID) (domain.Hold, error) {
+	s := sku.String()
+	ctx, cancel, _ := r.begin(ctx, false)
+	defer cancel()
+	op := fmt.Sprintf("hold %s of %s", hold, s)
+	v, err := holdShowScript.Run(ctx, r.client, []string{r.keys.SKUKey(s)}, hold.String()).Slice()
+	if err != nil {
+		return domain.Hold{}, r.failed(ctx, op, err)
+	}
+	h, code, _, err := parseHold(op, s, hold.String(), v)
+	if err != nil {
+		return domain.Hold{}, err
+	}
+	return h, holdRefusal(op, s, hold, code, h.Status)
+}
+
+// holdRefusal is the error of a hold script's code: nil for 1 and 2.
+func holdRefusal(op, sku string, hold domain.HoldID, code int64, status domain.HoldStatus) error {
+	switch code {
+	case 1, 2:
+		return nil
+	case -1:
+		return domain.ErrNotWarmed
+	case -4:
+		return errRecovering(sku)
+	case -9:
+		return fmt.Errorf("%w: sku %s has no hold %s", domain.ErrHoldNotFound, sku, hold)
+	case -10:
+		return fmt.Errorf("%w: hold %s of %s", domain.ErrHoldEnded(status), hold, sku)
+	case -11:
+		return errNotDue
+	}
+	return fmt.Errorf("%s: %w: code %d", op, ErrScript, code)
+}
+
+// errNotDue is an expire that reached a hold before its deadline: the
+// sweeper leaves it for a later pass.
+var errNotDue = fmt.Errorf("hold not yet due: %w", domain.ErrConflict)
+
+// parseHold decodes hold_reply (hold.lua), or a refusal, which has no hold
+// and only a code. It also returns the Redis clock the script read.
+func parseHold(op, sku, holdID string, v []any) (domain.Hold, int64, time.Time, error) {
+	rp := newReply(op, v)
+	code := rp.Int(0, "code")
+	if err := rp.Err(); err != nil || len(v) == 1 || code == 0 {
+		return domain.Hold{}, code, time.Time{}, err
+	}
+	h := domain.Hold{HoldID: holdID, SKU: sku}
+	h.Status = domain.HoldStatus(rp.String(1, "status"))
+	h.ExpiresAt = time.UnixMilli(rp.Int(2, "expires_ms")).UTC()
+	h.Seq = rp.Int(3, "seq")
+	h.Remaining = rp.Int(4, "remaining")
+	h.Qty = rp.Int(5, "qty")
+	h.EventID = rp.String(6, "event_id")
+	h.EndSeq = rp.Int(7, "end_seq")
+	h.EndEventID = rp.String(8, "end_event_id")
+	h.RequestID = rp.String(9, "request_id")
+	h.OrderID = rp.String(10, "order_id")
+	h.User = rp.String(11, "user")
+	now := time.UnixMilli(rp.Int(12, "now_ms")).UTC()
+	if err := rp.Err(); err != nil {
+		return domain.Hold{}, 0, time.Time{}, err
+	}
+	return h, code, now, nil
+}

@@ -1,0 +1,245 @@
+package redisinventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+)
+
+// Sweeper defaults.
+const (
+	DefaultSweepInterval = 200 * time.Millisecond
+	DefaultSweepBatch    = 500
+	DefaultSweepParallel = 16
+)
+
+// SweeperConfig configures a Sweeper.
+type SweeperConfig struct {
+	// Interval is the pause between passes. Default DefaultSweepInterval.
+	Interval time.Duration
+	// Batch is how many due holds a pass reads from one expiry set, and
+	// expires in one pipeline, at a time. Default DefaultSweepBatch.
+	Batch int
+	// Parallel is how many partitions a pass sweeps at once. Default
+	// DefaultSweepParallel.
+	Parallel int
+	// Timeout bounds each Redis round trip of a pass. Default DefaultTimeout.
+	Timeout time.Duration
+	// OnExpired, if set, is called with each hold the pass expired and its
+	// lateness: the Redis clock at expiry minus the deadline.
+	OnExpired func(h domain.Hold, lateness time.Duration)
+	Logger    *slog.Logger
+}
+
+func (c *SweeperConfig) setDefaults() {
+	if c.Interval == 0 {
+		c.Interval = DefaultSweepInterval
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultSweepBatch
+	}
+	if c.Parallel == 0 {
+		c.Parallel = DefaultSweepParallel
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (c SweeperConfig) Validate() error {
+	var errs []error
+	if c.Interval < 0 {
+		errs = append(errs, errors.New("sweeper: Interval must not be negative"))
+	}
+	if c.Batch < 0 {
+		errs = append(errs, errors.New("sweeper: Batch must not be negative"))
+	}
+	if c.Parallel < 0 {
+		errs = append(errs, errors.New("sweeper: Parallel must not be negative"))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, errors.New("sweeper: Timeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Sweeper expires the holds whose deadline passed: it reads the due entries
+// of each partition's expiry set and ends each hold with hold_end.lua,
+// which checks the hold's state first. It needs no leader and no
+// PostgreSQL: any number of sweepers may run at once, and each hold still
+// expires exactly once, because the script that expires it is atomic and
+// refuses a hold that already ended. Each pass starts at a random
+// partition, so concurrent sweepers mostly work on different sets.
+type Sweeper struct {
+	client redis.UniversalClient
+	keys   Keyspace
+	cfg    SweeperConfig
+}
+
+// NewSweeper returns a sweeper over client. A hold of a SKU not verified
+// under the node's run (see the package doc, Fencing) is left for a later
+// pass.
+func NewSweeper(client redis.UniversalClient, keys Keyspace, cfg SweeperConfig) (*Sweeper, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Sweeper{client: client, keys: keys, cfg: cfg}, nil
+}
+
+// Run sweeps every Interval until ctx ends. A failed pass is logged and
+// the next one tries again.
+func (s *Sweeper) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.WarnContext(ctx, "sweeper: pass failed; retrying at the next one", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep makes one pass over every partition and returns how many holds it
+// expired. Holds another sweeper, a confirm or a cancel ended first are
+// not counted. The partitions are swept concurrently, Parallel at a time,
+// so that Redis fsyncs the expiries of several pipelines at once; every
+// partition is tried, and the errors are joined.
+func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
+	n, start := s.keys.Partitions(), rand.IntN(s.keys.Partitions())
+	var (
+		total atomic.Int64
+		mu    sync.Mutex
+		errs  []error
+		wg    sync.WaitGroup
+	)
+	sem := make(chan struct{}, s.cfg.Parallel)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			expired, err := s.sweepPartition(ctx, (start+i)%n)
+			total.Add(int64(expired))
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return int(total.Load()), errors.Join(errs...)
+}
+
+// sweepPartition expires a partition's due holds, a batch at a time, until
+// a batch comes back short or expires nothing (a SKU that is recovering
+// keeps its holds until it is verified).
+func (s *Sweeper) sweepPartition(ctx context.Context, partition int) (int, error) {
+	key := s.keys.ExpiryKey(partition)
+	total := 0
+	for {
+		due, err := s.due(ctx, key)
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		expired, err := s.expire(ctx, key, due)
+		total += expired
+		if err != nil || expired == 0 || len(due) < s.cfg.Batch {
+			return total, err
+		}
+	}
+}
+
+// due reads up to Batch entries of the expiry set whose deadline passed.
+func (s *Sweeper) due(ctx context.Context, key string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	due, err := dueScript.Run(ctx, s.client, []string{key}, s.cfg.Batch).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", key, translate(err))
+	}
+	return due, nil
+}
+
+// expire runs hold_end.lua's expire on each due entry, in one pipeline.
+func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	type call struct {
+		sku, hold string
+		cmd       *redis.Cmd
+	}
+	calls := make([]call, 0, len(due))
+	run := func() error {
+		calls = calls[:0]
+		pipe := s.client.Pipeline()
+		for _, member := range due {
+			sku, hold, ok := strings.Cut(member, " ")
+			if !ok {
+				// Never written by reserve.lua; drop it so it is not read again.
+				pipe.ZRem(ctx, key, member)
+				continue
+			}
+			keys := s.keys.HoldKeys(sku)
+			calls = append(calls, call{sku, hold, holdEndScript.EvalSha(ctx, pipe, keys, sku, hold, string(actionExpire), uuid.NewString())})
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	err := run()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err = holdEndScript.Load(ctx, s.client).Err(); err == nil {
+			err = run()
+		}
+	}
+	if err != nil && !isScriptReplyError(err) {
+		return 0, fmt.Errorf("sweep %s: %w", key, translate(err))
+	}
+	expired := 0
+	var errs []error
+	for _, c := range calls {
+		v, err := c.cmd.Slice()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("expire hold %s of %s: %w", c.hold, c.sku, translate(err)))
+			continue
+		}
+		h, code, now, err := parseHold("expire hold "+c.hold+" of "+c.sku, c.sku, c.hold, v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if code == 1 {
+			expired++
+			if s.cfg.OnExpired != nil {
+				s.cfg.OnExpired(h, now.Sub(h.ExpiresAt))
+			}
+		}
+	}
+	return expired, errors.Join(errs...)
+}
+
+// isScriptReplyError tells an error reply of one pipelined script, which
+// the per-call results report, from a failure of the pipeline itself.
+func isScriptReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !redis.HasErrorPrefix(err, "NOSCRIPT")
+}
