@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -134,23 +135,42 @@ func TestFeedOutlivesTheServerTimeouts(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 
-	// Well past both timeouts, thousands of events: more than the stuck
-	// watcher's buffer and its connection's socket buffers hold.
+	// Well past both timeouts, thousands of events in batches the reading
+	// watcher takes in turn: far more than the stuck watcher's buffer and
+	// its socket buffers hold, so a reader that waited for it would stop.
 	time.Sleep(time.Second)
-	const n = 5000
+	got := make(chan string, 1024)
 	go func() {
-		for i := range n {
-			ev.ch <- domain.Event{ID: "e", Type: domain.EventDeducted, SKU: "s-1", Seq: int64(i + 1), Reason: strings.Repeat("x", 200)}
+		for {
+			line, err := lines.ReadString('\n')
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- line
 		}
 	}()
-	seen := 0
-	for seen < n {
-		line, err := lines.ReadString('\n')
-		if err != nil {
-			t.Fatalf("feed ended after %d events: %v", seen, err)
+	const batches, size = 50, 100
+	for b := range batches {
+		for i := range size {
+			e := domain.Event{ID: "e", Type: domain.EventDeducted, SKU: "s-1", Seq: int64(b*size + i + 1), Reason: strings.Repeat("x", 200)}
+			select {
+			case ev.ch <- e:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the reader stopped taking events at seq %d", e.Seq)
+			}
 		}
-		if strings.HasPrefix(line, "event: event") {
-			seen++
+		last := fmt.Sprintf(`"seq":%d,`, (b+1)*size)
+		for found := false; !found; {
+			select {
+			case line, ok := <-got:
+				if !ok {
+					t.Fatalf("the feed ended in batch %d", b)
+				}
+				found = strings.Contains(line, last)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the reading watcher did not get seq %d", (b+1)*size)
+			}
 		}
 	}
 }
