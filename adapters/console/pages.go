@@ -93,7 +93,9 @@ const maxSalesSKUs = 10_000
 
 type salesRow struct {
 	httpapi.SKUItemJSON
-	Sold, Buyers  int64
+	Sold, Buyers int64
+	// Held is the units of the SKU's open holds, in Redis.
+	Held          *int64
 	MoreBuyers    bool
 	LastActivity  *time.Time
 	DetailMissing bool
@@ -130,8 +132,8 @@ func cmpOpt(a, b *int64) int {
 
 // sales lists every SKU with its figures, filtered by text and state,
 // sorted by a column, and paged. The list is read whole (up to
-// maxSalesSKUs) so sorting spans every SKU; sold, buyers and last activity
-// cost a query each and are read for the rows shown only.
+// maxSalesSKUs) so sorting spans every SKU; held, sold, buyers and last
+// activity cost a query each and are read for the rows shown only.
 func (c *Console) sales(w http.ResponseWriter, r *http.Request, s session) {
 	q := r.URL.Query()
 	v := salesView{Q: q.Get("q"), State: q.Get("state"), Sort: q.Get("sort"), Dir: q.Get("dir"), SortColumns: salesSorts,
@@ -194,8 +196,14 @@ func (c *Console) sales(w http.ResponseWriter, r *http.Request, s session) {
 	c.render(w, r, http.StatusOK, "sales", s, v)
 }
 
-// fillActivity reads a row's buyers (the first 1000) and last ledger event.
+// fillActivity reads a row's held units, buyers (the first 1000) and last
+// ledger event.
 func (c *Console) fillActivity(r *http.Request, s session, row *salesRow) error {
+	var view httpapi.SKUViewJSON
+	if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+url.PathEscape(row.SKU), nil, nil, &view); err != nil {
+		return err
+	}
+	row.Held = view.RedisHeld
 	var b httpapi.BuyersJSON
 	if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+url.PathEscape(row.SKU)+"/buyers", url.Values{"limit": {"1000"}}, nil, &b); err != nil {
 		return err

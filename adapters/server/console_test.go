@@ -338,3 +338,20 @@ func waitLine(t *testing.T, lines <-chan string, sub string, within time.Duratio
 		}
 	}
 }
+
+// TestConsoleSalesShowsHeldUnits: the Sales row of a SKU with an open hold
+// shows the hold's units beside the initial stock.
+func TestConsoleSalesShowsHeldUnits(t *testing.T) {
+	t.Parallel()
+	_, base := startConsoleServe(t)
+	createWarm(t, base, "con-held", `{"stock":10,"per_user_limit":5}`)
+	want(t, "reserve", call(t, "POST", base+"/v1/skus/con-held/holds", conGW,
+		`{"user_id":"u1","qty":3,"request_id":"r1","ttl_seconds":600}`), 201)
+	au := newBrowser(t, base)
+	want(t, "sign-in", au.signIn(conAu), 303)
+	page := au.do("GET", "/console/sales?q=con-held", nil)
+	want(t, "sales", page, 200, ">Held</th>")
+	if !regexp.MustCompile(`<td class="n">10</td>\s*<td class="n">3</td>`).MatchString(page.body) {
+		t.Fatalf("the con-held row does not show initial stock 10 then 3 held: %.3000s", page.body)
+	}
+}
