@@ -351,14 +351,12 @@ func kindName(t reflect.Type) string {
 // one that is given.
 func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductCommand, error) {
 	var b deductBody
-	if err := decodeJSON(body, &b); err != nil {
+	err := decodeJSON(body, &b)
+	if err != nil {
 		return ledger.DeductCommand{}, err
 	}
-	switch {
-	case b.RequestID == "":
-		b.RequestID = idempotencyKey
-	case idempotencyKey != "" && idempotencyKey != b.RequestID:
-		return ledger.DeductCommand{}, domain.NewFieldError(HeaderIdempotencyKey, errors.New("must equal the body's request_id when both are given"))
+	if b.RequestID, err = purchaseRequestID(b.RequestID, idempotencyKey); err != nil {
+		return ledger.DeductCommand{}, err
 	}
 	if b.Qty == nil {
 		// A missing qty ranks after sku and user_id, like any bad qty. Only
@@ -372,6 +370,19 @@ func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductComm
 		return ledger.DeductCommand{}, domain.NewFieldError("qty", errors.New("is required"))
 	}
 	return ledger.NewDeductCommand(sku, b.UserID, *b.Qty, b.RequestID)
+}
+
+// purchaseRequestID is the request id of a purchase or reserve: the body's
+// request_id, or the Idempotency-Key header standing for a missing one; when
+// both are given they must be equal.
+func purchaseRequestID(bodyID, idempotencyKey string) (string, error) {
+	switch {
+	case bodyID == "":
+		return idempotencyKey, nil
+	case idempotencyKey != "" && idempotencyKey != bodyID:
+		return "", domain.NewFieldError(HeaderIdempotencyKey, errors.New("must equal the body's request_id when both are given"))
+	}
+	return bodyID, nil
 }
 
 // decodeRelease reads a release body for sku and validates every field.

@@ -53,9 +53,13 @@ func NewHoldJSON(h domain.Hold) HoldJSON {
 
 // decodeReserve reads a reserve body for sku and validates every field, in
 // the order sku, user_id, qty, request_id, ttl_seconds.
-func (s *server) decodeReserve(sku string, body io.Reader) (ledger.ReserveCommand, error) {
+func (s *server) decodeReserve(sku, idempotencyKey string, body io.Reader) (ledger.ReserveCommand, error) {
 	var b reserveBody
-	if err := decodeJSON(body, &b); err != nil {
+	err := decodeJSON(body, &b)
+	if err != nil {
+		return ledger.ReserveCommand{}, err
+	}
+	if b.RequestID, err = purchaseRequestID(b.RequestID, idempotencyKey); err != nil {
 		return ledger.ReserveCommand{}, err
 	}
 	if b.Qty == nil {
@@ -70,15 +74,21 @@ func (s *server) decodeReserve(sku string, body io.Reader) (ledger.ReserveComman
 	return s.holds.NewReserveCommand(sku, b.UserID, *b.Qty, b.RequestID, b.TTLSeconds)
 }
 
-// reserve answers 201 with the new hold, or 200 with the original one for a
-// retry of its request_id.
+// reserve answers 201 with the new hold; a retry of its request_id (or
+// Idempotency-Key) answers 201 again with the same hold, in its state now,
+// and Idempotent-Replayed: true.
 func (s *server) reserve(w http.ResponseWriter, r *http.Request) {
 	body, err := s.body(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	cmd, err := s.decodeReserve(r.PathValue("sku"), body)
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmd, err := s.decodeReserve(r.PathValue("sku"), key, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -90,11 +100,10 @@ func (s *server) reserve(w http.ResponseWriter, r *http.Request) {
 	}
 	out := NewHoldJSON(h)
 	out.Remaining = &h.Remaining
-	status := http.StatusCreated
 	if h.Replayed {
-		status = http.StatusOK
+		w.Header()[headerReplayed] = headerTrue
 	}
-	s.writeJSON(w, status, out)
+	s.writeJSON(w, http.StatusCreated, out)
 }
 
 // holdRoute serves a route on one hold: confirm, cancel or show, a method

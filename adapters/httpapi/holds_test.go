@@ -31,18 +31,20 @@ func FuzzDecodeReserve(f *testing.F) {
 		`{"user_id":"u1","qty":1,"request_id":"r1","ttl_seconds":60,"ttl_seconds":61}`,
 		`null`, `{`, ``,
 	} {
-		f.Add([]byte(seed), "sku-1")
+		f.Add([]byte(seed), "sku-1", "")
 	}
-	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "bad{sku}")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "bad{sku}", "")
+	f.Add([]byte(`{"user_id":"u1","qty":1}`), "sku-1", "key-1")
+	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "sku-1", "key-1")
 	holds, err := ledger.NewHolds(nil, domain.HoldConfig{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	s := &server{holds: holds}
-	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, "ttl_seconds": true}
-	f.Fuzz(func(t *testing.T, data []byte, sku string) {
+	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, "ttl_seconds": true, HeaderIdempotencyKey: true}
+	f.Fuzz(func(t *testing.T, data []byte, sku, key string) {
 		body := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(data)), 1<<10)
-		cmd, err := s.decodeReserve(sku, body)
+		cmd, err := s.decodeReserve(sku, key, body)
 		if err != nil {
 			var fe *domain.FieldError
 			if !errors.As(err, &fe) || !fields[fe.Field] || !strings.HasPrefix(err.Error(), fe.Field+": ") {
@@ -58,6 +60,9 @@ func FuzzDecodeReserve(f *testing.F) {
 		}
 		if _, err := domain.NewRequestID(cmd.RequestID.String()); err != nil {
 			t.Fatalf("accepted %q: %v", data, err)
+		}
+		if key != "" && cmd.RequestID.String() != key {
+			t.Fatalf("accepted %q with Idempotency-Key %q as request id %q", data, key, cmd.RequestID)
 		}
 		if _, err := domain.NewQuantity(cmd.Qty.Int64()); err != nil {
 			t.Fatalf("accepted %q: %v", data, err)

@@ -211,7 +211,11 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 		return "/v1/skus/spec-1/holds/" + h.HoldID
 	}
 	h1 := hold(c.do(201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`))
-	c.do(200, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`)
+	if again := c.do(201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`); hold(again) != h1 || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a retried reserve answered %v %s, want hold %s replayed", again.header, again.body, h1)
+	}
+	c.do(200, "POST", hold(c.doKey("hk", 201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"hk","qty":1}`))+"/cancel", gw, "")
+	c.doKey("other", 400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"hk","qty":1,"request_id":"hk"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9","ttl_seconds":0}`)
 	c.do(400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9","ttl_seconds":3601}`)
 	c.do(409, "POST", "/v1/skus/spec-2/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9"}`)
