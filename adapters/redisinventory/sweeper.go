@@ -224,7 +224,7 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, er
 		}
 		c.holds = append(c.holds, hold)
 	}
-	run := func() error {
+	run := func(calls []*call) error {
 		pipe := s.client.Pipeline()
 		if len(corrupt) > 0 {
 			// Never written by reserve.lua; drop them so they are not read again.
@@ -246,10 +246,20 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, er
 		_, err := pipe.Exec(ctx)
 		return err
 	}
-	err := run()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+	err := run(calls)
+	// Another pass may load the script while this pipeline runs, so only the
+	// calls refused with NOSCRIPT run again: a call that ran would answer
+	// "already expired" the second time, and its holds would go uncounted.
+	var again []*call
+	for _, c := range calls {
+		if c.cmd != nil && redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
+			again = append(again, c)
+		}
+	}
+	if len(again) > 0 {
 		if err = holdEndScript.Load(ctx, s.client).Err(); err == nil {
-			err = run()
+			corrupt = nil
+			err = run(again)
 		}
 	}
 	if err != nil && !isScriptReplyError(err) {
