@@ -101,11 +101,15 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 	}
 	op := fmt.Sprintf("%s hold %s of %s", action, hold, s)
 	keys := r.keys.HoldKeys(s)
-	v, err := r.runPurchaseScript(ctx, holdEndScript, keys, s, hold.String(), string(action), eventID).Slice()
+	v, err := r.runPurchaseScript(ctx, holdEndScript, keys, s, string(action), hold.String(), eventID).Slice()
 	if err != nil {
 		return domain.Hold{}, time.Time{}, r.failed(ctx, op, err)
 	}
-	h, code, now, err := parseHold(op, s, hold.String(), v)
+	replies, err := holdEndReplies(op, v, 1)
+	if err != nil {
+		return domain.Hold{}, time.Time{}, err
+	}
+	h, code, now, err := parseHold(op, s, hold.String(), replies[0])
 	if err != nil {
 		return domain.Hold{}, time.Time{}, err
 	}
@@ -152,6 +156,23 @@ func holdRefusal(op, sku string, hold domain.HoldID, code int64, status domain.H
 // errNotDue is an expire that reached a hold before its deadline: the
 // sweeper leaves it for a later pass.
 var errNotDue = fmt.Errorf("hold not yet due: %w", domain.ErrConflict)
+
+// holdEndReplies splits hold_end.lua's reply into its answers, one per
+// hold it was given.
+func holdEndReplies(op string, v []any, holds int) ([][]any, error) {
+	if len(v) != holds {
+		return nil, fmt.Errorf("%s: %w: %d answers for %d holds", op, ErrScript, len(v), holds)
+	}
+	replies := make([][]any, len(v))
+	for i, a := range v {
+		r, ok := a.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: %w: answer %d is %T", op, ErrScript, i, a)
+		}
+		replies[i] = r
+	}
+	return replies, nil
+}
 
 // parseHold decodes hold_reply (hold.lua), or a refusal, which has no hold
 // and only a code. It also returns the Redis clock the script read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -331,4 +332,54 @@ func TestRaceAtTheDeadline(t *testing.T) {
 		t.Fatalf("stock %d sold %d held %d; %d confirmed, %d expired", s.Stock, s.Sold, s.Held, confirmed.Load(), refused.Load())
 	}
 	t.Logf("%d confirmed, %d expired at the deadline", confirmed.Load(), refused.Load())
+}
+
+// One sweeper call expires several holds of a SKU and answers each one:
+// held and due ones expire, a confirmed and a cancelled one stay as they
+// ended, each with one event.
+func TestOneSweepCallEndsEachDueHoldOfASKUOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "hold-batch", 10, 1)
+	var hs []domain.Hold
+	for i := range 5 {
+		hs = append(hs, must(reserve(t, f, sku, fmt.Sprintf("u%d", i), 1, fmt.Sprintf("r%d", i), ttlOf(t, 1))))
+	}
+	must(f.inv.ConfirmHold(ctx, sku, holdID(hs[0]), uuid.NewString()))
+	must(f.inv.CancelHold(ctx, sku, holdID(hs[1]), uuid.NewString()))
+	var expired []string
+	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{PerCall: 1000,
+		OnExpired: func(h domain.Hold, _ time.Duration) { expired = append(expired, h.HoldID) }}))
+	time.Sleep(time.Until(hs[4].ExpiresAt) + 20*time.Millisecond)
+	if n := must(sw.Sweep(ctx)); n != 3 || len(expired) != 3 {
+		t.Fatalf("swept %d (%v), want the 3 held holds", n, expired)
+	}
+	if n := must(sw.Sweep(ctx)); n != 0 {
+		t.Fatalf("second sweep expired %d", n)
+	}
+	ends := map[string]int{}
+	for _, e := range holdEvents(t, f, sku.String()) {
+		if e.Type != domain.EventReserved {
+			ends[e.HoldID]++
+		}
+	}
+	s := foldStream(t, f, sku)
+	want := []domain.HoldStatus{domain.HoldConfirmed, domain.HoldCancelled, domain.HoldExpired, domain.HoldExpired, domain.HoldExpired}
+	for i, h := range hs {
+		if ends[h.HoldID] != 1 || s.Holds[h.HoldID].Status != want[i] {
+			t.Fatalf("hold %d ended %d times, as %s, want once as %s", i, ends[h.HoldID], s.Holds[h.HoldID].Status, want[i])
+		}
+	}
+	if s.Stock != 9 || s.Sold != 1 || s.Held != 0 || len(s.Buyers) != 1 {
+		t.Fatalf("folded %+v", s)
+	}
+}
+
+func TestSweeperConfigRefusesPerCallOutOfRange(t *testing.T) {
+	for _, per := range []int{-1, 1001} {
+		if err := (redisinventory.SweeperConfig{PerCall: per}).Validate(); err == nil || !strings.Contains(err.Error(), "PerCall") {
+			t.Errorf("PerCall %d: %v", per, err)
+		}
+	}
 }

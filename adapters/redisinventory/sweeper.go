@@ -22,6 +22,8 @@ const (
 	DefaultSweepInterval = 200 * time.Millisecond
 	DefaultSweepBatch    = 500
 	DefaultSweepParallel = 16
+	DefaultSweepPerCall  = 100
+	maxSweepPerCall      = 1000
 )
 
 // SweeperConfig configures a Sweeper.
@@ -34,6 +36,11 @@ type SweeperConfig struct {
 	// Parallel is how many partitions a pass sweeps at once. Default
 	// DefaultSweepParallel.
 	Parallel int
+	// PerCall is how many due holds of one SKU a single hold_end.lua call
+	// expires at most, from 1 to 1,000: a call reads the SKU and the clock
+	// and writes the SKU hash once for all of them, and a larger one keeps
+	// Redis busy longer. Default DefaultSweepPerCall.
+	PerCall int
 	// Timeout bounds each Redis round trip of a pass. Default DefaultTimeout.
 	Timeout time.Duration
 	// OnExpired, if set, is called with each hold the pass expired and its
@@ -51,6 +58,9 @@ func (c *SweeperConfig) setDefaults() {
 	}
 	if c.Parallel == 0 {
 		c.Parallel = DefaultSweepParallel
+	}
+	if c.PerCall == 0 {
+		c.PerCall = DefaultSweepPerCall
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -72,6 +82,9 @@ func (c SweeperConfig) Validate() error {
 	if c.Parallel < 0 {
 		errs = append(errs, errors.New("sweeper: Parallel must not be negative"))
 	}
+	if c.PerCall < 0 || c.PerCall > maxSweepPerCall {
+		errs = append(errs, fmt.Errorf("sweeper: PerCall must be from 1 to %d", maxSweepPerCall))
+	}
 	if c.Timeout < 0 {
 		errs = append(errs, errors.New("sweeper: Timeout must not be negative"))
 	}
@@ -79,8 +92,9 @@ func (c SweeperConfig) Validate() error {
 }
 
 // Sweeper expires the holds whose deadline passed: it reads the due entries
-// of each partition's expiry set and ends each hold with hold_end.lua,
-// which checks the hold's state first. It needs no leader and no
+// of each partition's expiry set and ends them with hold_end.lua, which
+// checks each hold's state first: one call per SKU for up to PerCall of
+// its holds, all the calls of a batch in one pipeline. It needs no leader and no
 // PostgreSQL: any number of sweepers may run at once, and each hold still
 // expires exactly once, because the script that expires it is atomic and
 // refuses a hold that already ended. Each pass starts at a random
@@ -180,35 +194,67 @@ func (s *Sweeper) due(ctx context.Context, key string) ([]string, error) {
 	return due, nil
 }
 
-// expire runs hold_end.lua's expire on each due entry, in one pipeline.
+// expire ends the due entries with hold_end.lua's expire, one call per
+// SKU for up to PerCall of its holds, in one pipeline.
 func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	type call struct {
-		sku, hold string
-		cmd       *redis.Cmd
+		sku   string
+		holds []string
+		cmd   *redis.Cmd
 	}
-	calls := make([]call, 0, len(due))
-	run := func() error {
-		calls = calls[:0]
+	var (
+		calls   []*call
+		open    = map[string]*call{} // each SKU's call that still has room
+		corrupt []string
+	)
+	for _, member := range due {
+		sku, hold, ok := strings.Cut(member, " ")
+		if !ok {
+			corrupt = append(corrupt, member)
+			continue
+		}
+		c := open[sku]
+		if c == nil || len(c.holds) == s.cfg.PerCall {
+			c = &call{sku: sku}
+			open[sku] = c
+			calls = append(calls, c)
+		}
+		c.holds = append(c.holds, hold)
+	}
+	run := func(calls []*call) error {
 		pipe := s.client.Pipeline()
-		for _, member := range due {
-			sku, hold, ok := strings.Cut(member, " ")
-			if !ok {
-				// Never written by reserve.lua; drop it so it is not read again.
-				pipe.ZRem(ctx, key, member)
-				continue
+		if len(corrupt) > 0 {
+			// Never written by reserve.lua; drop them so they are not read again.
+			pipe.ZRem(ctx, key, corrupt)
+		}
+		for _, c := range calls {
+			keys := s.keys.HoldKeys(c.sku)
+			args := make([]any, 0, 2+2*len(c.holds))
+			args = append(args, c.sku, string(actionExpire))
+			for _, hold := range c.holds {
+				args = append(args, hold, uuid.NewString())
 			}
-			keys := s.keys.HoldKeys(sku)
-			calls = append(calls, call{sku, hold, holdEndScript.EvalSha(ctx, pipe, keys, sku, hold, string(actionExpire), uuid.NewString())})
+			c.cmd = holdEndScript.EvalSha(ctx, pipe, keys, args...)
 		}
 		_, err := pipe.Exec(ctx)
 		return err
 	}
-	err := run()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+	err := run(calls)
+	// Another pass may load the script while this pipeline runs, so only the
+	// calls refused with NOSCRIPT run again: a call that ran would answer
+	// "already expired" the second time, and its holds would go uncounted.
+	var again []*call
+	for _, c := range calls {
+		if c.cmd != nil && redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
+			again = append(again, c)
+		}
+	}
+	if len(again) > 0 {
 		if err = holdEndScript.Load(ctx, s.client).Err(); err == nil {
-			err = run()
+			corrupt = nil
+			err = run(again)
 		}
 	}
 	if err != nil && !isScriptReplyError(err) {
@@ -217,20 +263,28 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, er
 	expired := 0
 	var errs []error
 	for _, c := range calls {
+		op := fmt.Sprintf("expire %d holds of %s", len(c.holds), c.sku)
 		v, err := c.cmd.Slice()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("expire hold %s of %s: %w", c.hold, c.sku, translate(err)))
+			errs = append(errs, fmt.Errorf("%s: %w", op, translate(err)))
 			continue
 		}
-		h, code, now, err := parseHold("expire hold "+c.hold+" of "+c.sku, c.sku, c.hold, v)
+		replies, err := holdEndReplies(op, v, len(c.holds))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if code == 1 {
-			expired++
-			if s.cfg.OnExpired != nil {
-				s.cfg.OnExpired(h, now.Sub(h.ExpiresAt))
+		for i, hold := range c.holds {
+			h, code, now, err := parseHold("expire hold "+hold+" of "+c.sku, c.sku, hold, replies[i])
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if code == 1 {
+				expired++
+				if s.cfg.OnExpired != nil {
+					s.cfg.OnExpired(h, now.Sub(h.ExpiresAt))
+				}
 			}
 		}
 	}
