@@ -139,7 +139,13 @@ func (e *OrderError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Er
 // Unwrap returns the refusal.
 func (e *OrderError) Unwrap() error { return e.Err }
 
-// LineError returns the refusal of line i, of sku, by err.
+// LineError returns the refusal of line i, of sku, by err. A FieldError
+// (a quantity over the per-user limit) stays one, its field under the line's
+// ("lines[1].qty").
 func LineError(i int, sku string, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return NewFieldError(fmt.Sprintf("lines[%d].%s", i, fe.Field), fmt.Errorf("line %d (sku %s): %w", i, sku, fe.Err))
+	}
 	return &OrderError{Field: fmt.Sprintf("lines[%d]", i), Err: fmt.Errorf("line %d (sku %s): %w", i, sku, err)}
 }

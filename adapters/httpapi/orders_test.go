@@ -16,9 +16,9 @@ import (
 // FuzzDecodePlaceOrder feeds arbitrary bodies to the order decoder. It must
 // never panic; a refusal is a *domain.FieldError naming a member of the
 // order (lines[i].sku; lines.sku for a value of the wrong type), and an
-// accepted order has 1 to
-// MaxLines lines of distinct valid SKUs and quantities, a valid order and
-// user id, and a ttl within 1 s and the maximum.
+// accepted order has 1 to MaxLines lines of distinct valid SKUs and
+// quantities, a valid order and user id, and a ttl within 1 s and the
+// maximum.
 func FuzzDecodePlaceOrder(f *testing.F) {
 	for _, seed := range []string{
 		`{"order_id":"o1","user_id":"u1","lines":[{"sku":"a","qty":1}]}`,
