@@ -25,11 +25,16 @@ const childEnv = "INVLEDGER_TEST_SERVE_CHILD"
 
 // childConfig is what a serve child process runs.
 type childConfig struct {
+	RedisURL          string // when RedisCluster is empty
 	RedisCluster      []string
 	DatabaseURL       string
 	Components        []string
 	ReconcileInterval time.Duration
 	DataDir           string
+	// PauseOrderAfterLines, if not zero, makes every order placing stop
+	// for good once that many lines are reserved, after printing
+	// ORDER-PAUSED, so the test can kill the process between two lines.
+	PauseOrderAfterLines int
 }
 
 // serveChild runs Serve as a separate process would, until SIGTERM, and
@@ -43,12 +48,20 @@ func serveChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(ctx, app.Config{RedisCluster: cc.RedisCluster, DatabaseURL: cc.DatabaseURL, Logger: log})
+	a, err := app.New(ctx, app.Config{RedisURL: cc.RedisURL, RedisCluster: cc.RedisCluster, DatabaseURL: cc.DatabaseURL, Logger: log})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
 	}
 	defer a.Close()
+	if n := cc.PauseOrderAfterLines; n > 0 {
+		a.Orders.SetAfterLine(func(line int) {
+			if line+1 == n {
+				fmt.Println("ORDER-PAUSED")
+				select {}
+			}
+		})
+	}
 	err = Serve(ctx, a, Config{Components: cc.Components, Listen: "127.0.0.1:0", Tokens: testTokens, DataDir: cc.DataDir,
 		ReconcileInterval: cc.ReconcileInterval, OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
 	if err != nil {
@@ -78,8 +91,15 @@ func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 // LISTENING or ERR line arrives on lines.
 func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration, components ...string) (*serveProcess, <-chan string) {
 	t.Helper()
-	cc, err := json.Marshal(childConfig{RedisCluster: st.Cluster.Addrs(), DatabaseURL: st.DatabaseURL, Components: components,
+	return spawnChild(t, childConfig{RedisCluster: st.Cluster.Addrs(), DatabaseURL: st.DatabaseURL, Components: components,
 		ReconcileInterval: interval, DataDir: t.TempDir()})
+}
+
+// spawnChild starts a serve process running c; its LISTENING, ERR and
+// ORDER-PAUSED lines arrive on lines.
+func spawnChild(t *testing.T, c childConfig) (*serveProcess, <-chan string) {
+	t.Helper()
+	cc, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +119,7 @@ func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "LISTENING ") || strings.HasPrefix(line, "ERR") {
+			if line := sc.Text(); strings.HasPrefix(line, "LISTENING ") || strings.HasPrefix(line, "ERR") || line == "ORDER-PAUSED" {
 				lines <- line
 			}
 		}
