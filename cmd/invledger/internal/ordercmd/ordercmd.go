@@ -4,7 +4,6 @@
 package ordercmd
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/invledger/invledger/adapters/httpclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
-	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -35,23 +33,9 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN) to a gateway
 token (any reader may show).`,
 	}
 	var api, token, order string
-	cmd.PersistentFlags().StringVar(&api, "api", "", "base URL of the invledger HTTP API (env INVLEDGER_API_URL)")
-	cmd.PersistentFlags().StringVar(&token, "token", "", "your bearer token for the API (env INVLEDGER_API_TOKEN; never shown)")
+	apiclient.AddFlags(cmd, &api, &token)
 	cmd.PersistentFlags().StringVar(&order, "order", "", "the order id (required)")
 	_ = cmd.MarkPersistentFlagRequired("order")
-	run := func(do func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error)) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			c, err := apiclient.New(api, token)
-			if err != nil {
-				return err
-			}
-			o, err := do(cmd, c)
-			if err != nil {
-				return err
-			}
-			return output.PrintJSON(cmd.OutOrStdout(), o)
-		}
-	}
 
 	var (
 		user  string
@@ -63,10 +47,9 @@ token (any reader may show).`,
 		Short:   "Hold every line or none; a retry with the same order id returns the order",
 		Example: "  invledger order place --order o-7 --user u42 --line phone-x:1 --line case-x:2 --ttl 600",
 		Args:    cobra.NoArgs,
-		RunE: run(func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error) {
-			if cmd.Flags().Changed("ttl") && ttl < 1 {
-				// 0 would ask the client for the server's default.
-				return httpapi.OrderJSON{}, domain.NewFieldError("ttl", errors.New("must be at least 1 second; leave it out for the server's default"))
+		RunE: apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error) {
+			if err := cliflags.CheckTTL(cmd, ttl); err != nil {
+				return httpapi.OrderJSON{}, err
 			}
 			parsed, err := ParseLines(lines)
 			if err != nil {
@@ -80,22 +63,21 @@ token (any reader may show).`,
 	place.Flags().Int64Var(&ttl, "ttl", 0, "seconds until the lines expire (default: the server's, 900)")
 	cliflags.MarkRequired(place, "user", "line")
 
-	onOrder := func(use, short string, do func(c *httpclient.Client, cmd *cobra.Command) (httpapi.OrderJSON, error)) *cobra.Command {
+	onOrder := func(use, short string, do func(*cobra.Command, *httpclient.Client) (httpapi.OrderJSON, error)) *cobra.Command {
 		return &cobra.Command{Use: use + " --order O", Short: short, Args: cobra.NoArgs,
-			Example: "  invledger order " + use + " --order o-7",
-			RunE:    run(func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error) { return do(c, cmd) })}
+			Example: "  invledger order " + use + " --order o-7", RunE: apiclient.RunJSON(&api, &token, do)}
 	}
 	cmd.AddCommand(place,
 		onOrder("confirm", "Confirm every line, or fail naming the line that cannot be and undo the others",
-			func(c *httpclient.Client, cmd *cobra.Command) (httpapi.OrderJSON, error) {
+			func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error) {
 				return c.ConfirmOrder(cmd.Context(), order)
 			}),
 		onOrder("cancel", "Cancel every line still held; repeating it gives the same answer",
-			func(c *httpclient.Client, cmd *cobra.Command) (httpapi.OrderJSON, error) {
+			func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error) {
 				return c.CancelOrder(cmd.Context(), order)
 			}),
 		onOrder("show", "Show the order and the state of each line's hold",
-			func(c *httpclient.Client, cmd *cobra.Command) (httpapi.OrderJSON, error) {
+			func(cmd *cobra.Command, c *httpclient.Client) (httpapi.OrderJSON, error) {
 				return c.Order(cmd.Context(), order)
 			}),
 	)
