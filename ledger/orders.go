@@ -46,6 +46,9 @@ func NewOrders(inv OrderInventory, holds *Holds, cfg domain.OrderConfig) (*Order
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if holds == nil {
+		return nil, errors.New("orders: the hold service is required, for its ttl bounds")
+	}
 	return &Orders{inv: inv, holds: holds, cfg: cfg}, nil
 }
 
