@@ -110,7 +110,9 @@ type Application struct {
 	// Service is the purchase path: create, warm, deduct, release, state.
 	Service *ledger.Service
 	// Holds reserves, confirms and cancels holds; serve's sweepers expire them.
-	Holds       *ledger.Holds
+	Holds *ledger.Holds
+	// Orders places, confirms and cancels orders of several SKUs, as holds.
+	Orders      *ledger.Orders
 	Recovery    *ledger.Recovery
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
@@ -274,6 +276,9 @@ func (a *Application) wire() error {
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
 	if a.Holds, err = ledger.NewHolds(ad.Inventory, cfg.Holds); err != nil {
+		return err
+	}
+	if a.Orders, err = ledger.NewOrders(ad.Inventory, a.Holds, cfg.Orders); err != nil {
 		return err
 	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,

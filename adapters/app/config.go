@@ -78,6 +78,8 @@ type Config struct {
 	// Holds bounds the ttl of holds: MaxTTL (default 1h) and DefaultTTL
 	// (default 15m).
 	Holds domain.HoldConfig
+	// Orders bounds orders: MaxLines (default 20).
+	Orders domain.OrderConfig
 	// Registry receives every metric. Default: a new registry with the Go,
 	// process and build-info collectors.
 	Registry *prometheus.Registry
@@ -102,6 +104,7 @@ func (c *Config) setDefaults() {
 		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
 	}
 	c.Holds.SetDefaults()
+	c.Orders.SetDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -118,9 +121,10 @@ func (c Config) Validate() error {
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("--database-url (INVLEDGER_DATABASE_URL) is required, e.g. postgres://user@127.0.0.1:5432/invledger; `invledger dev` starts a private stack and prints one"))
 	}
-	holds := c.Holds // zero values mean the defaults
+	holds, orders := c.Holds, c.Orders // zero values mean the defaults
 	holds.SetDefaults()
-	errs = append(errs, c.validateRedis(), holds.Validate())
+	orders.SetDefaults()
+	errs = append(errs, c.validateRedis(), holds.Validate(), orders.Validate())
 	if c.Partitions < 0 || c.Partitions > 1024 {
 		errs = append(errs, fmt.Errorf("--partitions (INVLEDGER_PARTITIONS) must be 1-1024, got %d", c.Partitions))
 	}

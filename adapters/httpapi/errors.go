@@ -54,6 +54,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	code := domain.CodeOf(err)
 	detail, field := firstLine(err.Error()), ""
+	var oe *domain.OrderError
+	if errors.As(err, &oe) {
+		detail, field = firstLine(oe.Err.Error()), oe.Field
+	}
 	switch code {
 	case domain.CodeInvalidInput:
 		var fe *domain.FieldError

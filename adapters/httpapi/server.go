@@ -54,6 +54,8 @@ type Config struct {
 	Ledger Ledger
 	// Holds serves the hold routes under /v1/skus/{sku}/holds.
 	Holds HoldService
+	// Orders serves the order routes under /v1/orders.
+	Orders OrderService
 	// SKUs serves GET /v1/skus.
 	SKUs SKULister
 	// Closer serves POST /v1/skus/{sku}/close and /retire.
@@ -130,6 +132,7 @@ func (c Config) Validate() error {
 	}{
 		{"Ledger", c.Ledger == nil},
 		{"Holds", c.Holds == nil},
+		{"Orders", c.Orders == nil},
 		{"SKUs", c.SKUs == nil},
 		{"Closer", c.Closer == nil},
 		{"Auditor", c.Auditor == nil},
@@ -160,6 +163,7 @@ func (c Config) Validate() error {
 type server struct {
 	ledger       Ledger
 	holds        HoldService
+	orders       OrderService
 	skus         SKULister
 	closer       SKUCloser
 	auditor      Auditor
@@ -199,6 +203,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	s := &server{
 		ledger:       cfg.Ledger,
 		holds:        cfg.Holds,
+		orders:       cfg.Orders,
 		skus:         cfg.SKUs,
 		closer:       cfg.Closer,
 		auditor:      cfg.Auditor,
@@ -275,6 +280,10 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/skus/{sku}/holds/{hold_id}", holdReaders, s.holdRoute(HoldService.Hold)},
 		{http.MethodPost, "/v1/skus/{sku}/holds/{hold_id}/confirm", gatewayOnly, s.holdRoute(HoldService.Confirm)},
 		{http.MethodPost, "/v1/skus/{sku}/holds/{hold_id}/cancel", gatewayOnly, s.holdRoute(HoldService.Cancel)},
+		{http.MethodPost, "/v1/orders", gatewayOnly, s.placeOrder},
+		{http.MethodGet, "/v1/orders/{order_id}", holdReaders, s.orderRoute(OrderService.Order)},
+		{http.MethodPost, "/v1/orders/{order_id}/confirm", gatewayOnly, s.orderRoute(OrderService.Confirm)},
+		{http.MethodPost, "/v1/orders/{order_id}/cancel", gatewayOnly, s.orderRoute(OrderService.Cancel)},
 
 		{http.MethodGet, "/v1/skus/{sku}/events", readers, s.skuEvents},
 		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},

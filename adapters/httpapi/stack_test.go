@@ -102,6 +102,12 @@ type unusedHolds struct {
 	HoldService
 }
 
+// unusedOrders is unused for the order service, whose Confirm and Cancel
+// would be ambiguous beside HoldService's.
+type unusedOrders struct {
+	OrderService
+}
+
 // unusedDeadLetters is unused for the dead-letter flow, whose List would
 // be ambiguous beside AdjustmentFlow's.
 type unusedDeadLetters struct {
@@ -130,6 +136,9 @@ func stubbed(t testing.TB, cfg Config) Config {
 	}
 	if cfg.Holds == nil {
 		cfg.Holds = unusedHolds{}
+	}
+	if cfg.Orders == nil {
+		cfg.Orders = unusedOrders{}
 	}
 	if cfg.SKUs == nil {
 		cfg.SKUs = struct{ SKULister }{} // apart from unused: AdjustmentFlow has a List too

@@ -105,3 +105,10 @@ func (k Keyspace) StreamKeys() []string {
 	}
 	return keys
 }
+
+// OrderKey is the record of an order: the order as it was placed (user, ttl
+// and lines), written once and never changed, so that its lines can be found
+// again by the order id. It keeps no state: each line's state is its hold.
+func (k Keyspace) OrderKey(orderID string) string {
+	return "inv:" + tag(k.Partition(orderID)) + ":order:" + orderID
+}

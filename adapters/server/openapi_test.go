@@ -234,6 +234,43 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "POST", h2+"/cancel", gw, "")
 	c.do(409, "POST", h2+"/confirm", gw, "")
 
+	// Orders: all lines or none; a refused line names itself and undoes the others.
+	c.do(201, "PUT", "/v1/skus/spec-3", op, `{"stock":5,"per_user_limit":2}`)
+	c.do(200, "POST", "/v1/skus/spec-3/warm", op, "")
+	o1 := `{"order_id":"o1","user_id":"o1","ttl_seconds":60,"lines":[{"sku":"spec-1","qty":1},{"sku":"spec-3","qty":2}]}`
+	if a := c.do(201, "POST", "/v1/orders", gw, o1); !strings.Contains(a.body, `"status":"held"`) {
+		t.Errorf("order o1: %s", a.body)
+	}
+	c.do(200, "POST", "/v1/orders", gw, o1)
+	if a := c.do(409, "POST", "/v1/orders", gw, strings.Replace(o1, `"qty":2`, `"qty":1`, 1)); !strings.Contains(a.body, `"field":"lines[1]"`) {
+		t.Errorf("a retry of o1 with another line: %s", a.body)
+	}
+	c.do(400, "POST", "/v1/orders", gw, `{"order_id":"o9","user_id":"o9","lines":[]}`)
+	c.do(400, "POST", "/v1/orders", gw, `{"order_id":"o9","user_id":"o9","lines":[{"sku":"spec-3","qty":1},{"sku":"spec-3","qty":1}]}`)
+	c.do(400, "POST", "/v1/orders", gw, `{"order_id":"o9","user_id":"o9","ttl_seconds":0,"lines":[{"sku":"spec-3","qty":1}]}`)
+	c.do(403, "POST", "/v1/orders", au, `{"order_id":"o9","user_id":"o9","lines":[{"sku":"spec-3","qty":1}]}`)
+	a := c.do(409, "POST", "/v1/orders", gw, `{"order_id":"o2","user_id":"o2","lines":[{"sku":"spec-3","qty":1},{"sku":"spec-2","qty":1}]}`)
+	if !strings.Contains(a.body, `"error":"sold_out"`) || !strings.Contains(a.body, `"field":"lines[1]"`) || !strings.Contains(a.body, "spec-2") {
+		t.Errorf("order o2 refused on its sold-out line: %s", a.body)
+	}
+	if a := c.do(200, "GET", "/v1/orders/o2", au, ""); !strings.Contains(a.body, `"status":"cancelled"`) {
+		t.Errorf("order o2's reserved line was not cancelled: %s", a.body)
+	}
+	c.do(200, "GET", "/v1/orders/o1", gw, "")
+	c.do(404, "GET", "/v1/orders/nope", au, "")
+	c.do(200, "POST", "/v1/orders/o1/confirm", gw, "")
+	if a := c.do(200, "POST", "/v1/orders/o1/confirm", gw, ""); !strings.Contains(a.body, `"status":"confirmed"`) {
+		t.Errorf("order o1 confirmed: %s", a.body)
+	}
+	c.do(409, "POST", "/v1/orders/o1/cancel", gw, "")
+	c.do(403, "POST", "/v1/orders/o1/cancel", au, "")
+	c.do(201, "POST", "/v1/orders", gw, `{"order_id":"o3","user_id":"o3","lines":[{"sku":"spec-3","qty":1}]}`)
+	c.do(200, "POST", "/v1/orders/o3/cancel", gw, "")
+	c.do(200, "POST", "/v1/orders/o3/cancel", gw, "")
+	if a := c.do(409, "POST", "/v1/orders/o3/confirm", gw, ""); !strings.Contains(a.body, `"error":"hold_cancelled"`) {
+		t.Errorf("a cancelled order confirmed: %s", a.body)
+	}
+
 	// Reads, once the ledger has caught up.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -34,6 +34,10 @@ type childConfig struct {
 	DataDir           string
 	// ReclaimAfter is the projector's ReclaimAfter; 0 keeps its default.
 	ReclaimAfter time.Duration
+	// PauseOrderAfterLines, if not zero, makes every order placing stop
+	// for good once that many lines are reserved, after printing
+	// ORDER-PAUSED, so the test can kill the process between two lines.
+	PauseOrderAfterLines int
 }
 
 // A child retries webhook deliveries quickly, so that a test's receiver
@@ -57,6 +61,14 @@ func serveChild() int {
 		return 1
 	}
 	defer a.Close()
+	if n := cc.PauseOrderAfterLines; n > 0 {
+		a.Orders.SetAfterLine(func(line int) {
+			if line+1 == n {
+				fmt.Println("ORDER-PAUSED")
+				select {}
+			}
+		})
+	}
 	err = Serve(ctx, a, Config{Components: cc.Components, Listen: "127.0.0.1:0", Tokens: testTokens, DataDir: cc.DataDir,
 		ReconcileInterval: cc.ReconcileInterval, ReclaimAfter: cc.ReclaimAfter,
 		WebhookMinBackoff: childWebhookMinBackoff, WebhookMaxBackoff: childWebhookMaxBackoff,
@@ -111,7 +123,14 @@ func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 	} else {
 		cc.RedisURL = st.Redis.URL()
 	}
-	raw, err := json.Marshal(cc)
+	return spawnChild(t, cc)
+}
+
+// spawnChild starts a serve process running c; its LISTENING, ERR and
+// ORDER-PAUSED lines arrive on lines.
+func spawnChild(t *testing.T, c childConfig) (*serveProcess, <-chan string) {
+	t.Helper()
+	raw, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,13 +144,13 @@ func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd, dataDir: cc.DataDir}
+	p := &serveProcess{cmd: cmd, dataDir: c.DataDir}
 	t.Cleanup(p.kill)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "LISTENING ") || strings.HasPrefix(line, "ERR") {
+			if line := sc.Text(); strings.HasPrefix(line, "LISTENING ") || strings.HasPrefix(line, "ERR") || line == "ORDER-PAUSED" {
 				lines <- line
 			}
 		}

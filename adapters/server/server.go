@@ -486,6 +486,7 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 		TokenSet:    tokens,
 		Ledger:      a.Service,
 		Holds:       a.Holds,
+		Orders:      a.Orders,
 		SKUs:        a.Catalog,
 		Closer:      a.Archiver,
 		Auditor:     a.Auditor,

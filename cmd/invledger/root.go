@@ -10,6 +10,7 @@ import (
 
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
 	"github.com/invledger/invledger/cmd/invledger/internal/holdcmd"
+	"github.com/invledger/invledger/cmd/invledger/internal/ordercmd"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/domain"
 
@@ -95,7 +96,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newTailCmd(&cfg),
 		newDemoCmd(),
 		newSKUCmd(withApp),
-		newDeductCmd(withApp), newReleaseCmd(withApp), holdcmd.Command(),
+		newDeductCmd(withApp), newReleaseCmd(withApp), holdcmd.Command(), ordercmd.Command(),
 		newRestoreRedisCmd(withApp),
 		newRebuildProjectionsCmd(withApp),
 		newArchiveBuyersCmd(withApp),

@@ -3,16 +3,12 @@
 package holdcmd
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/httpclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
-	"github.com/invledger/invledger/cmd/invledger/internal/output"
-	"github.com/invledger/invledger/domain"
 )
 
 // Command returns the `hold` command and its subcommands. Each prints the
@@ -29,23 +25,9 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN) to a gateway
 token (any reader may show).`,
 	}
 	var api, token, sku, hold string
-	cmd.PersistentFlags().StringVar(&api, "api", "", "base URL of the invledger HTTP API (env INVLEDGER_API_URL)")
-	cmd.PersistentFlags().StringVar(&token, "token", "", "your bearer token for the API (env INVLEDGER_API_TOKEN; never shown)")
+	apiclient.AddFlags(cmd, &api, &token)
 	cmd.PersistentFlags().StringVar(&sku, "sku", "", "the SKU (required)")
 	_ = cmd.MarkPersistentFlagRequired("sku")
-	run := func(do func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error)) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			c, err := apiclient.New(api, token)
-			if err != nil {
-				return err
-			}
-			h, err := do(cmd, c)
-			if err != nil {
-				return err
-			}
-			return output.PrintJSON(cmd.OutOrStdout(), h)
-		}
-	}
 
 	var (
 		user, requestID string
@@ -56,10 +38,9 @@ token (any reader may show).`,
 		Short:   "Hold units; a retry with the same request id returns the original hold",
 		Example: "  invledger hold reserve --sku phone-x --user u42 --qty 1 --request-id order-7-line-1 --ttl 600",
 		Args:    cobra.NoArgs,
-		RunE: run(func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error) {
-			if cmd.Flags().Changed("ttl") && ttl < 1 {
-				// 0 would ask the client for the server's default.
-				return httpapi.HoldJSON{}, domain.NewFieldError("ttl", errors.New("must be at least 1 second; leave it out for the server's default"))
+		RunE: apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error) {
+			if err := cliflags.CheckTTL(cmd, ttl); err != nil {
+				return httpapi.HoldJSON{}, err
 			}
 			return c.Reserve(cmd.Context(), sku, user, qty, requestID, ttl)
 		}),
@@ -73,7 +54,7 @@ token (any reader may show).`,
 	onHold := func(use, short string, do func(c *httpclient.Client, cmd *cobra.Command) (httpapi.HoldJSON, error)) *cobra.Command {
 		sub := &cobra.Command{Use: use + " --sku S --hold HOLD_ID", Short: short, Args: cobra.NoArgs,
 			Example: "  invledger hold " + use + " --sku phone-x --hold e9d63f39-1dea-50d7-b46a-d42fe155889b",
-			RunE:    run(func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error) { return do(c, cmd) })}
+			RunE:    apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *httpclient.Client) (httpapi.HoldJSON, error) { return do(c, cmd) })}
 		sub.Flags().StringVar(&hold, "hold", "", "the hold id reserve printed")
 		cliflags.MarkRequired(sub, "hold")
 		return sub

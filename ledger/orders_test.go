@@ -1,0 +1,133 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// TestOrdersNeverEndHalfSold places orders of two SKUs against real Redis
+// and ends them the ways that must undo every line: a refused line, a line
+// cancelled or expired before the confirm, a line confirmed on its own
+// before another ended. Each time both SKUs' stock and held units are back
+// where they began, and the refusal names the line.
+func TestOrdersNeverEndHalfSold(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "ord-a", 10, 5)
+	s.SKU(t, "ord-b", 10, 5)
+	s.SKU(t, "ord-none", 1, 1)
+	orders, holds := s.App.Orders, s.App.Holds
+	place := func(id string, ttl int64, lines ...ledger.OrderLineInput) (ledger.Order, error) {
+		t.Helper()
+		cmd, err := orders.NewPlaceOrderCommand(id, "buyer-"+id, &ttl, lines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return orders.Place(ctx, cmd)
+	}
+	unsold := func(what string) {
+		t.Helper()
+		for _, sku := range []string{"ord-a", "ord-b"} {
+			v, err := s.RedisClient.HMGet(ctx, s.Keyspace.SKUKey(sku), "stock", "held").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v[0] != "10" || (v[1] != nil && v[1] != "0") {
+				t.Fatalf("%s: %s has stock %v, held %v; want 10 and 0", what, sku, v[0], v[1])
+			}
+		}
+	}
+	ab := []ledger.OrderLineInput{{SKU: "ord-a", Qty: 2}, {SKU: "ord-b", Qty: 3}}
+	lineRef := func(o ledger.Order, i int) ledger.HoldRef {
+		ref, err := ledger.NewHoldRef(o.Lines[i].SKU, o.Lines[i].HoldID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	id := func(s string) domain.OrderID { o, _ := domain.NewOrderID(s); return o }
+
+	// A refused line cancels the lines before it.
+	_, err := place("refused", 60, ab[0], ab[1], ledger.OrderLineInput{SKU: "ord-none", Qty: 1}, ledger.OrderLineInput{SKU: "ord-none-2", Qty: 1})
+	var oe *domain.OrderError
+	if !errors.As(err, &oe) || oe.Field != "lines[3]" || domain.CodeOf(err) != domain.CodeNotWarmed {
+		t.Fatalf("order with an unknown sku on line 3 = %v", err)
+	}
+	if s.RedisClient.HGet(ctx, s.Keyspace.SKUKey("ord-none"), "stock").Val() != "1" {
+		t.Fatal("ord-none's line was not cancelled")
+	}
+	unsold("a refused order")
+
+	// A line cancelled before the confirm: the confirm fails on it and cancels the other.
+	o, err := place("cancelled-line", 60, ab...)
+	if err != nil || o.Status != domain.OrderHeld {
+		t.Fatalf("place = %+v, %v", o, err)
+	}
+	if _, err := holds.Cancel(ctx, lineRef(o, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.Confirm(ctx, id("cancelled-line")); !errors.Is(err, domain.ErrHoldCancelled) || !errors.As(err, &oe) || oe.Field != "lines[1]" {
+		t.Fatalf("confirm with line 1 cancelled = %v", err)
+	}
+	unsold("a confirm refused by a cancelled line")
+	if got, err := orders.Order(ctx, id("cancelled-line")); err != nil || got.Status != domain.OrderCancelled {
+		t.Fatalf("order after the refused confirm = %+v, %v", got, err)
+	}
+
+	// A line confirmed on its own, then another cancelled: the confirmed one is released.
+	o, err = place("confirmed-line", 60, ab...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holds.Confirm(ctx, lineRef(o, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holds.Cancel(ctx, lineRef(o, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.Confirm(ctx, id("confirmed-line")); !errors.Is(err, domain.ErrHoldCancelled) {
+		t.Fatalf("confirm with line 1 cancelled = %v", err)
+	}
+	unsold("a confirm refused after line 0 was sold")
+
+	// Expired lines: the confirm fails with hold_expired, and cancel leaves them expired.
+	if _, err := place("expired", 1, ab...); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := orders.Confirm(ctx, id("expired")); !errors.Is(err, domain.ErrHoldExpired) || !errors.As(err, &oe) || oe.Field != "lines[0]" {
+		t.Fatalf("confirm after the deadline = %v", err)
+	}
+	if got, err := orders.Cancel(ctx, id("expired")); err != nil || got.Status != domain.OrderExpired {
+		t.Fatalf("cancel after the deadline = %+v, %v", got, err)
+	}
+
+	// A retry names the same holds; one with another body is a conflict naming the member.
+	first, err := place("retried", 60, ab...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := place("retried", 60, ab...)
+	if err != nil || !again.Replayed || again.Lines[1].HoldID != first.Lines[1].HoldID {
+		t.Fatalf("retry = %+v, %v; first %+v", again, err, first)
+	}
+	if _, err := place("retried", 61, ab...); !errors.Is(err, domain.ErrConflict) || !errors.As(err, &oe) || oe.Field != "ttl_seconds" {
+		t.Fatalf("retry with another ttl = %v", err)
+	}
+	if got, err := orders.Confirm(ctx, id("retried")); err != nil || got.Status != domain.OrderConfirmed {
+		t.Fatalf("confirm = %+v, %v", got, err)
+	}
+	if _, err := orders.Cancel(ctx, id("retried")); !errors.Is(err, domain.ErrHoldConfirmed) {
+		t.Fatalf("cancel of a confirmed order = %v", err)
+	}
+	if _, err := orders.Order(ctx, id("never")); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("unknown order = %v", err)
+	}
+}
