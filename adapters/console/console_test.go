@@ -81,7 +81,7 @@ func newTestConsole(t *testing.T, ev *events) *Console {
 			return ledger.SKUView{RedisStock: &stock, Status: domain.StatusOpen}, nil
 		},
 		Health:   func(context.Context) Health { return Health{} },
-		Refusals: func() map[string]float64 { return nil },
+		Refusals: func(context.Context, string) (map[string]int64, error) { return nil, nil },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/stacktest"
 )
 
@@ -354,4 +356,68 @@ func TestConsoleSalesShowsHeldUnits(t *testing.T) {
 	if !regexp.MustCompile(`<td class="n">10</td>\s*<td class="n">3</td>`).MatchString(page.body) {
 		t.Fatalf("the con-held row does not show initial stock 10 then 3 held: %.3000s", page.body)
 	}
+}
+
+// TestConsoleRefusalsAcrossServeProcesses: two serve processes (each its
+// own application, as behind a balancer) over one Redis and PostgreSQL.
+// Purchases refused on both show, added up and for this SKU only, on the
+// SKU page and the live feed of one of them.
+func TestConsoleRefusalsAcrossServeProcesses(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	cfg := st.App.Config()
+	cfg.Registry = nil // the second process has its own metrics
+	other, err := app.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	sc := Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey}
+	a, b := startServe(t, st, sc), startServeApp(t, other, sc)
+	createWarm(t, a, "ref-1", `{"stock":1,"per_user_limit":1}`)
+	createWarm(t, a, "ref-2", `{"stock":5,"per_user_limit":1}`)
+	deduct := func(base, sku, user, req string, status int) {
+		t.Helper()
+		want(t, "deduct "+req, call(t, "POST", base+"/v1/skus/"+sku+"/deduct", conGW, `{"user_id":"`+user+`","qty":1,"request_id":"`+req+`"}`), status)
+	}
+	deduct(a, "ref-1", "u0", "r0", 200)
+	for i := range 3 { // sold out, on a
+		deduct(a, "ref-1", fmt.Sprintf("ua%d", i), fmt.Sprintf("ra%d", i), 409)
+	}
+	for i := range 2 { // sold out, on b
+		deduct(b, "ref-1", fmt.Sprintf("ub%d", i), fmt.Sprintf("rb%d", i), 409)
+	}
+	deduct(b, "ref-2", "u0", "s0", 200)
+	deduct(b, "ref-2", "u0", "s1", 409) // over the limit, another SKU
+	au := newBrowser(t, a)
+	want(t, "sign-in", au.signIn(conAu), 303)
+	// The flushers add the counts within about a second.
+	row := regexp.MustCompile(`<tr><td>sold_out</td><td class="n">(\d+)</td></tr>`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page := au.do("GET", "/console/skus/ref-1", nil)
+		if m := row.FindStringSubmatch(page.body); m != nil && m[1] == "5" {
+			if strings.Contains(page.body, "already_purchased") {
+				t.Fatalf("ref-1's page shows ref-2's refusal")
+			}
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("ref-1's page after 10 s shows sold_out %v, want 5 (3 on a, 2 on b): %.3000s", m, page.body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resp, err := au.c.Get(a + "/console/skus/ref-2/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 64)
+	go func() {
+		s := bufio.NewScanner(resp.Body)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	waitLine(t, lines, `"refusals":{"already_purchased":1}`, 10*time.Second)
 }
