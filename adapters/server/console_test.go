@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -420,4 +421,111 @@ func TestConsoleRefusalsAcrossServeProcesses(t *testing.T) {
 		close(lines)
 	}()
 	waitLine(t, lines, `"refusals":{"already_purchased":1}`, 10*time.Second)
+}
+
+// skuLinks are the SKUs of a Sales page, in row order.
+var skuLinks = regexp.MustCompile(`<td><a href="/console/skus/([^"]+)">`)
+
+func salesRows(t *testing.T, b *browser, query string) []string {
+	t.Helper()
+	page := b.do("GET", "/console/sales?"+query, nil)
+	want(t, "sales "+query, page, 200)
+	var rows []string
+	for _, m := range skuLinks.FindAllStringSubmatch(page.body, -1) {
+		rows = append(rows, m[1])
+	}
+	return rows
+}
+
+// TestConsoleSalesSortFilterPage: the Sales page's rows follow the sort
+// and its reverse, a filter by id or state hides every other SKU, and the
+// pages split the rows 25 at a time.
+func TestConsoleSalesSortFilterPage(t *testing.T) {
+	t.Parallel()
+	_, base := startConsoleServe(t)
+	// srt-c is defined but not warmed.
+	createWarm(t, base, "srt-a", `{"stock":30,"per_user_limit":1}`)
+	createWarm(t, base, "srt-b", `{"stock":10,"per_user_limit":1}`)
+	want(t, "create srt-c", call(t, "PUT", base+"/v1/skus/srt-c", conOp, `{"stock":20,"per_user_limit":1}`), 201)
+	for i := range 27 {
+		want(t, "create", call(t, "PUT", base+fmt.Sprintf("/v1/skus/pg-%02d", i), conOp, `{"stock":1,"per_user_limit":1}`), 201)
+	}
+	au := newBrowser(t, base)
+	want(t, "sign-in", au.signIn(conAu), 303)
+	for _, tc := range []struct{ query, want string }{
+		{"q=srt&sort=initial&dir=asc", "srt-b srt-c srt-a"},
+		{"q=srt&sort=initial&dir=desc", "srt-a srt-c srt-b"},
+		{"q=srt&sort=sku&dir=desc", "srt-c srt-b srt-a"},
+		{"q=SRT-B", "srt-b"},
+		{"q=srt&state=not_warmed", "srt-c"},
+		{"q=srt&state=open&sort=redis_stock&dir=desc", "srt-a srt-b"},
+		{"q=pg-&page=2", "pg-25 pg-26"},
+		{"q=nothing-like-this", ""},
+	} {
+		if got := strings.Join(salesRows(t, au, tc.query), " "); got != tc.want {
+			t.Errorf("sales?%s rows = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+	if rows := salesRows(t, au, "q=pg-"); len(rows) != 25 || rows[0] != "pg-00" || rows[24] != "pg-24" {
+		t.Errorf("first page of pg-: %d rows %v, want pg-00..pg-24", len(rows), rows)
+	}
+}
+
+// TestConsoleFeedsCountAgainstTheConnectionCap: on a serve with
+// --max-conns 3, three live feeds hold every place; a fourth connection,
+// feed or not, is answered 503 at once, and closing a feed frees a place.
+func TestConsoleFeedsCountAgainstTheConnectionCap(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	sc := Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey}
+	open := startServe(t, st, sc)
+	sc.MaxConns = 3
+	capped := strings.TrimPrefix(startServe(t, st, sc), "http://")
+	createWarm(t, open, "cap-1", `{"stock":5,"per_user_limit":1}`)
+	au := newBrowser(t, open) // same key: the cookie works on both
+	want(t, "sign-in", au.signIn(conAu), 303)
+	cookie := au.cookie()
+	feed := func() (net.Conn, *http.Response) {
+		t.Helper()
+		conn, err := net.Dial("tcp", capped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(conn, "GET /console/skus/cap-1/feed HTTP/1.1\r\nHost: x\r\nCookie: "+cookie.Name+"="+cookie.Value+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn, resp
+	}
+	var feeds []net.Conn
+	for i := range 3 {
+		conn, resp := feed()
+		t.Cleanup(func() { conn.Close() })
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("feed %d = %d %s", i, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		feeds = append(feeds, conn)
+	}
+	conn, resp := feed()
+	conn.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a fourth feed with three open = %d %v, want 503 with Retry-After", resp.StatusCode, resp.Header)
+	}
+	feeds[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, resp := feed()
+		t.Cleanup(func() { conn.Close() })
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after a feed closed, a new one = %d", resp.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
