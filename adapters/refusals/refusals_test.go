@@ -174,3 +174,23 @@ func TestFlusherConfigNamesWhatIsMissing(t *testing.T) {
 		t.Fatalf("NewFlusher(empty) = %v, want Counter and Client named", err)
 	}
 }
+
+// BenchmarkRefusedDeduct is the purchase path's cost of counting: a
+// refused Deduct of an in-memory inventory, bare and counted, from every
+// core at once (the mutex's worst case: one SKU, one reason).
+func BenchmarkRefusedDeduct(b *testing.B) {
+	sku, _ := domain.NewSKUID("hot")
+	bare := refusingInventory{err: domain.ErrSoldOut}
+	for _, tc := range []struct {
+		name string
+		inv  ledger.Inventory
+	}{{"bare", bare}, {"counted", NewCounter(0).Wrap(bare)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = tc.inv.Deduct(context.Background(), sku, domain.UserID{}, domain.Quantity{}, domain.RequestID{}, "")
+				}
+			})
+		})
+	}
+}

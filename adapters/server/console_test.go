@@ -297,14 +297,7 @@ func TestConsoleLiveFeed(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("feed = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := feedLines(resp.Body)
 	// The tail starts with the first watcher; purchases begin once the
 	// first figures show it is running.
 	waitLine(t, lines, "event: figures", 10*time.Second)
@@ -322,6 +315,19 @@ func TestConsoleLiveFeed(t *testing.T) {
 	if resp2.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("feed without a session = %d, want 401", resp2.StatusCode)
 	}
+}
+
+// feedLines hands on the lines of an SSE body until it ends.
+func feedLines(body io.Reader) <-chan string {
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }
 
 func waitLine(t *testing.T, lines <-chan string, sub string, within time.Duration) {
@@ -412,14 +418,7 @@ func TestConsoleRefusalsAcrossServeProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	lines := make(chan string, 64)
-	go func() {
-		s := bufio.NewScanner(resp.Body)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-		close(lines)
-	}()
+	lines := feedLines(resp.Body)
 	waitLine(t, lines, `"refusals":{"already_purchased":1}`, 10*time.Second)
 }
 
