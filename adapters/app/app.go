@@ -19,6 +19,7 @@ import (
 	"github.com/invledger/invledger/adapters/eventwebhook"
 	"github.com/invledger/invledger/adapters/pgstore"
 	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/refusals"
 	"github.com/invledger/invledger/adapters/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -137,6 +138,9 @@ type Application struct {
 	// Journal remembers acknowledged receipts; nil in strict mode, where
 	// Redis cannot lose one.
 	Journal *ledger.ReceiptJournal
+	// Refusals counts this process's refused purchases by SKU and reason;
+	// serve flushes them to Redis for the console (adapters/refusals).
+	Refusals *refusals.Counter
 
 	Adapters Adapters
 	Metrics  Metrics
@@ -268,7 +272,8 @@ func (a *Application) wire() error {
 		a.Journal = ledger.NewReceiptJournal(journalWindow)
 		inventory = a.Journal.Wrap(inventory)
 	}
-	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(inventory), ad.SKUs, ad.Ledger, ad.Operations)
+	a.Refusals = refusals.NewCounter(refusals.DefaultMaxSKUs)
+	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(a.Refusals.Wrap(inventory)), ad.SKUs, ad.Ledger, ad.Operations)
 	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks}); err != nil {
 		return err
 	}

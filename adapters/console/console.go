@@ -78,8 +78,10 @@ type Config struct {
 	State func(ctx context.Context, sku string) (ledger.SKUView, error)
 	// Health reads what the Health page shows.
 	Health func(ctx context.Context) Health
-	// Refusals counts this process's refused purchases by reason.
-	Refusals func() map[string]float64
+	// Refusals reads a SKU's refused purchases by reason, as every serve
+	// process counted them (adapters/refusals): once a second per watched
+	// SKU, and once per SKU page.
+	Refusals func(ctx context.Context, sku string) (map[string]int64, error)
 	// LiftDeadlines frees one response from the server's read and write
 	// timeouts, for the live feed. Default: http.ResponseController's
 	// SetReadDeadline and SetWriteDeadline with no deadline (a read

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func newTestConsole(t *testing.T, ev *events) *Console {
 			return ledger.SKUView{RedisStock: &stock, Status: domain.StatusOpen}, nil
 		},
 		Health:   func(context.Context) Health { return Health{} },
-		Refusals: func() map[string]float64 { return nil },
+		Refusals: func(context.Context, string) (map[string]int64, error) { return nil, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -215,4 +216,43 @@ func FuzzSafeNext(f *testing.F) {
 			t.Fatalf("safeNext(%q) = %q: leaves the console", next, got)
 		}
 	})
+}
+
+// TestCookieIsSecureUnderTLS: served over TLS, the session cookie is
+// Secure (as well as HttpOnly and SameSite=Strict), and the browser sends
+// it back over TLS.
+func TestCookieIsSecureUnderTLS(t *testing.T) {
+	c := newTestConsole(t, &events{ch: make(chan domain.Event), follows: make(chan struct{}, 10)})
+	srv := httptest.NewTLSServer(c)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.PostForm(srv.URL+"/console/signin", url.Values{"token": {"auditor-secret-0001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var session *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == cookieName {
+			session = ck
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || session == nil {
+		t.Fatalf("sign-in over TLS = %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	if !session.Secure || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie over TLS: Secure %v HttpOnly %v SameSite %v; want all set, Strict",
+			session.Secure, session.HttpOnly, session.SameSite)
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/console/health", nil)
+	req.AddCookie(session)
+	page, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	if page.StatusCode != 200 {
+		t.Fatalf("a page with the cookie over TLS = %d", page.StatusCode)
+	}
 }

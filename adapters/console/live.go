@@ -25,8 +25,9 @@ type figure struct {
 	LagSeconds  float64 `json:"lag_seconds"`
 	PerSecond   int64   `json:"purchases_per_s"`
 	State       string  `json:"state"`
-	// Refusals are this process's refused purchases by reason, all SKUs.
-	Refusals map[string]float64 `json:"refusals"`
+	// Refusals are the SKU's refused purchases by reason, in every
+	// process; absent when they could not be read.
+	Refusals map[string]int64 `json:"refusals,omitempty"`
 }
 
 // historyLen is how many seconds of figures a watched SKU keeps for a
@@ -49,7 +50,7 @@ type feedMsg struct {
 type hub struct {
 	follow   func(ctx context.Context, sku string, fn func(domain.Event) error) error
 	state    func(ctx context.Context, sku string) (ledger.SKUView, error)
-	refusals func() map[string]float64
+	refusals func(ctx context.Context, sku string) (map[string]int64, error)
 	log      *slog.Logger
 
 	mu     sync.Mutex
@@ -158,6 +159,8 @@ func (h *hub) tick(ctx context.Context, sku string, w *watch) {
 		case now := <-t.C:
 			rctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
 			v, err := h.state(rctx, sku)
+			// Refusals are a nicety: the figures go out without them.
+			refused, _ := h.refusals(rctx, sku)
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
@@ -166,7 +169,7 @@ func (h *hub) tick(ctx context.Context, sku string, w *watch) {
 				continue
 			}
 			f := figure{T: now.Unix(), Stock: v.RedisStock, LedgerStock: v.LedgerStock, RedisSeq: v.RedisSeq, LedgerSeq: v.LedgerSeq, State: string(v.Status),
-				Refusals: h.refusals()}
+				Refusals: refused}
 			if v.RedisSeq != nil && v.LedgerSeq != nil {
 				f.LagEvents = max(0, *v.RedisSeq-*v.LedgerSeq)
 			}

@@ -41,7 +41,7 @@ type skuView struct {
 	BalanceErr string
 	Buyers     httpapi.BuyersJSON
 	BuyersAt   string
-	Refusals   map[string]float64
+	Refusals   map[string]int64
 }
 
 // skuPage is one SKU, live: figures, chart and newest events fed by the
@@ -50,7 +50,8 @@ type skuView struct {
 func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 	sku := r.PathValue("sku")
 	q := r.URL.Query()
-	v := skuView{At: q.Get("at"), BuyersAt: q.Get("buyers_after"), Refusals: c.cfg.Refusals()}
+	v := skuView{At: q.Get("at"), BuyersAt: q.Get("buyers_after")}
+	v.Refusals, _ = c.cfg.Refusals(r.Context(), sku) // the feed fills them in when Redis answers later
 	if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+pathSegment(sku), nil, nil, &v.SKU); err != nil {
 		c.pageError(w, r, s, err)
 		return

@@ -57,6 +57,14 @@ func (k Keyspace) RequestsKey(sku string) string {
 	return "inv:" + tag(k.Partition(sku)) + ":requests:" + sku
 }
 
+// RefusalsKey is the hash of a SKU's refused purchases by reason, which
+// every serve process adds its counts to (adapters/refusals). It expires
+// when no refusal came for a while and is not part of SKUKeys: it is a
+// figure for the console, not the SKU's state.
+func (k Keyspace) RefusalsKey(sku string) string {
+	return "inv:" + tag(k.Partition(sku)) + ":refusals:" + sku
+}
+
 // TombstoneKey is a partition's set of retired SKUs: one set per partition,
 // so a retired SKU costs Redis its id and a few bytes, and the refusal path
 // tells a retired SKU from an unknown one without asking PostgreSQL.

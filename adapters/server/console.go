@@ -9,6 +9,7 @@ import (
 	"github.com/invledger/invledger/adapters/console"
 	"github.com/invledger/invledger/adapters/eventtail"
 	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/refusals"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/projections"
@@ -33,10 +34,12 @@ func newConsole(a *app.Application, sc Config, tokens *httpapi.TokenSet, api htt
 			}
 			return eventtail.Follow(ctx, eventtail.Config{Client: client, Keys: a.Keys, SKU: sku, Logger: a.Log}, fn)
 		},
-		State:    a.Service.State,
-		Health:   consoleHealth(a),
-		Refusals: func() map[string]float64 { return refusals(a) },
-		Logger:   a.Log,
+		State:  a.Service.State,
+		Health: consoleHealth(a),
+		Refusals: func(ctx context.Context, sku string) (map[string]int64, error) {
+			return refusals.Read(ctx, a.Redis, a.Keys, sku)
+		},
+		Logger: a.Log,
 	})
 }
 
@@ -74,32 +77,21 @@ func consoleHealth(a *app.Application) func(ctx context.Context) console.Health 
 	}
 }
 
-// refusals sums this process's refused purchases by reason from its
-// inventory metrics.
-func refusals(a *app.Application) map[string]float64 {
-	out := map[string]float64{}
-	families, err := a.Metrics.Registry.Gather()
+// refusalFlusher adds this process's refusal counts to Redis once a
+// second, over its own one-connection client, so a flush never takes a
+// connection from the purchase path.
+func refusalFlusher(a *app.Application) (component, error) {
+	client, err := app.NewRedisClient(a.Config(), 1, nil)
 	if err != nil {
-		return out
+		return component{}, err
 	}
-	for _, f := range families {
-		if f.GetName() != "invledger_inventory_operations_total" { // ledger.InventoryMetrics' counter
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			var op, outcome string
-			for _, l := range m.GetLabel() {
-				switch l.GetName() {
-				case "operation":
-					op = l.GetValue()
-				case "outcome":
-					outcome = l.GetValue()
-				}
-			}
-			if op == "deduct" && outcome != "ok" {
-				out[outcome] += m.GetCounter().GetValue()
-			}
-		}
+	f, err := refusals.NewFlusher(refusals.FlusherConfig{Counter: a.Refusals, Client: client, Keys: a.Keys, Logger: a.Log})
+	if err != nil {
+		_ = client.Close()
+		return component{}, err
 	}
-	return out
+	return component{"refusals", func(ctx context.Context) error {
+		defer client.Close()
+		return f.Run(ctx)
+	}}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/invledger/invledger/adapters/stacktest"
 )
@@ -282,10 +283,28 @@ func TestConsoleInABrowser(t *testing.T) {
 	p.waitFor(`document.querySelectorAll("#history tbody tr").length === 50 && document.getElementById("feed-status").textContent === "live"`, 10*time.Second)
 	p.check("sku")
 
-	// Two people for one stock change.
+	// Two people for one stock change, requested from the keyboard alone:
+	// Tab from the top of the page reaches every control of the form in
+	// order, typing fills each, and Enter on the button sends it.
 	p.open("/console/approvals")
-	p.do(chromedp.SetValue(chromedp.CSS("#adj-sku"), "flash-1"), chromedp.SetValue(chromedp.CSS("#adj-delta"), "7"),
-		chromedp.SetValue(chromedp.CSS("#adj-reason"), "returned stock"), chromedp.Click(chromedp.CSS(`#request-form button`)))
+	fill := map[string]string{"adj-sku": "flash-1", "adj-delta": "7", "adj-reason": "returned stock"}
+	var reached []string
+	for range 60 {
+		p.do(chromedp.KeyEvent(kb.Tab))
+		id := eval[string](p, `document.activeElement.matches("#request-form button") ? "request" : document.activeElement.id`)
+		if v, ok := fill[id]; ok {
+			reached = append(reached, id)
+			p.do(chromedp.KeyEvent(v))
+		}
+		if id == "request" {
+			reached = append(reached, id)
+			break
+		}
+	}
+	if got := strings.Join(reached, " "); got != "adj-sku adj-delta adj-reason request" {
+		t.Fatalf("Tab reached %q of the request form, want adj-sku adj-delta adj-reason request", got)
+	}
+	p.do(chromedp.KeyEvent(kb.Enter))
 	p.waitFor(`document.querySelector("[role=status]") && document.querySelector("#pending tbody tr[id^=adj-]")`, 10*time.Second)
 	// A form whose CSRF token was taken out is refused.
 	eval[bool](p, `document.querySelector('#request-form input[name=csrf]').remove(); true`)

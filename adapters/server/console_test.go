@@ -3,7 +3,9 @@ package server
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/stacktest"
 )
 
@@ -294,14 +297,7 @@ func TestConsoleLiveFeed(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("feed = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := feedLines(resp.Body)
 	// The tail starts with the first watcher; purchases begin once the
 	// first figures show it is running.
 	waitLine(t, lines, "event: figures", 10*time.Second)
@@ -319,6 +315,19 @@ func TestConsoleLiveFeed(t *testing.T) {
 	if resp2.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("feed without a session = %d, want 401", resp2.StatusCode)
 	}
+}
+
+// feedLines hands on the lines of an SSE body until it ends.
+func feedLines(body io.Reader) <-chan string {
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }
 
 func waitLine(t *testing.T, lines <-chan string, sub string, within time.Duration) {
@@ -353,5 +362,205 @@ func TestConsoleSalesShowsHeldUnits(t *testing.T) {
 	want(t, "sales", page, 200, ">Held</th>")
 	if !regexp.MustCompile(`<td class="n">10</td>\s*<td class="n">3</td>`).MatchString(page.body) {
 		t.Fatalf("the con-held row does not show initial stock 10 then 3 held: %.3000s", page.body)
+	}
+}
+
+// TestConsoleRefusalsAcrossServeProcesses: two serve processes (each its
+// own application, as behind a balancer) over one Redis and PostgreSQL.
+// Purchases refused on both show, added up and for this SKU only, on the
+// SKU page and the live feed of one of them.
+func TestConsoleRefusalsAcrossServeProcesses(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	cfg := st.App.Config()
+	cfg.Registry = nil // the second process has its own metrics
+	other, err := app.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	sc := Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey}
+	a, b := startServe(t, st, sc), startServeApp(t, other, sc)
+	createWarm(t, a, "ref-1", `{"stock":1,"per_user_limit":1}`)
+	createWarm(t, a, "ref-2", `{"stock":5,"per_user_limit":1}`)
+	deduct := func(base, sku, user, req string, status int) {
+		t.Helper()
+		want(t, "deduct "+req, call(t, "POST", base+"/v1/skus/"+sku+"/deduct", conGW, `{"user_id":"`+user+`","qty":1,"request_id":"`+req+`"}`), status)
+	}
+	deduct(a, "ref-1", "u0", "r0", 200)
+	for i := range 3 { // sold out, on a
+		deduct(a, "ref-1", fmt.Sprintf("ua%d", i), fmt.Sprintf("ra%d", i), 409)
+	}
+	for i := range 2 { // sold out, on b
+		deduct(b, "ref-1", fmt.Sprintf("ub%d", i), fmt.Sprintf("rb%d", i), 409)
+	}
+	deduct(b, "ref-2", "u0", "s0", 200)
+	deduct(b, "ref-2", "u0", "s1", 409) // over the limit, another SKU
+	au := newBrowser(t, a)
+	want(t, "sign-in", au.signIn(conAu), 303)
+	// The flushers add the counts within about a second.
+	row := regexp.MustCompile(`<tr><td>sold_out</td><td class="n">(\d+)</td></tr>`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page := au.do("GET", "/console/skus/ref-1", nil)
+		if m := row.FindStringSubmatch(page.body); m != nil && m[1] == "5" {
+			if strings.Contains(page.body, "already_purchased") {
+				t.Fatalf("ref-1's page shows ref-2's refusal")
+			}
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("ref-1's page after 10 s shows sold_out %v, want 5 (3 on a, 2 on b): %.3000s", m, page.body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resp, err := au.c.Get(a + "/console/skus/ref-2/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := feedLines(resp.Body)
+	waitLine(t, lines, `"refusals":{"already_purchased":1}`, 10*time.Second)
+}
+
+// skuLinks are the SKUs of a Sales page, in row order.
+var skuLinks = regexp.MustCompile(`<td><a href="/console/skus/([^"]+)">`)
+
+func salesRows(t *testing.T, b *browser, query string) []string {
+	t.Helper()
+	page := b.do("GET", "/console/sales?"+query, nil)
+	want(t, "sales "+query, page, 200)
+	var rows []string
+	for _, m := range skuLinks.FindAllStringSubmatch(page.body, -1) {
+		rows = append(rows, m[1])
+	}
+	return rows
+}
+
+// TestConsoleSalesSortFilterPage: the Sales page's rows follow the sort
+// and its reverse, a filter by id or state hides every other SKU, and the
+// pages split the rows 25 at a time.
+func TestConsoleSalesSortFilterPage(t *testing.T) {
+	t.Parallel()
+	_, base := startConsoleServe(t)
+	// srt-c is defined but not warmed.
+	createWarm(t, base, "srt-a", `{"stock":30,"per_user_limit":1}`)
+	createWarm(t, base, "srt-b", `{"stock":10,"per_user_limit":1}`)
+	want(t, "create srt-c", call(t, "PUT", base+"/v1/skus/srt-c", conOp, `{"stock":20,"per_user_limit":1}`), 201)
+	for i := range 27 {
+		want(t, "create", call(t, "PUT", base+fmt.Sprintf("/v1/skus/pg-%02d", i), conOp, `{"stock":1,"per_user_limit":1}`), 201)
+	}
+	au := newBrowser(t, base)
+	want(t, "sign-in", au.signIn(conAu), 303)
+	for _, tc := range []struct{ query, want string }{
+		{"q=srt&sort=initial&dir=asc", "srt-b srt-c srt-a"},
+		{"q=srt&sort=initial&dir=desc", "srt-a srt-c srt-b"},
+		{"q=srt&sort=sku&dir=desc", "srt-c srt-b srt-a"},
+		{"q=SRT-B", "srt-b"},
+		{"q=srt&state=not_warmed", "srt-c"},
+		{"q=srt&state=open&sort=redis_stock&dir=desc", "srt-a srt-b"},
+		{"q=pg-&page=2", "pg-25 pg-26"},
+		{"q=nothing-like-this", ""},
+	} {
+		if got := strings.Join(salesRows(t, au, tc.query), " "); got != tc.want {
+			t.Errorf("sales?%s rows = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+	if rows := salesRows(t, au, "q=pg-"); len(rows) != 25 || rows[0] != "pg-00" || rows[24] != "pg-24" {
+		t.Errorf("first page of pg-: %d rows %v, want pg-00..pg-24", len(rows), rows)
+	}
+}
+
+// TestConsoleFeedsCountAgainstTheConnectionCap: on a serve with
+// --max-conns 3, three live feeds hold every place; a fourth connection,
+// feed or not, is answered 503 at once, and closing a feed frees a place.
+func TestConsoleFeedsCountAgainstTheConnectionCap(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	sc := Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey}
+	open := startServe(t, st, sc)
+	sc.MaxConns = 3
+	capped := strings.TrimPrefix(startServe(t, st, sc), "http://")
+	createWarm(t, open, "cap-1", `{"stock":5,"per_user_limit":1}`)
+	au := newBrowser(t, open) // same key: the cookie works on both
+	want(t, "sign-in", au.signIn(conAu), 303)
+	cookie := au.cookie()
+	feed := func() (net.Conn, *http.Response) {
+		t.Helper()
+		conn, err := net.Dial("tcp", capped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(conn, "GET /console/skus/cap-1/feed HTTP/1.1\r\nHost: x\r\nCookie: "+cookie.Name+"="+cookie.Value+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn, resp
+	}
+	var feeds []net.Conn
+	for i := range 3 {
+		conn, resp := feed()
+		t.Cleanup(func() { conn.Close() })
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("feed %d = %d %s", i, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		feeds = append(feeds, conn)
+	}
+	conn, resp := feed()
+	conn.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a fourth feed with three open = %d %v, want 503 with Retry-After", resp.StatusCode, resp.Header)
+	}
+	feeds[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, resp := feed()
+		t.Cleanup(func() { conn.Close() })
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after a feed closed, a new one = %d", resp.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestConsoleHealthAfterARedisRestart: the Health page shows what it
+// reads, not only reachability: after Redis restarts, the SKUs fenced
+// until a reconciler verifies them (none runs here) are listed, beside the
+// durability mode, the dead letters and the projector's lag per partition.
+func TestConsoleHealthAfterARedisRestart(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	base := startServe(t, st, Config{Components: []string{ComponentAPI, ComponentProjector}, Tokens: conTokens, ConsoleKey: conKey})
+	createWarm(t, base, "hl-1", `{"stock":5,"per_user_limit":1}`)
+	createWarm(t, base, "hl-2", `{"stock":5,"per_user_limit":1}`)
+	want(t, "deduct", call(t, "POST", base+"/v1/skus/hl-1/deduct", conGW, `{"user_id":"u","qty":1,"request_id":"h1"}`), 200)
+	st.WaitProjected(t, "hl-1", 15*time.Second)
+	au := newBrowser(t, base)
+	want(t, "sign-in", au.signIn(conAu), 303)
+	want(t, "health before", au.do("GET", "/console/health", nil), 200,
+		`id="h-redis" class="ok">reachable`, `id="h-postgres" class="ok">reachable`,
+		`id="h-durability">strict`, `id="h-dead">0<`, `<p id="fenced">None.</p>`,
+		"<td>"+st.Keyspace.SKUStreamKey("hl-1")+"</td>")
+	if err := st.Redis.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		page := au.do("GET", "/console/health", nil)
+		if strings.Contains(page.body, `<li><a href="/console/skus/hl-1">hl-1</a></li>`) &&
+			strings.Contains(page.body, `<li><a href="/console/skus/hl-2">hl-2</a></li>`) {
+			want(t, "health after the restart", page, 200, `id="h-redis" class="ok">reachable`)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15 s after a Redis restart the Health page lists no fenced hl-1 and hl-2: %.3000s", page.body)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/stacktest"
 )
 
@@ -28,6 +29,13 @@ const (
 // when the test ends.
 func startServe(t testing.TB, st *stacktest.Stack, sc Config) string {
 	t.Helper()
+	return startServeApp(t, st.App, sc)
+}
+
+// startServeApp is startServe over a, e.g. a second application on the
+// same stack: another process, sharing nothing in memory.
+func startServeApp(t testing.TB, a *app.Application, sc Config) string {
+	t.Helper()
 	if len(sc.Components) == 0 {
 		sc.Components = []string{ComponentAPI}
 	}
@@ -39,7 +47,7 @@ func startServe(t testing.TB, st *stacktest.Stack, sc Config) string {
 	sc.OnListening = func(addr string) { listening <- addr }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, st.App, sc) }()
+	go func() { done <- Serve(ctx, a, sc) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -351,7 +351,11 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		if err != nil {
 			return err
 		}
-		components = append(components, c, component{"redis-safety", safetyWatcher{client: a.Redis,
+		flusher, err := refusalFlusher(a)
+		if err != nil {
+			return err
+		}
+		components = append(components, c, flusher, component{"redis-safety", safetyWatcher{client: a.Redis,
 			policy: policy, sales: a.Adapters.Inventory,
 			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run},
 			component{"sweeper", sweeper.Run})
