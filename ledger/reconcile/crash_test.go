@@ -95,13 +95,15 @@ func crashDuringSale(t *testing.T, s *stacktest.Stack, sku string, alerts reconc
 	t.Helper()
 	s.SKU(t, sku, 100_000, 1)
 	s.RunProjector(t)
-	runVerifier(t, s, newReconciler(t, s, alerts))
+	gate := &stampGate{}
+	runVerifier(t, s, newReconciler(t, s, alerts, func(c *reconcile.Config) { gate.Inventory = c.Inventory; c.Inventory = gate }))
 
 	stop := make(chan struct{})
 	var restarted atomic.Bool
 	out := crashSale(s, sku, 2000, stop, &restarted)
 	time.Sleep(1500 * time.Millisecond)
 	ctx := context.Background()
+	release := gate.hold()
 	if err := s.Redis.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +112,8 @@ func crashDuringSale(t *testing.T, s *stacktest.Stack, sku string, alerts reconc
 		t.Fatal(err)
 	}
 	restarted.Store(true)
+	probeFence(t, s, sku, out)
+	release()
 	deadline := time.Now().Add(30 * time.Second)
 	for out.okAfter.Load() < 100 {
 		if time.Now().After(deadline) {
@@ -125,6 +129,80 @@ func crashDuringSale(t *testing.T, s *stacktest.Stack, sku string, alerts reconc
 		t.Fatal("no purchase was refused as recovering: the restart was not fenced")
 	}
 	return out
+}
+
+// probeFence is one more buyer of the sale, made while gate holds the
+// verifier's stamps: until one of its purchases is answered, Redis being
+// back but no SKU verified yet, so its only right answer is recovering.
+// Without it the sale's 2,000 buyers may all time out on the reconnecting
+// pool (2 s deadlines on a loaded machine) until the verifier stamped, and
+// the fence goes unseen: the flake this replaces. A sale is an error.
+func probeFence(t *testing.T, s *stacktest.Stack, sku string, out *crashOutcome) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		u := fmt.Sprintf("probe-%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u))
+		cancel()
+		switch {
+		case err == nil:
+			t.Fatal("a purchase sold after the restart before the verifier stamped: the restart was not fenced")
+		case errors.Is(err, domain.ErrRecovering):
+			out.recovering.Add(1)
+			return
+		case !errors.Is(err, domain.ErrUnavailable) || time.Now().After(deadline):
+			t.Fatalf("probe purchase after the restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stampGate holds the reconciler's stamps and corrections between hold
+// and its release, so that a test can observe the fence before any SKU is
+// verified; everything else passes through.
+type stampGate struct {
+	reconcile.Inventory
+	mu   sync.Mutex
+	open chan struct{} // nil: stamps pass
+}
+
+// hold makes stamps wait until the returned release is called.
+func (g *stampGate) hold() (release func()) {
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.open = ch
+	g.mu.Unlock()
+	return sync.OnceFunc(func() { close(ch) })
+}
+
+func (g *stampGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	ch := g.open
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *stampGate) StampMany(ctx context.Context, skus []domain.SKUID, seqs []int64) ([]bool, error) {
+	if err := g.wait(ctx); err != nil {
+		return nil, err
+	}
+	return g.Inventory.StampMany(ctx, skus, seqs)
+}
+
+func (g *stampGate) Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (bool, error) {
+	if err := g.wait(ctx); err != nil {
+		return false, err
+	}
+	return g.Inventory.Correct(ctx, sku, seq, stock)
 }
 
 func assertEveryReceiptInLedgerOnce(t *testing.T, s *stacktest.Stack, sku string, out *crashOutcome) {
