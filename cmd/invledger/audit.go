@@ -81,7 +81,9 @@ func newAuditBuyersCmd(withApp appRunner, format *string) *cobra.Command {
 		Use:   "buyers SKU [--after USER] [--limit N]",
 		Short: "List who holds units of a SKU now, after releases, a page at a time",
 		Long: fmt.Sprintf(`buyers lists the users who hold units of the SKU now, with how many: the
-units each one bought minus those released, folded from the ledger. It also
+units each one bought (deducted, or reserved and confirmed) minus those
+released, plus those in open holds, as the per-user limit counts them,
+folded from the ledger. It also
 answers after archive-buyers removed the buyers from Redis. Users come in
 byte order of their ids, after --after, at most --limit of them (1-%d).
 When more users follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),

@@ -169,14 +169,37 @@ func TestAuditTablesListHolds(t *testing.T) {
 	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("cli-h", "hana", 1, "r-sold")); err != nil {
 		t.Fatal(err)
 	}
+	// ivy buys twice by reserve and confirm, and releases the second.
+	ivy, _ := domain.NewUserID("ivy")
+	for _, req := range []string{"r-i1", "r-i2"} {
+		r, _ := domain.NewRequestID(req)
+		h, err := s.Inventory.Reserve(ctx, sku, ivy, qty, r, ttl, "", uuid.NewString())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := domain.NewHoldID(h.HoldID)
+		if _, err := s.Inventory.ConfirmHold(ctx, sku, id, uuid.NewString()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand("cli-h", "ivy", "r-i2", "")); err != nil {
+		t.Fatal(err)
+	}
 	s.ProjectStreams(t)
 
-	out, _, err := runCLI(t, s, "audit", "history", "cli-h", "--format", "csv")
+	// buyers counts as the per-user limit does: hana's open hold and
+	// purchase, ivy's confirmed hold, not her released one.
+	out, _, err := runCLI(t, s, "audit", "buyers", "cli-h", "--format", "csv")
+	if err != nil || out != "user_id,qty\nhana,2\nivy,1\n" {
+		t.Fatalf("buyers csv: %v\n%q", err, out)
+	}
+
+	out, _, err = runCLI(t, s, "audit", "history", "cli-h", "--format", "csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if err != nil || len(records) != 6 {
+	if err != nil || len(records) != 11 {
 		t.Fatalf("history csv: %v\n%s", err, out)
 	}
 	tail := func(r []string) string { return strings.Join(r[len(r)-4:], ",") }
