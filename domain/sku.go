@@ -118,6 +118,9 @@ type LedgerSummary struct {
 	// Held is the units of open holds, and OpenHolds their number.
 	Held      int64
 	OpenHolds int64
+	// OpenHoldIDs are the ids of the open holds, sorted: reserved with no
+	// event that ended them.
+	OpenHoldIDs []string
 	// Deductions is the number of distinct request ids of deducted events:
 	// Redis must hold a receipt for each.
 	Deductions int64

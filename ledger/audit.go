@@ -236,8 +236,9 @@ type BuyersView struct {
 }
 
 // Buyers returns a page of who holds units of the SKU now, after releases,
-// with how many: deducted minus released units per user, where that is
-// above zero. It folds the ledger, so it also answers once archive-buyers
+// with how many: the units that count against the per-user limit, sold
+// (deducted, or reserved and confirmed) less released, plus those in open
+// holds, as Redis's buyers hash counts them, where that is above zero. It folds the ledger, so it also answers once archive-buyers
 // removed the buyers from Redis. An After that is not a valid user id is a
 // *domain.FieldError naming "after".
 func (a *Auditor) Buyers(ctx context.Context, q BuyersQuery) (BuyersView, error) {

@@ -77,17 +77,20 @@ func (s *PostgresAuditStore) auditEntries(ctx context.Context, query string, arg
 	return entries, nil
 }
 
-// Holders folds sku's deductions and releases per user, as restore and
-// reconcile do, and returns up to limit users after the user id after who
+// Holders folds per user the units of sku that count against the per-user
+// limit: sold (deducted or confirmed, less released) and held in open
+// holds, as Redis's buyers hash, restore and reconcile count them; the
+// sum of minus the deltas of a user's purchase and hold events (confirmed
+// moves none, since the reserve took the units). It returns up to limit users after the user id after who
 // still hold units, in byte order of their ids whatever the database's
 // collation, so every deployment lists and pages them alike. Each page
 // folds the SKU's rows of users above after.
 func (s *PostgresAuditStore) Holders(ctx context.Context, sku domain.SKUID, after string, limit int) ([]ledger.Holding, error) {
 	rows, err := s.pool.Query(ctx, `
 SELECT user_id, held FROM (
-    SELECT user_id, sum(CASE type WHEN 'deducted' THEN qty ELSE -qty END) AS held
+    SELECT user_id, sum(-delta) AS held
     FROM ledger_entries
-    WHERE sku = $1 AND type IN ('deducted', 'released') AND user_id COLLATE "C" > $2
+    WHERE sku = $1 AND type IN ('deducted', 'released', 'reserved', 'cancelled', 'expired') AND user_id COLLATE "C" > $2
     GROUP BY user_id
 ) per_user
 WHERE held > 0 ORDER BY user_id COLLATE "C" LIMIT $3`, sku.String(), after, limit)

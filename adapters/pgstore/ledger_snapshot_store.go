@@ -47,6 +47,9 @@ func (s *PostgresLedgerSnapshotStore) LedgerSnapshot(ctx context.Context, skus, 
 		if sums, err = summaries(ctx, tx, skus); err != nil {
 			return err
 		}
+		if err = openHoldIDs(ctx, tx, skus, sums); err != nil {
+			return err
+		}
 		known, err = knownEventIDs(ctx, tx, eventIDs)
 		return err
 	})
@@ -105,6 +108,30 @@ FROM l FULL JOIN b ON b.sku = l.sku LEFT JOIN h ON h.sku = COALESCE(l.sku, b.sku
 		return nil, fmt.Errorf("fold the ledger: %w", translate(err))
 	}
 	return out, nil
+}
+
+// openHoldIDs adds to sums the ids of each SKU's open holds: reserved, and
+// no event of the hold since. The hold_id index finds a hold's end.
+func openHoldIDs(ctx context.Context, q querier, skus []string, sums map[string]domain.LedgerSummary) error {
+	rows, err := q.Query(ctx, `
+SELECT r.sku, r.hold_id::text FROM ledger_entries r
+WHERE r.type = 'reserved' AND ($1::text[] IS NULL OR r.sku = ANY($1))
+  AND NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.hold_id = r.hold_id AND e.type <> 'reserved')
+ORDER BY r.sku, r.hold_id`, skus)
+	if err != nil {
+		return fmt.Errorf("open holds of the ledger: %w", translate(err))
+	}
+	var sku, id string
+	_, err = pgx.ForEachRow(rows, []any{&sku, &id}, func() error {
+		sum := sums[sku]
+		sum.OpenHoldIDs = append(sum.OpenHoldIDs, id)
+		sums[sku] = sum
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("open holds of the ledger: %w", translate(err))
+	}
+	return nil
 }
 
 // pingTimeout bounds Ping: the reconciler asks before reading Redis, and a

@@ -41,6 +41,11 @@ type ReconcileSourceConfig struct {
 	// SKUs of a partition with a longer tail are reported TailTruncated:
 	// lagging, too far behind to compare exactly. Default 1000.
 	TailLimit int
+	// HoldsLimit is how many entries of a partition's expiry set (its open
+	// holds) one MULTI reads at most. The SKUs of a partition with more
+	// open holds are compared by their counts of open holds and held units
+	// only, not by hold id. Default 10000.
+	HoldsLimit int
 }
 
 func (c *ReconcileSourceConfig) setDefaults() {
@@ -53,13 +58,16 @@ func (c *ReconcileSourceConfig) setDefaults() {
 	if c.TailLimit == 0 {
 		c.TailLimit = 1000
 	}
+	if c.HoldsLimit == 0 {
+		c.HoldsLimit = 10000
+	}
 }
 
 // Validate reports every invalid setting at once.
 func (c ReconcileSourceConfig) Validate() error {
 	var errs []error
-	if c.ChunkSize < 1 || c.TailLimit < 1 {
-		errs = append(errs, errors.New("redis reconcile source: ChunkSize and TailLimit must be at least 1"))
+	if c.ChunkSize < 1 || c.TailLimit < 1 || c.HoldsLimit < 1 {
+		errs = append(errs, errors.New("redis reconcile source: ChunkSize, TailLimit and HoldsLimit must be at least 1"))
 	}
 	return errors.Join(errs...)
 }
@@ -89,7 +97,9 @@ func NewRedisReconcileSource(client redis.UniversalClient, keys Keyspace, cfg Re
 // Snapshot reads the SKUs partition by partition, at most ChunkSize SKUs per
 // MULTI/EXEC, each transaction holding the SKUs' states, the sizes of their
 // buyers and requests hashes, and the partition stream's unacked tail (at
-// most TailLimit entries), so the reconciler compares a state with exactly the
+// most TailLimit entries) and the partition's expiry set (at most
+// HoldsLimit entries: the open holds, which every hold script adds and
+// removes together with the hold's record), so the reconciler compares a state with exactly the
 // events that explain it. All keys of one transaction share the partition's
 // hash tag, so it is valid under Redis Cluster too. Entries below the
 // group's lowest pending id are acked, and the projector acks only after
@@ -138,6 +148,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		retired  = make([]*redis.BoolCmd, len(skus))
 		node     *redis.StringCmd
 		entries  *redis.XMessageSliceCmd
+		holds    *redis.StringSliceCmd
 	)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		node = p.Info(ctx, "replication")
@@ -149,6 +160,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		}
 		// One entry beyond the limit tells a tail that is longer.
 		entries = p.XRangeN(ctx, stream, from, "+", int64(r.cfg.TailLimit)+1)
+		holds = p.ZRange(ctx, r.keys.ExpiryKey(partition), 0, int64(r.cfg.HoldsLimit))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -156,6 +168,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	}
 	run := parseReplID(node.Val())
 	truncated := len(entries.Val()) > r.cfg.TailLimit
+	open, openRead := openHoldsBySKU(holds.Val(), r.cfg.HoldsLimit)
 	for i, sku := range skus {
 		v := states[i].Val()
 		if len(v) == 7 && v[0] == nil {
@@ -171,6 +184,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		live.Archived = rp.OptString(4, "archived_at") != ""
 		live.Held = optDecimal(rp, 5, "held")
 		live.OpenHolds = optDecimal(rp, 6, "holds")
+		live.OpenHoldIDs, live.HoldIDsRead = open[sku.String()], openRead
 		if err := rp.Err(); err != nil {
 			return err
 		}
@@ -189,6 +203,21 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		}
 	}
 	return nil
+}
+
+// openHoldsBySKU groups the entries of an expiry set ("<sku> <hold_id>",
+// hold.lua) by SKU. read is false when the set had more than limit entries.
+func openHoldsBySKU(members []string, limit int) (bySKU map[string][]string, read bool) {
+	if len(members) > limit {
+		return nil, false
+	}
+	bySKU = map[string][]string{}
+	for _, m := range members {
+		if sku, id, ok := strings.Cut(m, " "); ok {
+			bySKU[sku] = append(bySKU[sku], id)
+		}
+	}
+	return bySKU, true
 }
 
 // optDecimal reads a counter field that is absent until its first use.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
+	"github.com/invledger/invledger/domain"
 
 	"github.com/spf13/cobra"
 
@@ -80,7 +81,9 @@ func newAuditBuyersCmd(withApp appRunner, format *string) *cobra.Command {
 		Use:   "buyers SKU [--after USER] [--limit N]",
 		Short: "List who holds units of a SKU now, after releases, a page at a time",
 		Long: fmt.Sprintf(`buyers lists the users who hold units of the SKU now, with how many: the
-units each one bought minus those released, folded from the ledger. It also
+units each one bought (deducted, or reserved and confirmed) minus those
+released, plus those in open holds, as the per-user limit counts them,
+folded from the ledger. It also
 answers after archive-buyers removed the buyers from Redis. Users come in
 byte order of their ids, after --after, at most --limit of them (1-%d).
 When more users follow, stderr names the --after of the next page.`, ledger.MaxAuditLimit),
@@ -152,8 +155,9 @@ func newAuditUserCmd(withApp appRunner, format *string) *cobra.Command {
 	var q ledger.UserQuery
 	cmd := &cobra.Command{
 		Use:   "user USER [--after CURSOR] [--limit N]",
-		Short: "List one user's purchases and releases across every SKU",
-		Long: fmt.Sprintf(`user lists the user's purchases and releases in every SKU, oldest first, at
+		Short: "List one user's purchases, releases and holds across every SKU",
+		Long: fmt.Sprintf(`user lists the user's purchases, releases and hold events in every SKU (with
+each hold's id, status, deadline and order), oldest first, at
 most --limit rows (1-%d). When more rows follow, stderr names the --after
 cursor of the next page.`, ledger.MaxAuditLimit),
 		Example: "  invledger audit user u1",
@@ -218,7 +222,8 @@ API token's name, system:<component> or cli:<os user>. stderr names the next pag
 }
 
 var entryHeader = []string{"sku", "seq", "type", "delta", "qty", "balance_after", "user_id", "request_id",
-	"actor", "reason", "occurred_at", "recorded_at", "stream_id", "event_id", "prev_hash", "hash"}
+	"actor", "reason", "occurred_at", "recorded_at", "stream_id", "event_id", "prev_hash", "hash",
+	"hold_id", "status", "expires_at", "order_id"}
 
 // writeEntries prints ledger rows; page, their JSON shape, is what --format
 // json prints.
@@ -229,8 +234,25 @@ func writeEntries(w io.Writer, format string, page any, entries []ledger.AuditEn
 			strconv.FormatInt(e.Qty, 10), strconv.FormatInt(e.BalanceAfter, 10), e.UserID, e.RequestID,
 			e.Actor, e.Reason, e.OccurredAt.UTC().Format(time.RFC3339Nano),
 			e.RecordedAt.UTC().Format(time.RFC3339Nano), e.StreamID, e.EventID, e.PrevHash, e.Hash}
+		rows[i] = append(rows[i], holdColumns(e)...)
 	}
 	return output.Records(w, format, page, entryHeader, rows)
+}
+
+// holdColumns are a hold event's hold id, the status it gives the hold,
+// its deadline (reserved only) and order id; empty for other events.
+func holdColumns(e ledger.AuditEntry) []string {
+	if !e.Type.HoldEvent() {
+		return []string{"", "", "", ""}
+	}
+	status, expires := domain.HoldStatus(e.Type), ""
+	if e.Type == domain.EventReserved {
+		status = domain.HoldHeld
+	}
+	if e.ExpiresAt != nil {
+		expires = e.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	return []string{e.HoldID, string(status), expires, e.OrderID}
 }
 
 // checkPage validates a paged read command's --format and --limit before

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/invledger/invledger/adapters/httpapi"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
@@ -127,5 +128,97 @@ func TestAuditHelp(t *testing.T) {
 		if err := cmd.Execute(); err != nil || !strings.Contains(out.String(), "--format") {
 			t.Fatalf("%v --help: %v\n%s", args, err, out.String())
 		}
+	}
+}
+
+// TestAuditTablesListHolds checks that a SKU's and a user's tables name
+// each hold event's hold, the status it gave the hold, its deadline and
+// order, and leave those columns empty for other rows.
+func TestAuditTablesListHolds(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "cli-h", 10, 2)
+	sku, err := domain.NewSKUID("cli-h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, _ := domain.NewUserID("hana")
+	qty, _ := domain.NewQuantity(1)
+	cfg := domain.HoldConfig{}
+	cfg.SetDefaults()
+	seconds := int64(600)
+	ttl, err := cfg.NewHoldTTL(&seconds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(req string) domain.Hold {
+		t.Helper()
+		r, _ := domain.NewRequestID(req)
+		h, err := s.Inventory.Reserve(ctx, sku, user, qty, r, ttl, "", uuid.NewString())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	open, ended := reserve("r-open"), reserve("r-ended")
+	id, _ := domain.NewHoldID(ended.HoldID)
+	if _, err := s.Inventory.CancelHold(ctx, sku, id, uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("cli-h", "hana", 1, "r-sold")); err != nil {
+		t.Fatal(err)
+	}
+	// ivy buys twice by reserve and confirm, and releases the second.
+	ivy, _ := domain.NewUserID("ivy")
+	for _, req := range []string{"r-i1", "r-i2"} {
+		r, _ := domain.NewRequestID(req)
+		h, err := s.Inventory.Reserve(ctx, sku, ivy, qty, r, ttl, "", uuid.NewString())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := domain.NewHoldID(h.HoldID)
+		if _, err := s.Inventory.ConfirmHold(ctx, sku, id, uuid.NewString()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand("cli-h", "ivy", "r-i2", "")); err != nil {
+		t.Fatal(err)
+	}
+	s.ProjectStreams(t)
+
+	// buyers counts as the per-user limit does: hana's open hold and
+	// purchase, ivy's confirmed hold, not her released one.
+	out, _, err := runCLI(t, s, "audit", "buyers", "cli-h", "--format", "csv")
+	if err != nil || out != "user_id,qty\nhana,2\nivy,1\n" {
+		t.Fatalf("buyers csv: %v\n%q", err, out)
+	}
+
+	out, _, err = runCLI(t, s, "audit", "history", "cli-h", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(records) != 11 {
+		t.Fatalf("history csv: %v\n%s", err, out)
+	}
+	tail := func(r []string) string { return strings.Join(r[len(r)-4:], ",") }
+	want := []string{
+		"hold_id,status,expires_at,order_id",
+		",,,", // stocked
+		open.HoldID + ",held," + open.ExpiresAt.UTC().Format(time.RFC3339Nano) + ",",
+		ended.HoldID + ",held," + ended.ExpiresAt.UTC().Format(time.RFC3339Nano) + ",",
+		ended.HoldID + ",cancelled,,",
+		",,,", // deducted
+	}
+	for i, w := range want {
+		if got := tail(records[i]); got != w {
+			t.Errorf("history csv row %d ends %q, want %q", i, got, w)
+		}
+	}
+	out, _, err = runCLI(t, s, "audit", "user", "hana")
+	if err != nil || !strings.Contains(out, "HOLD_ID") || strings.Count(out, open.HoldID) != 1 || strings.Count(out, ended.HoldID) != 2 ||
+		!strings.Contains(out, "cancelled") || !strings.Contains(out, "deducted") {
+		t.Fatalf("user table: %v\n%s", err, out)
 	}
 }

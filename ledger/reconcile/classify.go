@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/invledger/invledger/domain"
 )
@@ -112,6 +113,17 @@ func classify(c check) (Class, []Finding) {
 			add(ClassOpenHoldsDrift, "Redis counts %d open holds, the ledger and stream %d (ledger %d%+d in flight)",
 				c.live.OpenHolds, f.TruthOpenHolds, c.ledger.OpenHolds, f.TruthOpenHolds-c.ledger.OpenHolds)
 		}
+		if c.live.HoldIDsRead {
+			redisOnly, ledgerOnly := c.openHoldsDiffer()
+			if len(redisOnly) > 0 {
+				add(ClassHoldRedisOnly, "%d holds are open in Redis but ended or unknown in the ledger and stream: %s",
+					len(redisOnly), nameHolds(redisOnly))
+			}
+			if len(ledgerOnly) > 0 {
+				add(ClassHoldLedgerOnly, "%d holds are open in the ledger and stream but ended or missing in Redis's expiry set: %s",
+					len(ledgerOnly), nameHolds(ledgerOnly))
+			}
+		}
 	}
 
 	b := c.ledger.Balance
@@ -135,6 +147,49 @@ func classify(c check) (Class, []Finding) {
 		return ClassLagging, nil
 	}
 	return ClassOK, nil
+}
+
+// openHoldsDiffer compares the ids of Redis's open holds with the ledger's
+// open holds plus the hold events in flight, which the snapshot read at
+// the same instant as Redis's: it returns the ids open on one side only,
+// sorted.
+func (c check) openHoldsDiffer() (redisOnly, ledgerOnly []string) {
+	truth := make(map[string]bool, len(c.ledger.OpenHoldIDs))
+	for _, id := range c.ledger.OpenHoldIDs {
+		truth[id] = true
+	}
+	for _, e := range c.inFlight {
+		switch e.Type {
+		case domain.EventReserved:
+			truth[e.HoldID] = true
+		case domain.EventConfirmed, domain.EventCancelled, domain.EventExpired:
+			delete(truth, e.HoldID)
+		}
+	}
+	for _, id := range c.live.OpenHoldIDs {
+		if truth[id] {
+			delete(truth, id)
+		} else {
+			redisOnly = append(redisOnly, id)
+		}
+	}
+	for id := range truth {
+		ledgerOnly = append(ledgerOnly, id)
+	}
+	slices.Sort(redisOnly)
+	slices.Sort(ledgerOnly)
+	return redisOnly, ledgerOnly
+}
+
+// maxNamedHolds bounds the hold ids one finding names.
+const maxNamedHolds = 20
+
+// nameHolds lists ids, at most maxNamedHolds of them.
+func nameHolds(ids []string) string {
+	if len(ids) <= maxNamedHolds {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:maxNamedHolds], ", "), len(ids)-maxNamedHolds)
 }
 
 // seqRanges turns the seqs in 1..upTo that are absent from present into

@@ -48,6 +48,18 @@ const (
 	// than the ledger plus the hold events in flight: a hold began or ended
 	// on one side only. It is reported, not repaired.
 	ClassOpenHoldsDrift Class = "open_holds_drift"
+	// ClassHoldRedisOnly means holds are open in Redis (in its expiry set)
+	// that the ledger plus the hold events in flight has ended, or never
+	// reserved. The finding names them. It is reported, not repaired: the
+	// ledger cannot tell a Redis that kept a hold it should have ended from
+	// a ledger that lost the hold's events, and ending or restoring a hold
+	// moves units a buyer may be paying for.
+	ClassHoldRedisOnly Class = "hold_redis_only"
+	// ClassHoldLedgerOnly means holds are open in the ledger plus the hold
+	// events in flight that Redis has ended, or no longer indexes for
+	// expiry (so no sweeper would ever return their units). The finding
+	// names them. It is reported, not repaired, for the same reason.
+	ClassHoldLedgerOnly Class = "hold_ledger_only"
 )
 
 // Figures are the numbers a finding compares.

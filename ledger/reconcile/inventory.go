@@ -46,6 +46,11 @@ type LiveSKU struct {
 	// Held is the units of the SKU's open holds, OpenHolds their number.
 	Held      int64
 	OpenHolds int64
+	// OpenHoldIDs are the ids of the SKU's open holds, read with the rest
+	// of the snapshot when HoldIDsRead is true. A source reads them up to a
+	// bound; beyond it the set is not compared, only the counts.
+	OpenHoldIDs []string
+	HoldIDsRead bool
 	// TailTruncated is true when the SKU's partition had more events in
 	// flight than one snapshot reads: InFlight then lacks some of this
 	// SKU's events, so its figures cannot be compared exactly.

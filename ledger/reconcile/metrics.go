@@ -6,7 +6,8 @@ import (
 
 // driftClasses are the finding classes, which all count as drift.
 var driftClasses = []Class{ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassLedgerGap,
-	ClassBalancesDrift, ClassBuyersDrift, ClassReceiptsMissing, ClassLostAcknowledged, ClassHeldDrift, ClassOpenHoldsDrift}
+	ClassBalancesDrift, ClassBuyersDrift, ClassReceiptsMissing, ClassLostAcknowledged, ClassHeldDrift, ClassOpenHoldsDrift,
+	ClassHoldRedisOnly, ClassHoldLedgerOnly}
 
 // Metrics are the reconciler's Prometheus instruments.
 type Metrics struct {
