@@ -23,12 +23,14 @@ type crashOutcome struct {
 	okAfter    atomic.Int64 // successes after the restart
 	soldOut    atomic.Int64
 	errs       atomic.Int64
+	// done closes once every buyer has returned after stop.
+	done chan struct{}
 }
 
 // crashSale runs goroutines buying from sku until stop closes, while the
 // test kills and restarts Redis; every ok receipt is recorded.
 func crashSale(s *stacktest.Stack, sku string, goroutines int, stop <-chan struct{}, restarted *atomic.Bool) *crashOutcome {
-	out := &crashOutcome{receipts: map[string]domain.Receipt{}}
+	out := &crashOutcome{receipts: map[string]domain.Receipt{}, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
@@ -63,7 +65,7 @@ func crashSale(s *stacktest.Stack, sku string, goroutines int, stop <-chan struc
 			}
 		})
 	}
-	go func() { <-stop; wg.Wait() }()
+	go func() { <-stop; wg.Wait(); close(out.done) }()
 	return out
 }
 
@@ -123,7 +125,11 @@ func crashDuringSale(t *testing.T, s *stacktest.Stack, sku string, alerts reconc
 		time.Sleep(50 * time.Millisecond)
 	}
 	close(stop)
-	time.Sleep(100 * time.Millisecond)
+	// A buyer's purchase still in flight would move Redis after the
+	// ledger was compared with it; so would one a buyer gave up waiting for
+	// that the client's pipeline still sends.
+	<-out.done
+	waitRedisSettled(t, s, sku)
 	waitCaughtUp(t, s, sku)
 	if out.recovering.Load() == 0 {
 		t.Fatal("no purchase was refused as recovering: the restart was not fenced")
@@ -301,4 +307,24 @@ func TestEverysecModeRedisCrashLossIsReportedAndNothingOversold(t *testing.T) {
 	}
 	assertNotOversold(t, s, sku)
 	t.Logf("%d acknowledged: %d in the ledger, %d reported lost; %d refused as recovering", len(ids), len(inLedger), len(lost), out.recovering.Load())
+}
+
+// waitRedisSettled waits until sku's Redis seq stays the same for 300 ms.
+func waitRedisSettled(t *testing.T, s *stacktest.Stack, sku string) {
+	t.Helper()
+	var last int64 = -1
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := s.Service.State(context.Background(), sku)
+		if err == nil && v.RedisSeq != nil {
+			if *v.RedisSeq == last {
+				return
+			}
+			last = *v.RedisSeq
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis seq of %s did not settle: %v", sku, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }
