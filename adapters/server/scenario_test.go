@@ -44,7 +44,13 @@ type sale struct {
 	client            *http.Client
 }
 
+// startSale runs workers buyers over targets, at least one per SKU: each
+// buys one SKU, retrying a 503 with the same request id until it succeeds,
+// so buyers of a SKU whose master is down wait without starving the others.
 func startSale(t *testing.T, skus []string, targets []string, workers int) *sale {
+	if workers < len(skus) {
+		t.Fatalf("%d workers for %d SKUs: each SKU needs one", workers, len(skus))
+	}
 	s := &sale{t: t, skus: skus, stop: make(chan struct{}), unavailable: map[string]int{},
 		first503: map[string]time.Time{}, last503: map[string]time.Time{}, codes: map[string]int{},
 		client: &http.Client{Timeout: 10 * time.Second}}
@@ -57,7 +63,7 @@ func startSale(t *testing.T, skus []string, targets []string, workers int) *sale
 
 func (s *sale) work(w int) {
 	for i := 0; ; i++ {
-		sku := s.skus[(w+i)%len(s.skus)]
+		sku := s.skus[w%len(s.skus)]
 		user, req := fmt.Sprintf("w%d-u%d", w, i), fmt.Sprintf("w%d-r%d", w, i)
 		for attempt := 0; ; attempt++ {
 			select {
