@@ -15,7 +15,8 @@
 -- Reply: one answer per hold, in ARGV's order: hold_reply (hold.lua) with code 1 ended now;
 -- 2 it had already ended as asked (a repeat); -10 it ended otherwise, or is past its deadline
 -- (status says which); -11 (expire only) not yet due; or {-1} not warmed, {-4} recovering,
--- {-9} no such hold. An expire that finds no such SKU or hold drops the expiry entry.
+-- {-9} no such hold. An expire that finds no such SKU or hold, or a hold that has already
+-- ended, drops the expiry entry.
 local sku_key, buyers_key, requests_key, expiry_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local sku, action = ARGV[1], ARGV[2]
 local ends = {confirm = 'confirmed', cancel = 'cancelled', expire = 'expired'}
@@ -59,6 +60,11 @@ for i = 1, n do
   else
     local h = read_hold(raw)
     if h.status ~= 'held' then
+      -- An entry left behind for an ended hold (a hand edit, a partial
+      -- restore) would come up as due at every pass, ahead of the live ones.
+      if action == 'expire' then
+        dropped[#dropped + 1] = sku .. ' ' .. hold_id
+      end
       replies[i] = hold_reply(h.status == want and 2 or -10, h, now)
     elseif action == 'expire' and now < h.expires then
       replies[i] = hold_reply(-11, h, now)

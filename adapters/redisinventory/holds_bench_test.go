@@ -15,47 +15,70 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// BenchmarkReserveVsDeduct runs deduct and reserve interleaved, call by
-// call, from 64 goroutines on one Redis (appendfsync always): both see the
-// same load at the same moments, which a shared 2-core machine does not
-// keep steady between two runs. It reports each one's mean latency, and
+// BenchmarkReserveVsDeduct compares reserve's throughput with deduct's
+// through RedisInventory, 64 goroutines on one Redis (appendfsync always).
+// Sub-benchmark interleaved runs the two call by call, so both see the same
+// load at the same moments, which a shared 2-core machine does not keep
+// steady between two runs; it reports each one's mean latency and
 // reserve-vs-deduct, the ratio of their throughputs at equal concurrency
-// (deduct's mean latency over reserve's).
+// (deduct's mean latency over reserve's). Sub-benchmarks deduct and reserve
+// run each alone and report calls/s; with -count they alternate, so compare
+// neighbouring runs.
 func BenchmarkReserveVsDeduct(b *testing.B) {
 	f := newFixture(b)
 	ctx := context.Background()
-	deductSKU, reserveSKU := f.warm(b, "bench-deduct", 100_000_000, 1), f.warm(b, "bench-reserve", 100_000_000, 1)
+	deductSKU, reserveSKU := f.warm(b, "bench-deduct", 1_000_000_000, 1), f.warm(b, "bench-reserve", 1_000_000_000, 1)
 	ttl := ttlOf(b, 3600)
-	var (
-		n     atomic.Int64
-		spent [2]atomic.Int64 // nanoseconds: deduct, reserve
-		calls [2]atomic.Int64
-	)
-	b.SetParallelism(32) // 64 goroutines on 2 cores
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			k := n.Add(1)
-			user, req := must(domain.NewUserID(fmt.Sprint("u", k))), must(domain.NewRequestID(fmt.Sprint("r", k)))
-			kind, start := int(k%2), time.Now()
-			var err error
-			if kind == 0 {
-				_, err = f.inv.Deduct(ctx, deductSKU, user, must(domain.NewQuantity(1)), req, uuid.NewString())
-			} else {
-				_, err = f.inv.Reserve(ctx, reserveSKU, user, must(domain.NewQuantity(1)), req, ttl, "", uuid.NewString())
-			}
-			spent[kind].Add(int64(time.Since(start)))
-			calls[kind].Add(1)
-			if err != nil {
-				b.Error(err)
-				return
-			}
+	var n atomic.Int64 // unique users and request ids across every run
+	call := func(kind int) error {
+		k := n.Add(1)
+		user, req := must(domain.NewUserID(fmt.Sprint("u", k))), must(domain.NewRequestID(fmt.Sprint("r", k)))
+		if kind == 0 {
+			_, err := f.inv.Deduct(ctx, deductSKU, user, must(domain.NewQuantity(1)), req, uuid.NewString())
+			return err
 		}
+		_, err := f.inv.Reserve(ctx, reserveSKU, user, must(domain.NewQuantity(1)), req, ttl, "", uuid.NewString())
+		return err
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		var (
+			turn  atomic.Int64
+			spent [2]atomic.Int64 // nanoseconds: deduct, reserve
+			calls [2]atomic.Int64
+		)
+		b.SetParallelism(32) // 64 goroutines on 2 cores
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				kind, start := int(turn.Add(1)%2), time.Now()
+				err := call(kind)
+				spent[kind].Add(int64(time.Since(start)))
+				calls[kind].Add(1)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		mean := func(kind int) float64 { return float64(spent[kind].Load()) / float64(max(calls[kind].Load(), 1)) }
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		b.ReportMetric(mean(0)/1e6, "deduct-ms")
+		b.ReportMetric(mean(1)/1e6, "reserve-ms")
+		b.ReportMetric(mean(0)/mean(1), "reserve-vs-deduct")
 	})
-	mean := func(kind int) float64 { return float64(spent[kind].Load()) / float64(max(calls[kind].Load(), 1)) }
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-	b.ReportMetric(mean(0)/1e6, "deduct-ms")
-	b.ReportMetric(mean(1)/1e6, "reserve-ms")
-	b.ReportMetric(mean(0)/mean(1), "reserve-vs-deduct")
+	for kind, name := range []string{"deduct", "reserve"} {
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := call(kind); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
 }
 
 // BenchmarkSweeper reserves b.N holds of 1 s over 16 SKUs, then measures
