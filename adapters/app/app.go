@@ -280,10 +280,11 @@ func (a *Application) wire() error {
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
-	if a.Holds, err = ledger.NewHolds(ad.Inventory, cfg.Holds); err != nil {
+	holdInventory := a.Refusals.WrapOrders(ad.Inventory)
+	if a.Holds, err = ledger.NewHolds(holdInventory, cfg.Holds); err != nil {
 		return err
 	}
-	if a.Orders, err = ledger.NewOrders(ad.Inventory, a.Holds, cfg.Orders); err != nil {
+	if a.Orders, err = ledger.NewOrders(holdInventory, a.Holds, cfg.Orders); err != nil {
 		return err
 	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,

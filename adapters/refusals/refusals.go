@@ -89,12 +89,38 @@ type countedInventory struct {
 
 func (ci *countedInventory) Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error) {
 	rc, err := ci.Inventory.Deduct(ctx, sku, user, qty, req, eventID)
-	if err != nil {
-		if o := ledger.Outcome(err); o != "error" {
-			ci.c.Add(sku.String(), o)
-		}
-	}
+	ci.c.addRefusal(sku, err)
 	return rc, err
+}
+
+// WrapOrders returns inv with every refused Reserve counted as Wrap counts
+// a refused Deduct: in a sale that holds before it sells, the reserve is
+// the buyer's click. Orders reserve their lines through it too.
+func (c *Counter) WrapOrders(inv ledger.OrderInventory) ledger.OrderInventory {
+	return &countedReserves{OrderInventory: inv, c: c}
+}
+
+type countedReserves struct {
+	ledger.OrderInventory
+	c *Counter
+}
+
+func (cr *countedReserves) Reserve(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID,
+	ttl domain.HoldTTL, orderID string, eventID string) (domain.Hold, error) {
+	h, err := cr.OrderInventory.Reserve(ctx, sku, user, qty, req, ttl, orderID, eventID)
+	cr.c.addRefusal(sku, err)
+	return h, err
+}
+
+// addRefusal counts err against sku when a rule gave it; a failure of
+// Redis itself, or no error, counts nothing.
+func (c *Counter) addRefusal(sku domain.SKUID, err error) {
+	if err == nil {
+		return
+	}
+	if o := ledger.Outcome(err); o != "error" {
+		c.Add(sku.String(), o)
+	}
 }
 
 // FlusherConfig configures a Flusher. Counter and Client are required.

@@ -54,6 +54,32 @@ func TestWrapCountsRuleRefusalsOnly(t *testing.T) {
 	}
 }
 
+// refusingOrders answers every Reserve with err: pure logic, no Redis.
+type refusingOrders struct {
+	ledger.OrderInventory
+	err error
+}
+
+func (r refusingOrders) Reserve(context.Context, domain.SKUID, domain.UserID, domain.Quantity, domain.RequestID, domain.HoldTTL, string, string) (domain.Hold, error) {
+	return domain.Hold{}, r.err
+}
+
+func TestWrapOrdersCountsRefusedReservesOnly(t *testing.T) {
+	c := NewCounter(10)
+	id, err := domain.NewSKUID("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []error{domain.ErrSoldOut, fmt.Errorf("line 2: %w", domain.ErrAlreadyPurchased), domain.ErrUnavailable, nil} {
+		_, _ = c.WrapOrders(refusingOrders{err: e}).Reserve(context.Background(), id, domain.UserID{}, domain.Quantity{}, domain.RequestID{}, domain.HoldTTL{}, "", "")
+	}
+	got, _ := c.take()
+	want := map[string]map[string]int64{"a": {string(domain.CodeSoldOut): 1, string(domain.CodeOf(domain.ErrAlreadyPurchased)): 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counted %v, want %v", got, want)
+	}
+}
+
 func TestCounterTracksAtMostMaxSKUs(t *testing.T) {
 	c := NewCounter(3)
 	for i := range 5 {
