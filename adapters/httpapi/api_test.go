@@ -87,7 +87,7 @@ func (s *stack) footprint(t testing.TB, sku string) redisFootprint {
 	return f
 }
 
-// TestBadInputChangesNothing is invariant 7 over HTTP: every malformed
+// TestBadInputChangesNothing checks over HTTP that bad input changes nothing: every malformed
 // deduct is 400 invalid_request naming the field, and Redis is untouched.
 func TestBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
@@ -413,7 +413,7 @@ func TestHappyPath(t *testing.T) {
 }
 
 // TestWarmAfterRedisLoss: the ledger has the SKU's events but Redis lost
-// them, so warm must refuse and point at restore-redis (invariant 6).
+// them, so warm must refuse and point at restore-redis.
 func TestWarmAfterRedisLoss(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
