@@ -334,10 +334,20 @@ func (o *Orders) Confirm(ctx context.Context, id domain.OrderID) (Order, error) 
 // whose line `failed` could not be confirmed, and returns that line's refusal.
 func (o *Orders) undo(ctx context.Context, id domain.OrderID, rec orderRecord, lines []domain.Hold, failed int, cause error) error {
 	refusal := domain.LineError(failed, lines[failed].SKU, cause)
+	if _, err := o.unwind(ctx, id, rec, lines, failed, cause); err != nil {
+		return errors.Join(refusal, err)
+	}
+	return refusal
+}
+
+// unwind cancels the held lines and releases the confirmed ones, naming
+// line `failed` and its cause in each release's reason. It returns how
+// many lines it released now; a line released before is not counted.
+func (o *Orders) unwind(ctx context.Context, id domain.OrderID, rec orderRecord, lines []domain.Hold, failed int, cause error) (released int, err error) {
 	o.cancelHeld(ctx, lines)
 	user, err := domain.NewUserID(rec.User)
 	if err != nil {
-		return errors.Join(refusal, err)
+		return 0, err
 	}
 	reason, _ := domain.NewReason(fmt.Sprintf("order %s not confirmed: line %d %s", id, failed, domain.CodeOf(cause)))
 	for _, h := range lines {
@@ -345,11 +355,49 @@ func (o *Orders) undo(ctx context.Context, id domain.OrderID, rec orderRecord, l
 			continue
 		}
 		sku, _ := domain.NewSKUID(h.SKU)
-		if _, err := o.inv.Release(ctx, sku, user, id.LineRequestID(sku), reason, newEventID()); err != nil {
-			return errors.Join(refusal, fmt.Errorf("release line of sku %s: %w", h.SKU, err))
+		rc, err := o.inv.Release(ctx, sku, user, id.LineRequestID(sku), reason, newEventID())
+		if err != nil {
+			return released, fmt.Errorf("release line of sku %s: %w", h.SKU, err)
+		}
+		if !rc.AlreadyReleased {
+			released++
 		}
 	}
-	return refusal
+	return released, nil
+}
+
+// Settle undoes an order that can no longer be confirmed whole, as a
+// failed confirm does: if a line was confirmed while another ended
+// cancelled or expired (or was never reserved), which only a confirm cut
+// short leaves behind, it releases the confirmed lines and cancels the
+// held ones. It returns how many lines it released now: 0 for an order
+// with nothing to undo, or one undone before. Serve's sweepers call it for
+// the order of each line they expire.
+func (o *Orders) Settle(ctx context.Context, id domain.OrderID) (released int, err error) {
+	rec, lines, err := o.load(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	failed, confirmed := -1, false
+	var cause error
+	for i, h := range lines {
+		switch h.Status {
+		case domain.HoldConfirmed:
+			confirmed = true
+		case "":
+			if failed < 0 {
+				failed, cause = i, domain.ErrHoldNotFound
+			}
+		case domain.HoldCancelled, domain.HoldExpired:
+			if failed < 0 {
+				failed, cause = i, domain.ErrHoldEnded(h.Status)
+			}
+		}
+	}
+	if failed < 0 || !confirmed {
+		return 0, nil
+	}
+	return o.unwind(ctx, id, rec, lines, failed, cause)
 }
 
 // Cancel cancels every line still held; lines already cancelled or expired

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/redisinventory"
 	"github.com/invledger/invledger/adapters/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -129,5 +130,69 @@ func TestOrdersNeverEndHalfSold(t *testing.T) {
 	}
 	if _, err := orders.Order(ctx, id("never")); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown order = %v", err)
+	}
+}
+
+// TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold: a confirm cut short
+// after its first line (here that line is confirmed through the hold, which
+// leaves Redis as the cut-short confirm would) leaves the other line held.
+// Settle leaves the order alone while that line could still be confirmed,
+// and once it expired releases the confirmed line, once.
+func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "cut-a", 10, 5)
+	s.SKU(t, "cut-b", 10, 5)
+	ttl := int64(1)
+	cmd, err := s.App.Orders.NewPlaceOrderCommand("cut", "buyer", &ttl, []ledger.OrderLineInput{{SKU: "cut-a", Qty: 2}, {SKU: "cut-b", Qty: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.App.Orders.Place(ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ledger.NewHoldRef(o.Lines[0].SKU, o.Lines[0].HoldID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Holds.Confirm(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := domain.NewOrderID("cut")
+	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 0 {
+		t.Fatalf("settle while line 1 is held = %d, %v; want nothing undone", n, err)
+	}
+	time.Sleep(time.Until(o.ExpiresAt) + 50*time.Millisecond)
+	sweeper, err := redisinventory.NewSweeper(s.RedisClient, s.Keyspace, redisinventory.SweeperConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep = %d, %v; want line 1 expired", n, err)
+	}
+	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 1 {
+		t.Fatalf("settle after line 1 expired = %d, %v; want line 0 released", n, err)
+	}
+	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 0 {
+		t.Fatalf("second settle = %d, %v; want nothing more", n, err)
+	}
+	for _, sku := range []string{"cut-a", "cut-b"} {
+		v, err := s.RedisClient.HMGet(ctx, s.Keyspace.SKUKey(sku), "stock", "held").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0] != "10" || (v[1] != nil && v[1] != "0") {
+			t.Fatalf("%s has stock %v, held %v; want 10 and 0", sku, v[0], v[1])
+		}
+	}
+	s.ProjectStreams(t)
+	var reason string
+	if err := s.Pool.QueryRow(ctx, `SELECT reason FROM ledger_entries WHERE sku = 'cut-a' AND type = 'released'`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "order cut not confirmed: line 1 hold_expired"; reason != want {
+		t.Fatalf("release reason %q, want %q", reason, want)
 	}
 }

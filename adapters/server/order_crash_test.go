@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -99,5 +100,47 @@ func TestAnOrderCutShortByAKilledServeGivesEveryLineBack(t *testing.T) {
 	rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{Trigger: "test"})
 	if err != nil || len(rep.Drifts) != 0 {
 		t.Fatalf("reconcile after the crash: %+v, %v; want no drift", rep, err)
+	}
+}
+
+// TestTheSweeperUndoesAnOrderAConfirmLeftHalfSold: an order of two SKUs
+// whose first line was confirmed and whose second then expired (as a
+// confirm cut short after its first line, and never retried, leaves it)
+// is undone by the serve that expires the second line: the first line is
+// released, and both SKUs are back where they began.
+func TestTheSweeperUndoesAnOrderAConfirmLeftHalfSold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := stacktest.New(t)
+	st.SKU(t, "half-a", 10, 5)
+	st.SKU(t, "half-b", 10, 5)
+	api := startServe(t, st, Config{Tokens: testTokens})
+	placed := call(t, "POST", api+"/v1/orders", secretGateway,
+		`{"order_id":"half","user_id":"u1","ttl_seconds":1,"lines":[{"sku":"half-a","qty":2},{"sku":"half-b","qty":3}]}`)
+	var order struct {
+		Lines []struct {
+			SKU    string `json:"sku"`
+			HoldID string `json:"hold_id"`
+		} `json:"lines"`
+	}
+	if err := json.Unmarshal([]byte(placed.body), &order); placed.status != 201 || err != nil || len(order.Lines) != 2 {
+		t.Fatalf("place = %d %s (%v)", placed.status, placed.body, err)
+	}
+	first := order.Lines[0]
+	if r := call(t, "POST", api+"/v1/skus/"+first.SKU+"/holds/"+first.HoldID+"/confirm", secretGateway, ""); r.status != 200 {
+		t.Fatalf("confirm line 0 = %d %s", r.status, r.body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, sku := range []string{"half-a", "half-b"} {
+		for {
+			v := st.RedisClient.HMGet(ctx, st.Keyspace.SKUKey(sku), "stock", "held").Val()
+			if v[0] == "10" && (v[1] == nil || v[1] == "0") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s has stock %v and held %v 30 s after the order expired; want 10 and 0", sku, v[0], v[1])
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }

@@ -346,8 +346,12 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		}
 		// Every API process sweeps: sweepers need no leader, so holds
 		// expire while any API runs, and no PostgreSQL.
+		settler := newOrderSettler(a.Orders, a.Log)
 		sweeper, err := redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{
-			Interval: sc.SweepInterval, OnExpired: a.Metrics.Sweep.Observe, Logger: a.Log})
+			Interval: sc.SweepInterval, Logger: a.Log, OnExpired: func(h domain.Hold, lateness time.Duration) {
+				a.Metrics.Sweep.Observe(h, lateness)
+				settler.expired(h)
+			}})
 		if err != nil {
 			return err
 		}
@@ -358,7 +362,7 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		components = append(components, c, flusher, component{"redis-safety", safetyWatcher{client: a.Redis,
 			policy: policy, sales: a.Adapters.Inventory,
 			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run},
-			component{"sweeper", sweeper.Run})
+			component{"sweeper", sweeper.Run}, component{"order-settler", settler.run})
 	} else {
 		c, err := opsComponent(a, sc)
 		if err != nil {
