@@ -31,17 +31,28 @@ const orderRecordGrace = 24 * time.Hour
 // names the lines so that confirm, cancel and show can find them; the
 // order's state is always derived from the holds.
 type Orders struct {
-	inv   OrderInventory
-	holds *Holds
-	cfg   domain.OrderConfig
+	inv     OrderInventory
+	history OrderHistory
+	holds   *Holds
+	cfg     domain.OrderConfig
 	// afterLine, if set, is called after each line's reserve, for tests
 	// that stop a placing halfway.
 	afterLine func(line int)
 }
 
+// OrderHistory finds an order's lines in the ledger, for an order whose
+// record Redis lost. *pgstore.PostgresLedgerStore satisfies it.
+type OrderHistory interface {
+	// OrderReserves returns the reserved events of the order's lines,
+	// earliest first.
+	OrderReserves(ctx context.Context, order domain.OrderID) ([]domain.Event, error)
+}
+
 // NewOrders returns the order service over inv, with holds' ttl bounds and
-// cfg's line limit (defaults applied).
-func NewOrders(inv OrderInventory, holds *Holds, cfg domain.OrderConfig) (*Orders, error) {
+// cfg's line limit (defaults applied). history, which may be nil, rebuilds
+// the record of an order that Redis lost (a wipe, an eviction) from the
+// ledger; without it such an order is not found.
+func NewOrders(inv OrderInventory, history OrderHistory, holds *Holds, cfg domain.OrderConfig) (*Orders, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -49,7 +60,7 @@ func NewOrders(inv OrderInventory, holds *Holds, cfg domain.OrderConfig) (*Order
 	if holds == nil {
 		return nil, errors.New("orders: the hold service is required, for its ttl bounds")
 	}
-	return &Orders{inv: inv, holds: holds, cfg: cfg}, nil
+	return &Orders{inv: inv, history: history, holds: holds, cfg: cfg}, nil
 }
 
 // SetAfterLine installs a hook called after each line of a placing is
@@ -258,6 +269,9 @@ func (o *Orders) cancelHeld(ctx context.Context, lines []domain.Hold) {
 // load returns the order's record and its lines' holds now.
 func (o *Orders) load(ctx context.Context, id domain.OrderID) (orderRecord, []domain.Hold, error) {
 	data, err := o.inv.Order(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) && o.history != nil {
+		data, err = o.rebuild(ctx, id)
+	}
 	if err != nil {
 		return orderRecord{}, nil, err
 	}
@@ -282,6 +296,41 @@ func (o *Orders) load(ctx context.Context, id domain.OrderID) (orderRecord, []do
 		lines[i] = h
 	}
 	return rec, lines, nil
+}
+
+// rebuild writes again, from the ledger's reserved events, the record of an
+// order Redis lost, and returns it: the order's user, its ttl (deadline
+// minus reserve time, both by the Redis clock) and its lines in the order
+// they were reserved. Lines a placing never reserved (it was refused or
+// cut short there) are not in the ledger, so they are not in the rebuilt
+// record either. An order whose record would have expired by now stays
+// not found, as it would have without the loss.
+func (o *Orders) rebuild(ctx context.Context, id domain.OrderID) ([]byte, error) {
+	reserves, err := o.history.OrderReserves(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("order %q from the ledger: %w", id, err)
+	}
+	if len(reserves) == 0 {
+		return nil, fmt.Errorf("order %q: %w", id, domain.ErrNotFound)
+	}
+	first := reserves[0]
+	rec := orderRecord{User: first.User, TTLSeconds: int64(first.ExpiresAt.Sub(first.OccurredAt).Round(time.Second) / time.Second)}
+	deadline := first.ExpiresAt
+	for _, e := range reserves {
+		rec.Lines = append(rec.Lines, OrderLineInput{SKU: e.SKU, Qty: e.Qty})
+		if e.ExpiresAt.After(deadline) {
+			deadline = e.ExpiresAt
+		}
+	}
+	keep := time.Until(deadline) + orderRecordGrace
+	if keep <= 0 {
+		return nil, fmt.Errorf("order %q: %w", id, domain.ErrNotFound)
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode order %q: %w", id, err)
+	}
+	return o.inv.PutOrder(ctx, id, data, keep)
 }
 
 // Order returns the order's state, derived from its lines' holds; an

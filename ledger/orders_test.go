@@ -196,3 +196,56 @@ func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
 		t.Fatalf("release reason %q, want %q", reason, want)
 	}
 }
+
+// TestAnOrderOutlivesAWipeOfRedis: Redis is wiped with an order's lines
+// held and every SKU restored from the ledger, which rebuilds the holds but
+// not the order's record. The order is still found, as placed and with its
+// lines in order, from the ledger's reserved events; a retry of the placing
+// replays it, and it confirms. An order the ledger never saw is not found.
+func TestAnOrderOutlivesAWipeOfRedis(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	lines := []ledger.OrderLineInput{{SKU: "wipe-c", Qty: 1}, {SKU: "wipe-a", Qty: 2}, {SKU: "wipe-b", Qty: 3}}
+	for _, l := range lines {
+		s.SKU(t, l.SKU, 10, 5)
+	}
+	ttl := int64(120)
+	cmd, err := s.App.Orders.NewPlaceOrderCommand("wiped", "buyer", &ttl, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed, err := s.App.Orders.Place(ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ProjectStreams(t)
+	if err := s.RedisClient.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if err := s.Recovery(t).RestoreSKU(ctx, l.SKU); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, _ := domain.NewOrderID("wiped")
+	got, err := s.App.Orders.Order(ctx, id)
+	if err != nil || got.Status != domain.OrderHeld || got.User != "buyer" || len(got.Lines) != 3 {
+		t.Fatalf("order after the wipe = %+v, %v; want it held, as placed", got, err)
+	}
+	for i, h := range got.Lines {
+		if h.SKU != lines[i].SKU || h.Qty != lines[i].Qty || h.HoldID != placed.Lines[i].HoldID {
+			t.Fatalf("line %d after the wipe = %+v, want %+v", i, h, placed.Lines[i])
+		}
+	}
+	if again, err := s.App.Orders.Place(ctx, cmd); err != nil || !again.Replayed {
+		t.Fatalf("retried placing after the wipe = %+v, %v; want it replayed", again, err)
+	}
+	if done, err := s.App.Orders.Confirm(ctx, id); err != nil || done.Status != domain.OrderConfirmed {
+		t.Fatalf("confirm after the wipe = %+v, %v", done, err)
+	}
+	never, _ := domain.NewOrderID("never-placed")
+	if _, err := s.App.Orders.Order(ctx, never); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("an order the ledger never saw = %v, want not found", err)
+	}
+}

@@ -284,7 +284,7 @@ func (a *Application) wire() error {
 	if a.Holds, err = ledger.NewHolds(holdInventory, cfg.Holds); err != nil {
 		return err
 	}
-	if a.Orders, err = ledger.NewOrders(holdInventory, a.Holds, cfg.Orders); err != nil {
+	if a.Orders, err = ledger.NewOrders(holdInventory, ad.Ledger, a.Holds, cfg.Orders); err != nil {
 		return err
 	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,

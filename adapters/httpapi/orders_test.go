@@ -78,7 +78,7 @@ func newTestOrders(t testing.TB, maxLines int) *ledger.Orders {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orders, err := ledger.NewOrders(nil, holds, domain.OrderConfig{MaxLines: maxLines})
+	orders, err := ledger.NewOrders(nil, nil, holds, domain.OrderConfig{MaxLines: maxLines})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,23 @@ WHERE user_id = $1 AND sku = $2 AND request_id = $3 AND type IN ('deducted', 're
 	return p, found, nil
 }
 
+// OrderReserves returns the reserved events of order's lines in the order
+// they were reserved: where an order's lines are found once Redis lost the
+// order's record. Event ids are UUIDv7, strictly increasing within the
+// process that places an order line by line, so they order the lines where
+// the Redis clock's milliseconds, shared by lines reserved within one, would not.
+func (s *PostgresLedgerStore) OrderReserves(ctx context.Context, order domain.OrderID) ([]domain.Event, error) {
+	var reserves []domain.Event
+	err := scanEvents(ctx, s.pool, func(e domain.Event) error {
+		reserves = append(reserves, e)
+		return nil
+	}, `SELECT `+eventColumns+` FROM ledger_entries WHERE order_id = $1 AND type = 'reserved' ORDER BY event_id`, order.String())
+	if err != nil {
+		return nil, fmt.Errorf("reserves of order %q: %w", order, err)
+	}
+	return reserves, nil
+}
+
 // ScanAll calls fn with every ledger event ordered by (sku, seq), streaming
 // the rows as PostgreSQL sends them: the ledger is never held in memory.
 func (s *PostgresLedgerStore) ScanAll(ctx context.Context, fn func(domain.Event) error) error {
