@@ -12,6 +12,21 @@ import (
 	"github.com/invledger/invledger/ledger"
 )
 
+// assertUnsold checks that each of skus, stocked with 10 units, has all 10
+// back in Redis and none held.
+func assertUnsold(t *testing.T, s *stacktest.Stack, what string, skus ...string) {
+	t.Helper()
+	for _, sku := range skus {
+		v, err := s.RedisClient.HMGet(context.Background(), s.Keyspace.SKUKey(sku), "stock", "held").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0] != "10" || (v[1] != nil && v[1] != "0") {
+			t.Fatalf("%s: %s has stock %v, held %v; want 10 and 0", what, sku, v[0], v[1])
+		}
+	}
+}
+
 // TestOrdersNeverEndHalfSold places orders of two SKUs against real Redis
 // and ends them the ways that must undo every line: a refused line, a line
 // cancelled or expired before the confirm, a line confirmed on its own
@@ -35,15 +50,7 @@ func TestOrdersNeverEndHalfSold(t *testing.T) {
 	}
 	unsold := func(what string) {
 		t.Helper()
-		for _, sku := range []string{"ord-a", "ord-b"} {
-			v, err := s.RedisClient.HMGet(ctx, s.Keyspace.SKUKey(sku), "stock", "held").Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v[0] != "10" || (v[1] != nil && v[1] != "0") {
-				t.Fatalf("%s: %s has stock %v, held %v; want 10 and 0", what, sku, v[0], v[1])
-			}
-		}
+		assertUnsold(t, s, what, "ord-a", "ord-b")
 	}
 	ab := []ledger.OrderLineInput{{SKU: "ord-a", Qty: 2}, {SKU: "ord-b", Qty: 3}}
 	lineRef := func(o ledger.Order, i int) ledger.HoldRef {
@@ -178,15 +185,7 @@ func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
 	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 0 {
 		t.Fatalf("second settle = %d, %v; want nothing more", n, err)
 	}
-	for _, sku := range []string{"cut-a", "cut-b"} {
-		v, err := s.RedisClient.HMGet(ctx, s.Keyspace.SKUKey(sku), "stock", "held").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v[0] != "10" || (v[1] != nil && v[1] != "0") {
-			t.Fatalf("%s has stock %v, held %v; want 10 and 0", sku, v[0], v[1])
-		}
-	}
+	assertUnsold(t, s, "after the settle", "cut-a", "cut-b")
 	s.ProjectStreams(t)
 	var reason string
 	if err := s.Pool.QueryRow(ctx, `SELECT reason FROM ledger_entries WHERE sku = 'cut-a' AND type = 'released'`).Scan(&reason); err != nil {
