@@ -298,13 +298,14 @@ func (o *Orders) load(ctx context.Context, id domain.OrderID) (orderRecord, []do
 	return rec, lines, nil
 }
 
-// rebuild writes again, from the ledger's reserved events, the record of an
-// order Redis lost, and returns it: the order's user, its ttl (deadline
-// minus reserve time, both by the Redis clock) and its lines in the order
-// they were reserved. Lines a placing never reserved (it was refused or
-// cut short there) are not in the ledger, so they are not in the rebuilt
-// record either. An order whose record would have expired by now stays
-// not found, as it would have without the loss.
+// rebuild derives, from the ledger's reserved events, the record of an
+// order Redis lost: the order's user, its ttl (deadline minus reserve
+// time, both by the Redis clock) and its lines in the order they were
+// reserved. It is not written back: the ledger may not have projected
+// every line yet, and a record is written once. Lines a placing never
+// reserved (it was refused or cut short there) are not in the ledger, so
+// they are not in the rebuilt record either. An order whose record would
+// have expired by now stays not found, as it would have without the loss.
 func (o *Orders) rebuild(ctx context.Context, id domain.OrderID) ([]byte, error) {
 	reserves, err := o.history.OrderReserves(ctx, id)
 	if err != nil {
@@ -322,15 +323,14 @@ func (o *Orders) rebuild(ctx context.Context, id domain.OrderID) ([]byte, error)
 			deadline = e.ExpiresAt
 		}
 	}
-	keep := time.Until(deadline) + orderRecordGrace
-	if keep <= 0 {
+	if time.Until(deadline)+orderRecordGrace <= 0 {
 		return nil, fmt.Errorf("order %q: %w", id, domain.ErrNotFound)
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode order %q: %w", id, err)
 	}
-	return o.inv.PutOrder(ctx, id, data, keep)
+	return data, nil
 }
 
 // Order returns the order's state, derived from its lines' holds; an
