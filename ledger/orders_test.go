@@ -171,7 +171,7 @@ func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
 	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 0 {
 		t.Fatalf("settle while line 1 is held = %d, %v; want nothing undone", n, err)
 	}
-	time.Sleep(time.Until(o.ExpiresAt) + 50*time.Millisecond)
+	time.Sleep(time.Until(o.Lines[1].ExpiresAt) + 50*time.Millisecond) // line 1 was reserved last
 	sweeper, err := redisinventory.NewSweeper(s.RedisClient, s.Keyspace, redisinventory.SweeperConfig{})
 	if err != nil {
 		t.Fatal(err)
