@@ -90,8 +90,11 @@ func current(t *testing.T, s *stacktest.Stack, sku, user, req string) domain.Rec
 // hash of its own. The previous script cannot read a current receipt: it
 // fails with a script error and writes nothing, which the README's upgrade
 // order (projectors first, then the api) accounts for. The fence changed
-// format (node.lua): each version answers recovering, writing nothing, on a
-// SKU the other verified, and sells once its own reconciler stamped it.
+// format (node.lua): the current version sells under the previous
+// version's fence and its reconciler counts it as verified, so it leaves it
+// in place; the previous version refuses a SKU the current one stamped,
+// writing nothing, until its own reconciler stamped it again. A Redis
+// restart voids the previous fence for the current version too.
 func TestPreviousVersionSideBySide(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
@@ -111,12 +114,17 @@ func TestPreviousVersionSideBySide(t *testing.T) {
 	first := must(old.buy("legacy", "u1", "r1"))
 	must(old.buy("legacy", "u2", "r2"))
 
-	// The current version refuses the previous version's fence until its
-	// reconciler verified the SKU, as after any restart.
-	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("legacy", "u1", 1, "r1")); !errors.Is(err, domain.ErrRecovering) {
-		t.Fatalf("current deduct under the previous fence: %v, want ErrRecovering", err)
+	// The current version sells under the previous version's fence, and
+	// its reconciler counts that fence as verified: it would not stamp the
+	// SKU again, which would stop the previous version selling it.
+	legacyID := must(domain.NewSKUID("legacy"))
+	verified := func() bool {
+		t.Helper()
+		return must(s.ReconcileSource.Snapshot(ctx, []domain.SKUID{legacyID})).SKUs[legacyID].Verified
 	}
-	stampCurrent(t, s, "legacy")
+	if !verified() {
+		t.Fatal("the current reconciler does not count the previous version's fence as verified")
+	}
 	// A retry of the previous version's purchase, now on the current one.
 	retry := current(t, s, "legacy", "u1", "r1")
 	if !retry.Replayed || retry.EventID != first[1] || retry.Seq != first[2] || retry.Remaining != first[3] {
@@ -131,14 +139,15 @@ func TestPreviousVersionSideBySide(t *testing.T) {
 	if again, err := s.Service.Release(ctx, ledger.MustReleaseCommand("legacy", "u2", "r2", "refund")); err != nil || !again.AlreadyReleased || again.Seq != rel.Seq {
 		t.Fatalf("second release: %+v %v, want the first release's seq %d", again, err, rel.Seq)
 	}
-	// Side by side: both versions sell the same SKU, each under its own
-	// fence, and refuse the other's without writing.
-	if reply, err := old.buy("legacy", "u4", "r4"); err != nil || reply[0] != int64(-4) {
+	// Side by side: both versions sell the same SKU under the previous fence.
+	must(old.buy("legacy", "u4", "r4"))
+	// A SKU the current version stamped (after a restart, say) is refused
+	// by the previous one, without a write, until its reconciler stamps it.
+	stampCurrent(t, s, "legacy")
+	if reply, err := old.buy("legacy", "u6", "r6"); err != nil || reply[0] != int64(-4) {
 		t.Fatalf("previous deduct under the current fence: %v %v, want -4 (recovering)", reply, err)
 	}
 	old.stamp("legacy")
-	must(old.buy("legacy", "u4", "r4"))
-	stampCurrent(t, s, "legacy")
 	mixed := current(t, s, "legacy", "u5", "r5")
 	if mixed.Seq != 7 || mixed.Remaining != 6 {
 		t.Fatalf("after both versions sold: %+v, want seq 7 remaining 6", mixed)
@@ -171,6 +180,19 @@ FROM ledger_seals WHERE sku = 'legacy'`).Scan(&sha1Seals, &sha256Seals); err != 
 	// chain on, so its Redis link points elsewhere and it is sealed anew.
 	if sha1Seals != 3 || sha256Seals != 4 {
 		t.Fatalf("seals: %d sha1, %d sha256; want 3 and 4", sha1Seals, sha256Seals)
+	}
+
+	// A restart gives Redis a new run_id and LASTSAVE: the previous fence
+	// no longer holds for the current version either, until it is verified.
+	old.stamp("legacy")
+	if err := s.Redis.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("legacy", "u7", 1, "r7")); !errors.Is(err, domain.ErrRecovering) {
+		t.Fatalf("current deduct under the previous fence after a restart: %v, want ErrRecovering", err)
+	}
+	if verified() {
+		t.Fatal("the previous fence still counts as verified after a restart")
 	}
 
 	// Redis lost, restored from the mixed ledger: no hash is needed, and
