@@ -417,8 +417,9 @@ func (o *Orders) unwind(ctx context.Context, id domain.OrderID, rec orderRecord,
 
 // Settle undoes an order that can no longer be confirmed whole, as a
 // failed confirm does: if a line was confirmed while another ended
-// cancelled or expired (or was never reserved), which only a confirm cut
-// short leaves behind, it releases the confirmed lines and cancels the
+// cancelled or expired (or was never reserved), which a confirm cut short
+// leaves behind, or a line confirmed on its own through the hold routes, it
+// releases the confirmed lines and cancels the
 // held ones. It returns how many lines it released now: 0 for an order
 // with nothing to undo, or one undone before. Serve's sweepers call it for
 // the order of each line they expire.

@@ -53,7 +53,8 @@ func (s *orderSettler) run(ctx context.Context) error {
 	}
 }
 
-// settle retries an unavailable Redis a few times, with a deadline each.
+// settle tries an order up to five times, with a deadline each and a
+// growing pause between, so a short Redis outage does not lose it.
 func (s *orderSettler) settle(ctx context.Context, raw string) {
 	id, err := domain.NewOrderID(raw)
 	if err != nil {
@@ -72,7 +73,10 @@ func (s *orderSettler) settle(ctx context.Context, raw string) {
 					"order_id", raw, "released_lines", released)
 			}
 			return
-		case errors.Is(err, domain.ErrNotFound), attempt == 5:
+		case errors.Is(err, domain.ErrNotFound):
+			s.log.Warn("an expired hold names an order whose record is gone: nothing to settle", "order_id", raw)
+			return
+		case attempt == 5:
 			s.log.Error("order not settled: confirm it again to undo it", "order_id", raw, "err", err)
 			return
 		}
