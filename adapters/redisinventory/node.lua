@@ -11,13 +11,14 @@ local function node_run()
 end
 
 -- fence_holds tells whether a SKU whose hash holds fence and epoch may be
--- sold on this node. Besides node_run(), it accepts the fence the previous
--- version stamped (the node's run_id, with its LASTSAVE in field epoch), so
--- that during a rolling deploy both versions sell the SKUs either verified
--- (see the README, "Upgrading"). Both are read here, on the node running
--- the script, so a restart or a promoted replica fails either; and only
--- when an epoch is present, which no current stamp leaves, so a current
--- fence costs nothing more.
+-- sold, held, adjusted or closed on this node. Besides node_run(), it
+-- accepts the fence the previous version stamped (the node's run_id, with
+-- its LASTSAVE in field epoch), so that during a rolling deploy both
+-- versions sell the SKUs the previous one verified (see the README,
+-- Fencing). Both are read here, on the node running the script, so a
+-- restart or a promoted replica fails either fence. The previous fence is
+-- checked only when an epoch is present, which no current stamp leaves, so
+-- a current fence costs nothing more.
 local function fence_holds(fence, epoch)
   if fence == node_run() then
     return true
