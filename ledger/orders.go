@@ -35,9 +35,9 @@ type Orders struct {
 	history OrderHistory
 	holds   *Holds
 	cfg     domain.OrderConfig
-	// afterLine, if set, is called after each line's reserve, for tests
-	// that stop a placing halfway.
-	afterLine func(line int)
+	// afterLine, if set, is called after each line's reserve ("place") or
+	// confirm ("confirm"), for tests that stop an operation halfway.
+	afterLine func(op string, line int)
 }
 
 // OrderHistory finds an order's lines in the ledger, for an order whose
@@ -64,8 +64,9 @@ func NewOrders(inv OrderInventory, history OrderHistory, holds *Holds, cfg domai
 }
 
 // SetAfterLine installs a hook called after each line of a placing is
-// reserved, before the next; tests use it to stop a placing halfway.
-func (o *Orders) SetAfterLine(f func(line int)) { o.afterLine = f }
+// reserved (op "place") and after each line of a confirm is confirmed (op
+// "confirm"), before the next; tests use it to stop an operation halfway.
+func (o *Orders) SetAfterLine(f func(op string, line int)) { o.afterLine = f }
 
 // Config returns the line limit in force.
 func (o *Orders) Config() domain.OrderConfig { return o.cfg }
@@ -245,7 +246,7 @@ func (o *Orders) Place(ctx context.Context, cmd PlaceOrderCommand) (Order, error
 		replayed = replayed && h.Replayed
 		lines = append(lines, h)
 		if o.afterLine != nil {
-			o.afterLine(i)
+			o.afterLine("place", i)
 		}
 	}
 	out := newOrder(cmd.OrderID, cmd.User.String(), lines)
@@ -375,6 +376,9 @@ func (o *Orders) Confirm(ctx context.Context, id domain.OrderID) (Order, error) 
 			return Order{}, o.undo(ctx, id, rec, lines, i, err)
 		}
 		lines[i] = c
+		if o.afterLine != nil {
+			o.afterLine("confirm", i)
+		}
 	}
 	return newOrder(id, rec.User, lines), nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -103,33 +102,46 @@ func TestAnOrderCutShortByAKilledServeGivesEveryLineBack(t *testing.T) {
 	}
 }
 
-// TestTheSweeperUndoesAnOrderAConfirmLeftHalfSold: an order of two SKUs
-// whose first line was confirmed and whose second then expired (as a
-// confirm cut short after its first line, and never retried, leaves it)
-// is undone by the serve that expires the second line: the first line is
-// released, and both SKUs are back where they began.
-func TestTheSweeperUndoesAnOrderAConfirmLeftHalfSold(t *testing.T) {
+// TestAConfirmKilledHalfwayIsUndoneAfterTheTTL places an order of two SKUs
+// on one serve and confirms it on a serve process killed with SIGKILL
+// after the first line is confirmed. The order can no longer be confirmed
+// whole once its second line expires, so the first serve, whose sweeper
+// expires that line, releases the first: both SKUs end where they began,
+// in Redis and in the ledger, and a reconciliation finds no drift.
+func TestAConfirmKilledHalfwayIsUndoneAfterTheTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := stacktest.New(t)
 	st.SKU(t, "half-a", 10, 5)
 	st.SKU(t, "half-b", 10, 5)
-	api := startServe(t, st, Config{Tokens: testTokens})
-	placed := call(t, "POST", api+"/v1/orders", secretGateway,
-		`{"order_id":"half","user_id":"u1","ttl_seconds":1,"lines":[{"sku":"half-a","qty":2},{"sku":"half-b","qty":3}]}`)
-	var order struct {
-		Lines []struct {
-			SKU    string `json:"sku"`
-			HoldID string `json:"hold_id"`
-		} `json:"lines"`
+	api := startServe(t, st, Config{Components: []string{ComponentAPI, ComponentProjector}, Tokens: testTokens})
+	if r := call(t, "POST", api+"/v1/orders", secretGateway,
+		`{"order_id":"half","user_id":"u1","ttl_seconds":2,"lines":[{"sku":"half-a","qty":2},{"sku":"half-b","qty":3}]}`); r.status != 201 {
+		t.Fatalf("place = %d %s", r.status, r.body)
 	}
-	if err := json.Unmarshal([]byte(placed.body), &order); placed.status != 201 || err != nil || len(order.Lines) != 2 {
-		t.Fatalf("place = %d %s (%v)", placed.status, placed.body, err)
+	child, lines := spawnChild(t, childConfig{RedisURL: st.Redis.URL(), DatabaseURL: st.DatabaseURL,
+		Components: []string{ComponentAPI}, DataDir: t.TempDir(), PauseConfirmAfterLines: 1})
+	child.waitListening(t, lines)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, child.url+"/v1/orders/half/confirm", nil)
+		req.Header.Set("Authorization", "Bearer "+secretGateway)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case line := <-lines:
+		if line != "CONFIRM-PAUSED" {
+			t.Fatalf("serve process: %s", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the confirm did not reach its second line within 30s")
 	}
-	first := order.Lines[0]
-	if r := call(t, "POST", api+"/v1/skus/"+first.SKU+"/holds/"+first.HoldID+"/confirm", secretGateway, ""); r.status != 200 {
-		t.Fatalf("confirm line 0 = %d %s", r.status, r.body)
+	child.kill()
+	if held := st.RedisClient.HGet(ctx, st.Keyspace.SKUKey("half-a"), "held").Val(); held != "0" {
+		t.Fatalf("after the kill, half-a holds %q units: its line was not confirmed", held)
 	}
+
 	deadline := time.Now().Add(30 * time.Second)
 	for _, sku := range []string{"half-a", "half-b"} {
 		for {
@@ -138,9 +150,18 @@ func TestTheSweeperUndoesAnOrderAConfirmLeftHalfSold(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s has stock %v and held %v 30 s after the order expired; want 10 and 0", sku, v[0], v[1])
+				t.Fatalf("%s has stock %v and held %v 30 s after the kill; want 10 and 0", sku, v[0], v[1])
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		st.WaitProjected(t, sku, 30*time.Second)
+	}
+	var released int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE sku = 'half-a' AND type = 'released'`).Scan(&released); err != nil || released != 1 {
+		t.Fatalf("half-a has %d released events (%v); want its confirmed line released once", released, err)
+	}
+	rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{Trigger: "test"})
+	if err != nil || len(rep.Drifts) != 0 {
+		t.Fatalf("reconcile after the undo: %+v, %v; want no drift", rep, err)
 	}
 }

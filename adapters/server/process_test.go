@@ -38,6 +38,9 @@ type childConfig struct {
 	// for good once that many lines are reserved, after printing
 	// ORDER-PAUSED, so the test can kill the process between two lines.
 	PauseOrderAfterLines int
+	// PauseConfirmAfterLines does the same to every order confirm once
+	// that many lines are confirmed, printing CONFIRM-PAUSED.
+	PauseConfirmAfterLines int
 }
 
 // A child retries webhook deliveries quickly, so that a test's receiver
@@ -61,14 +64,16 @@ func serveChild() int {
 		return 1
 	}
 	defer a.Close()
-	if n := cc.PauseOrderAfterLines; n > 0 {
-		a.Orders.SetAfterLine(func(line int) {
-			if line+1 == n {
-				fmt.Println("ORDER-PAUSED")
-				select {}
-			}
-		})
-	}
+	a.Orders.SetAfterLine(func(op string, line int) {
+		switch {
+		case op == "place" && line+1 == cc.PauseOrderAfterLines:
+			fmt.Println("ORDER-PAUSED")
+			select {}
+		case op == "confirm" && line+1 == cc.PauseConfirmAfterLines:
+			fmt.Println("CONFIRM-PAUSED")
+			select {}
+		}
+	})
 	err = Serve(ctx, a, Config{Components: cc.Components, Listen: "127.0.0.1:0", Tokens: testTokens, DataDir: cc.DataDir,
 		ReconcileInterval: cc.ReconcileInterval, ReclaimAfter: cc.ReclaimAfter,
 		WebhookMinBackoff: childWebhookMinBackoff, WebhookMaxBackoff: childWebhookMaxBackoff,
@@ -127,7 +132,7 @@ func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 }
 
 // spawnChild starts a serve process running c; its LISTENING, ERR and
-// ORDER-PAUSED lines arrive on lines.
+// ORDER-PAUSED and CONFIRM-PAUSED lines arrive on lines.
 func spawnChild(t *testing.T, c childConfig) (*serveProcess, <-chan string) {
 	t.Helper()
 	raw, err := json.Marshal(c)
@@ -150,7 +155,7 @@ func spawnChild(t *testing.T, c childConfig) (*serveProcess, <-chan string) {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "LISTENING ") || strings.HasPrefix(line, "ERR") || line == "ORDER-PAUSED" {
+			if line := sc.Text(); strings.HasPrefix(line, "LISTENING ") || strings.HasPrefix(line, "ERR") || line == "ORDER-PAUSED" || line == "CONFIRM-PAUSED" {
 				lines <- line
 			}
 		}
