@@ -173,6 +173,9 @@ type Hold struct {
 	// EndSeq and EndEventID are the event that ended the hold; zero while held.
 	EndSeq     int64
 	EndEventID string
+	// Released is true for a confirmed hold whose sale was released since
+	// (set by a hold's show, not by the calls that change it).
+	Released bool
 	// Replayed is true when a retried reserve returned the original hold.
 	Replayed bool
 }

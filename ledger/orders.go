@@ -193,6 +193,9 @@ func newOrder(id domain.OrderID, user string, lines []domain.Hold) Order {
 	states := make([]domain.HoldStatus, len(lines))
 	for i, h := range lines {
 		states[i] = h.Status
+		if h.Status == domain.HoldConfirmed && h.Released {
+			states[i] = domain.HoldCancelled // its sale was undone
+		}
 		if !h.ExpiresAt.IsZero() && (o.ExpiresAt.IsZero() || h.ExpiresAt.Before(o.ExpiresAt)) {
 			o.ExpiresAt = h.ExpiresAt
 		}
@@ -437,7 +440,7 @@ func (o *Orders) Settle(ctx context.Context, id domain.OrderID) (released int, e
 	for i, h := range lines {
 		switch h.Status {
 		case domain.HoldConfirmed:
-			confirmed = true
+			confirmed = confirmed || !h.Released
 		case "":
 			if failed < 0 {
 				failed, cause = i, domain.ErrHoldNotFound
@@ -456,15 +459,15 @@ func (o *Orders) Settle(ctx context.Context, id domain.OrderID) (released int, e
 
 // Cancel cancels every line still held; lines already cancelled or expired
 // stay so, and repeating it gives the same answer. An order with a
-// confirmed line is refused with that line's domain.ErrHoldConfirmed and
-// nothing changes.
+// confirmed line whose sale stands is refused with that line's
+// domain.ErrHoldConfirmed and nothing changes.
 func (o *Orders) Cancel(ctx context.Context, id domain.OrderID) (Order, error) {
 	rec, lines, err := o.load(ctx, id)
 	if err != nil {
 		return Order{}, err
 	}
 	for i, h := range lines {
-		if h.Status == domain.HoldConfirmed {
+		if h.Status == domain.HoldConfirmed && !h.Released {
 			return Order{}, domain.LineError(i, h.SKU, domain.ErrHoldConfirmed)
 		}
 	}

@@ -104,6 +104,14 @@ func TestOrdersNeverEndHalfSold(t *testing.T) {
 		t.Fatalf("confirm with line 1 cancelled = %v", err)
 	}
 	unsold("a confirm refused after line 0 was sold")
+	// Line 0's sale was undone, so the order reads as cancelled, and
+	// cancelling it is a repeat, not a conflict with a confirmed line.
+	if got, err := orders.Order(ctx, id("confirmed-line")); err != nil || got.Status != domain.OrderCancelled || !got.Lines[0].Released {
+		t.Fatalf("order undone after line 0 was sold = %+v, %v; want cancelled, line 0 released", got, err)
+	}
+	if got, err := orders.Cancel(ctx, id("confirmed-line")); err != nil || got.Status != domain.OrderCancelled {
+		t.Fatalf("cancel of the undone order = %+v, %v", got, err)
+	}
 
 	// Expired lines: the confirm fails with hold_expired, and cancel leaves them expired.
 	if _, err := place("expired", 1, ab...); err != nil {
@@ -184,6 +192,9 @@ func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
 	}
 	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 0 {
 		t.Fatalf("second settle = %d, %v; want nothing more", n, err)
+	}
+	if got, err := s.App.Orders.Order(ctx, id); err != nil || got.Status != domain.OrderExpired {
+		t.Fatalf("order after the settle = %+v, %v; want expired", got, err)
 	}
 	assertUnsold(t, s, "after the settle", "cut-a", "cut-b")
 	s.ProjectStreams(t)

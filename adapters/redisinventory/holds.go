@@ -123,7 +123,7 @@ func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain
 	ctx, cancel, _ := r.begin(ctx, false)
 	defer cancel()
 	op := fmt.Sprintf("hold %s of %s", hold, s)
-	v, err := holdShowScript.Run(ctx, r.client, []string{r.keys.SKUKey(s)}, hold.String()).Slice()
+	v, err := holdShowScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.RequestsKey(s)}, hold.String()).Slice()
 	if err != nil {
 		return domain.Hold{}, r.failed(ctx, op, err)
 	}
@@ -195,6 +195,9 @@ func parseHold(op, sku, holdID string, v []any) (domain.Hold, int64, time.Time, 
 	h.OrderID = rp.String(10, "order_id")
 	h.User = rp.String(11, "user")
 	now := time.UnixMilli(rp.Int(12, "now_ms")).UTC()
+	if len(v) > 13 {
+		h.Released = rp.Int(13, "released") == 1
+	}
 	if err := rp.Err(); err != nil {
 		return domain.Hold{}, 0, time.Time{}, err
 	}
