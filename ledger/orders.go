@@ -361,11 +361,8 @@ func (o *Orders) Confirm(ctx context.Context, id domain.OrderID) (Order, error) 
 	// A line already ended fails the confirm before any line is confirmed;
 	// a line that expires during the confirm is undone by release.
 	for i, h := range lines {
-		switch h.Status {
-		case "":
-			return Order{}, o.undo(ctx, id, rec, lines, i, domain.ErrHoldNotFound)
-		case domain.HoldCancelled, domain.HoldExpired:
-			return Order{}, o.undo(ctx, id, rec, lines, i, domain.ErrHoldEnded(h.Status))
+		if cause := endedCause(h); cause != nil {
+			return Order{}, o.undo(ctx, id, rec, lines, i, cause)
 		}
 	}
 	for i, h := range lines {
@@ -438,23 +435,28 @@ func (o *Orders) Settle(ctx context.Context, id domain.OrderID) (released int, e
 	failed, confirmed := -1, false
 	var cause error
 	for i, h := range lines {
-		switch h.Status {
-		case domain.HoldConfirmed:
-			confirmed = confirmed || !h.Released
-		case "":
-			if failed < 0 {
-				failed, cause = i, domain.ErrHoldNotFound
-			}
-		case domain.HoldCancelled, domain.HoldExpired:
-			if failed < 0 {
-				failed, cause = i, domain.ErrHoldEnded(h.Status)
-			}
+		confirmed = confirmed || h.Status == domain.HoldConfirmed && !h.Released
+		if c := endedCause(h); c != nil && failed < 0 {
+			failed, cause = i, c
 		}
 	}
 	if failed < 0 || !confirmed {
 		return 0, nil
 	}
 	return o.unwind(ctx, id, rec, lines, failed, cause)
+}
+
+// endedCause is why line h can no longer be confirmed: it was never
+// reserved, or it ended cancelled or expired. It is nil for a line held or
+// confirmed.
+func endedCause(h domain.Hold) error {
+	switch h.Status {
+	case "":
+		return domain.ErrHoldNotFound
+	case domain.HoldCancelled, domain.HoldExpired:
+		return domain.ErrHoldEnded(h.Status)
+	}
+	return nil
 }
 
 // Cancel cancels every line still held; lines already cancelled or expired

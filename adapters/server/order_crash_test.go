@@ -46,23 +46,7 @@ func TestAnOrderCutShortByAKilledServeGivesEveryLineBack(t *testing.T) {
 		fmt.Fprintf(&body, `{"sku":%q,"qty":%d}`, sku, i+1)
 	}
 	body.WriteString("]}")
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, child.url+"/v1/orders", strings.NewReader(body.String()))
-		req.Header.Set("Authorization", "Bearer "+secretGateway)
-		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case line := <-lines:
-		if line != "ORDER-PAUSED" {
-			t.Fatalf("serve process: %s", line)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the order did not reach its third line within 30s")
-	}
-	child.kill()
+	pauseAndKill(t, child, lines, "/v1/orders", body.String(), "ORDER-PAUSED")
 	held := func(sku string) (stock, held string) {
 		v := st.RedisClient.HMGet(ctx, st.Keyspace.SKUKey(sku), "stock", "held").Val()
 		stock, _ = v[0].(string)
@@ -75,31 +59,7 @@ func TestAnOrderCutShortByAKilledServeGivesEveryLineBack(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for _, sku := range skus {
-		for {
-			if stock, h := held(sku); stock == "10" && (h == "" || h == "0") {
-				break
-			}
-			if time.Now().After(deadline) {
-				stock, h := held(sku)
-				t.Fatalf("%s still has stock %s and held %s past the ttl", sku, stock, h)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		st.WaitProjected(t, sku, 30*time.Second)
-		var stock, heldUnits int64
-		if err := st.Pool.QueryRow(ctx, `SELECT balance, held FROM balances WHERE sku = $1`, sku).Scan(&stock, &heldUnits); err != nil {
-			t.Fatal(err)
-		}
-		if stock != 10 || heldUnits != 0 {
-			t.Errorf("the ledger has %s at stock %d, held %d; Redis at 10 and 0", sku, stock, heldUnits)
-		}
-	}
-	rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{Trigger: "test"})
-	if err != nil || len(rep.Drifts) != 0 {
-		t.Fatalf("reconcile after the crash: %+v, %v; want no drift", rep, err)
-	}
+	waitAllBack(t, st, skus...)
 }
 
 // TestAConfirmKilledHalfwayIsUndoneAfterTheTTL places an order of two SKUs
@@ -122,46 +82,71 @@ func TestAConfirmKilledHalfwayIsUndoneAfterTheTTL(t *testing.T) {
 	child, lines := spawnChild(t, childConfig{RedisURL: st.Redis.URL(), DatabaseURL: st.DatabaseURL,
 		Components: []string{ComponentAPI}, DataDir: t.TempDir(), PauseConfirmAfterLines: 1})
 	child.waitListening(t, lines)
+	pauseAndKill(t, child, lines, "/v1/orders/half/confirm", "", "CONFIRM-PAUSED")
+	if held := st.RedisClient.HGet(ctx, st.Keyspace.SKUKey("half-a"), "held").Val(); held != "0" {
+		t.Fatalf("after the kill, half-a holds %q units: its line was not confirmed", held)
+	}
+
+	waitAllBack(t, st, "half-a", "half-b")
+	var released int
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE sku = 'half-a' AND type = 'released'`).Scan(&released); err != nil || released != 1 {
+		t.Fatalf("half-a has %d released events (%v); want its confirmed line released once", released, err)
+	}
+}
+
+// pauseAndKill sends a POST of body to path on child in the background,
+// waits until the child prints want (the operation stopped halfway by its
+// test hook), and kills it with SIGKILL.
+func pauseAndKill(t *testing.T, child *serveProcess, lines <-chan string, path, body, want string) {
+	t.Helper()
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, child.url+"/v1/orders/half/confirm", nil)
+		req, _ := http.NewRequest(http.MethodPost, child.url+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+secretGateway)
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
 	select {
 	case line := <-lines:
-		if line != "CONFIRM-PAUSED" {
-			t.Fatalf("serve process: %s", line)
+		if line != want {
+			t.Fatalf("serve process: %s, want %s", line, want)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the confirm did not reach its second line within 30s")
+		t.Fatalf("POST %s did not print %s within 30s", path, want)
 	}
 	child.kill()
-	if held := st.RedisClient.HGet(ctx, st.Keyspace.SKUKey("half-a"), "held").Val(); held != "0" {
-		t.Fatalf("after the kill, half-a holds %q units: its line was not confirmed", held)
-	}
+}
 
+// waitAllBack waits until each of skus, stocked with 10 units, has them
+// all back in Redis and none held, then until the ledger's balances say
+// the same, and checks that a reconciliation finds no drift.
+func waitAllBack(t *testing.T, st *stacktest.Stack, skus ...string) {
+	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
-	for _, sku := range []string{"half-a", "half-b"} {
+	for _, sku := range skus {
 		for {
 			v := st.RedisClient.HMGet(ctx, st.Keyspace.SKUKey(sku), "stock", "held").Val()
 			if v[0] == "10" && (v[1] == nil || v[1] == "0") {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s has stock %v and held %v 30 s after the kill; want 10 and 0", sku, v[0], v[1])
+				t.Fatalf("%s has stock %v and held %v 30 s on; want 10 and 0", sku, v[0], v[1])
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		st.WaitProjected(t, sku, 30*time.Second)
-	}
-	var released int
-	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE sku = 'half-a' AND type = 'released'`).Scan(&released); err != nil || released != 1 {
-		t.Fatalf("half-a has %d released events (%v); want its confirmed line released once", released, err)
+		var stock, held int64
+		if err := st.Pool.QueryRow(ctx, `SELECT balance, held FROM balances WHERE sku = $1`, sku).Scan(&stock, &held); err != nil {
+			t.Fatal(err)
+		}
+		if stock != 10 || held != 0 {
+			t.Errorf("the ledger has %s at stock %d, held %d; Redis at 10 and 0", sku, stock, held)
+		}
 	}
 	rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{Trigger: "test"})
 	if err != nil || len(rep.Drifts) != 0 {
-		t.Fatalf("reconcile after the undo: %+v, %v; want no drift", rep, err)
+		t.Fatalf("reconcile: %+v, %v; want no drift", rep, err)
 	}
 }
