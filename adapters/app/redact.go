@@ -27,8 +27,10 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "(hidden: not a valid URL)"
 	}
-	if u.User == nil && strings.Contains(raw, "@") {
-		return "(hidden: not a valid URL)" // an @ outside the authority
+	// An @ anywhere but before the host ("//@://user:pw@h" parses with an
+	// empty user and the password in the path) may carry a password.
+	if strings.Contains(u.Host+u.Path+u.RawQuery+u.Fragment+u.Opaque, "@") {
+		return "(hidden: not a valid URL)"
 	}
 	if _, has := u.User.Password(); !has {
 		return u.String()
