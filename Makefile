@@ -6,7 +6,7 @@ all: build
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 
 build:
-	go build -ldflags "-X github.com/invledger/invledger/adapters/app.version=$(VERSION)" -o bin/invledger ./cmd/invledger
+	go build -ldflags "-X github.com/invledger/invledger/adapters/runtime/app.version=$(VERSION)" -o bin/invledger ./cmd/invledger
 
 deps:
 	scripts/install-deps.sh
@@ -32,4 +32,4 @@ dev: deps
 # make screenshots: the console's pages, taken by its browser test into
 # docs/console/ (make test runs the same test and writes nothing).
 screenshots: deps
-	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./adapters/server
+	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./adapters/runtime/server

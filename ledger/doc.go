@@ -8,5 +8,5 @@
 //
 // Go callers use it in-process, so a purchase costs one Redis round trip
 // and no network hop of ours; the HTTP API and the CLI are thin adapters
-// over it. adapters/app wires it.
+// over it. adapters/runtime/app wires it.
 package ledger

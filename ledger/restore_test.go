@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/projections"

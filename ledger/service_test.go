@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )

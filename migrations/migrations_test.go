@@ -11,7 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/pressly/goose/v3/lock"
 
-	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }

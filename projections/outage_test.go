@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
 // TestPostgresOutageLosesNothing stops PostgreSQL (immediate mode, like a

@@ -16,8 +16,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/redisbatch"
-	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/driven/redisbatch"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 )
 
 // ConsumerGroup is the Redis consumer group the projector reads with.

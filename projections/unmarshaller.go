@@ -6,7 +6,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/invledger/invledger/adapters/redisinventory"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 )
 
 // epochKey is the metadata key holding the Redis epoch an entry was read

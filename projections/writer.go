@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/invledger/invledger/adapters/redisbatch"
-	"github.com/invledger/invledger/adapters/redisinventory"
-	"github.com/invledger/invledger/adapters/tracing"
+	"github.com/invledger/invledger/adapters/driven/redisbatch"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/support/tracing"
 	"github.com/invledger/invledger/domain"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"

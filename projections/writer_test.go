@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/invledger/invledger/adapters/redisbatch"
+	"github.com/invledger/invledger/adapters/driven/redisbatch"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/projections"
 )

@@ -21,10 +21,10 @@ phase "go test -race"
 # sale tests run serially, go first: started last, they would run on alone.
 go test -race -count=1 -timeout 20m ./ledger/reconcile ./projections ./cmd/invledger ./ledger ./...
 
-phase "Watermill's conformance suite for adapters/redisbatch, without -race"
+phase "Watermill's conformance suite for adapters/driven/redisbatch, without -race"
 # The suite turns its short mode off under -race and is built only without
 # it (//go:build !race); its full, non-short run takes about 10s here.
-go test -count=1 -run '^TestPubSub$' ./adapters/redisbatch/
+go test -count=1 -run '^TestPubSub$' ./adapters/driven/redisbatch/
 
 phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/localstack"
-	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 	"github.com/invledger/invledger/domain"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/domain"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invledger/invledger/adapters/httpapi"
-	"github.com/invledger/invledger/adapters/redisinventory"
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )

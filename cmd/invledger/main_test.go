@@ -14,7 +14,7 @@ import (
 
 	"github.com/invledger/invledger/cmd/invledger/internal/demo"
 
-	"github.com/invledger/invledger/adapters/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) {

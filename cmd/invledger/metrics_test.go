@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/server"
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
 // issueMetrics are the metrics issue 5 asks /metrics to expose.

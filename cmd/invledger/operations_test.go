@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/http/httpapi"
 )
 
 // TestOperationsOverHTTPAndCLI: operations done through the API are

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/runtime/app"
 )
 
 // ourMetric matches the families the README's table lists: invledger's

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/localstack"
+	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/server"
+	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/runtime/server"
 )
 
 // serveSettings are serve's flags: what runs, and the settings only a serving process needs.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/httpapi"
-	"github.com/invledger/invledger/adapters/stacktest"
+	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 
 	"github.com/invledger/invledger/ledger"

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/invledger/invledger/adapters/httpclient"
+	"github.com/invledger/invledger/adapters/http/httpclient"
 	"github.com/invledger/invledger/domain"
 )
 

@@ -3,7 +3,7 @@ package apiclient
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/httpclient"
+	"github.com/invledger/invledger/adapters/http/httpclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 )
 

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/invledger/invledger/adapters/app"
-	"github.com/invledger/invledger/adapters/localstack"
-	"github.com/invledger/invledger/adapters/server"
+	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/runtime/server"
 	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"

@@ -5,8 +5,8 @@ package holdcmd
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/httpapi"
-	"github.com/invledger/invledger/adapters/httpclient"
+	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/httpclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
 )

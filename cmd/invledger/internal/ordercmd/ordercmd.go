@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/httpapi"
-	"github.com/invledger/invledger/adapters/httpclient"
+	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/httpclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
 	"github.com/invledger/invledger/domain"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/invledger/invledger/adapters/httpapi"
+	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )

@@ -1,0 +1,258 @@
+package localstacktest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+)
+
+const (
+	dirPrefix    = "localstacktest-pg-"
+	ownerFile    = "owner.pid"
+	startTimeout = 60 * time.Second
+	stopTimeout  = 10 * time.Second
+)
+
+// skipShort skips t under -short: `make check` runs the tests that need no
+// server in seconds, and every test that starts one is an integration test.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a server: integration test, skipped with -short")
+	}
+}
+
+// quiet keeps server lifecycle logs out of test output.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Redis starts a private redis-server in t.TempDir() with AOF on and
+// appendfsync always (change them with opts) and stops it when the test
+// ends (SIGTERM, then SIGKILL). It fails the test if the server cannot start.
+func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.RedisServer {
+	t.Helper()
+	cfg := localstack.RedisConfig{Dir: t.TempDir(), Logger: quiet}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startForTest(t, "redis", func(ctx context.Context) (*localstack.RedisServer, error) { return localstack.StartRedis(ctx, cfg) })
+}
+
+// RedisCluster starts a private Redis Cluster (3 masters unless opts say
+// otherwise) in t.TempDir() and stops it when the test ends.
+func RedisCluster(t testing.TB, opts ...func(*localstack.ClusterConfig)) *localstack.RedisCluster {
+	t.Helper()
+	cfg := localstack.ClusterConfig{Dir: t.TempDir(), Logger: quiet}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startForTest(t, "redis cluster", func(ctx context.Context) (*localstack.RedisCluster, error) {
+		return localstack.StartRedisCluster(ctx, cfg)
+	})
+}
+
+// Sentinel starts a private Sentinel-managed master and replica in
+// t.TempDir() and stops them when the test ends.
+func Sentinel(t testing.TB) *localstack.SentinelSet {
+	t.Helper()
+	cfg := localstack.SentinelConfig{Dir: t.TempDir(), Logger: quiet}
+	return startForTest(t, "sentinel", func(ctx context.Context) (*localstack.SentinelSet, error) {
+		return localstack.StartSentinel(ctx, cfg)
+	})
+}
+
+// startForTest starts what with start, failing the test if it cannot,
+// and stops it when the test ends.
+func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what string, start func(context.Context) (T, error)) T {
+	t.Helper()
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	v, err := start(ctx)
+	if err != nil {
+		t.Fatalf("localstacktest: start %s: %v", what, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := v.Stop(ctx); err != nil {
+			t.Logf("localstacktest: stop %s: %v", what, err)
+		}
+	})
+	return v
+}
+
+var shared struct {
+	once sync.Once
+	mu   sync.Mutex
+	srv  *localstack.PostgresServer
+	dir  string
+	err  error
+}
+
+// Postgres returns the URL of a new, empty database named t_<random> on the
+// PostgreSQL shared by this test binary, starting that server on first use.
+// The database is dropped when the test ends. Tests that stop or kill
+// PostgreSQL must use PrivatePostgres instead.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	skipShort(t)
+	srv, err := sharedPostgres()
+	if err != nil {
+		t.Fatalf("localstacktest: start shared postgres: %v", err)
+	}
+	name := "t_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.CreateDatabase(ctx, name); err != nil {
+		t.Fatalf("localstacktest: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.DropDatabase(ctx, name); err != nil {
+			t.Errorf("localstacktest: drop test database: %v", err)
+		}
+	})
+	return srv.URL(name)
+}
+
+func sharedPostgres() (*localstack.PostgresServer, error) {
+	shared.once.Do(func() {
+		sweepStaleDirs()
+		dir, err := makeDir()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			shared.err = err
+			return
+		}
+		shared.mu.Lock()
+		shared.srv, shared.dir = srv, dir
+		shared.mu.Unlock()
+	})
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.srv == nil && shared.err == nil {
+		return nil, errors.New("the shared PostgreSQL was stopped by StopShared")
+	}
+	return shared.srv, shared.err
+}
+
+// StopShared stops the shared PostgreSQL, if it was started, and removes its
+// directory. Call it from TestMain after m.Run; Postgres fails afterwards.
+func StopShared() error {
+	shared.once.Do(func() {}) // nothing started now can start later
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err := shared.srv.StopImmediate(ctx) // throwaway data: no checkpoint needed
+	err = errors.Join(err, os.RemoveAll(shared.dir))
+	shared.srv, shared.dir = nil, ""
+	return err
+}
+
+// Main runs the tests, stops the shared PostgreSQL and exits:
+//
+//	func TestMain(m *testing.M) { localstacktest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "localstacktest:", err)
+	}
+	os.Exit(code)
+}
+
+// PrivatePostgres starts a PostgreSQL of the test's own, for tests that
+// stop, kill or restart it, and stops it and removes its directory when the
+// test ends. Its directory comes from os.MkdirTemp (not t.TempDir, which the
+// postgres OS user cannot reach when tests run as root).
+func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
+	t.Helper()
+	skipShort(t)
+	dir, err := makeDir()
+	if err != nil {
+		t.Fatalf("localstacktest: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatalf("localstacktest: start postgres: %v", err)
+	}
+	t.Cleanup(func() { // runs before the RemoveAll above
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := srv.StopImmediate(ctx); err != nil {
+			t.Logf("localstacktest: stop postgres: %v", err)
+		}
+	})
+	return srv
+}
+
+// makeDir creates a 0755 directory under os.TempDir() that records this
+// process as its owner.
+func makeDir() (string, error) {
+	dir, err := os.MkdirTemp("", dirPrefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("create temp dir for postgres: %w", err)
+	}
+	err = errors.Join(
+		os.Chmod(dir, 0o755),
+		os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644),
+	)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("prepare temp dir for postgres: %w", err)
+	}
+	return dir, nil
+}
+
+// sweepStaleDirs removes directories made by makeDir whose owner process
+// no longer exists. Directories without an owner file are being made right
+// now, or are not ours: they are left alone.
+func sweepStaleDirs() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range matches {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
