@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -182,7 +183,7 @@ func (c *Client) once(ctx context.Context, cl call, target string, payload []byt
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if cl.key != "" {
-		req.Header.Set("Idempotency-Key", cl.key)
+		req.Header.Set(apiwire.HeaderIdempotencyKey, cl.key)
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
@@ -196,12 +197,7 @@ func (c *Client) once(ctx context.Context, cl call, target string, payload []byt
 	}
 	if resp.StatusCode/100 != 2 {
 		e := &Error{Status: resp.StatusCode}
-		var body struct {
-			Error   string `json:"error"`
-			Detail  string `json:"detail"`
-			Field   string `json:"field"`
-			TraceID string `json:"trace_id"`
-		}
+		var body apiwire.ErrorJSON
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 			e.Code, e.Detail, e.Field, e.TraceID = body.Error, body.Detail, body.Field, body.TraceID
 		} else {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/http/httpclient"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 )
