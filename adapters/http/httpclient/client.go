@@ -6,6 +6,10 @@
 // releases (their request_id is the idempotency key), and every other
 // write, which the client sends with an Idempotency-Key it makes once per
 // call. Every call ends by its context's deadline.
+//
+// Its request and answer bodies are those the server uses, from
+// adapters/http/apiwire; of invledger it links only that and domain, none
+// of the server (TestClientLinksOnlyWhatAClientNeeds).
 package httpclient
 
 import (
