@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/domain"
@@ -32,7 +32,7 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 		if err != nil {
 			return err
 		}
-		var adj httpapi.AdjustmentJSON
+		var adj apiwire.AdjustmentJSON
 		if err := c.Do(cmd.Context(), method, path, body, &adj); err != nil {
 			return err
 		}

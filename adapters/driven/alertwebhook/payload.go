@@ -3,6 +3,7 @@ package alertwebhook
 import (
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/support/reconcilejson"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -33,7 +34,7 @@ type webhookAlert struct {
 	Severity string    `json:"severity"`
 	At       time.Time `json:"at"`
 	// Finding is set for reconciliation_finding.
-	Finding *reconcilejson.Finding `json:"finding,omitempty"`
+	Finding *apiwire.FindingJSON `json:"finding,omitempty"`
 	// DeadLetter is set for dead_letter: a stream entry that was not projected.
 	DeadLetter *webhookDeadLetter `json:"dead_letter,omitempty"`
 	// Fenced is set for fenced_skus: SKUs still refusing purchases after a
@@ -60,7 +61,7 @@ type webhookFenced struct {
 	Count int `json:"count"`
 }
 
-func newWebhookFinding(f reconcile.Finding) *reconcilejson.Finding {
+func newWebhookFinding(f reconcile.Finding) *apiwire.FindingJSON {
 	out := reconcilejson.NewFinding(f)
 	return &out
 }

@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/apiwire"
 )
 
 type adjustmentRow struct {
-	httpapi.AdjustmentJSON
+	apiwire.AdjustmentJSON
 	// OwnRequest is set when the signed-in user requested it: the API
 	// refuses their approval, and the page says why beside a disabled button.
 	OwnRequest bool
@@ -34,7 +34,7 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s session) {
 		if part.status != "" {
 			q.Set("status", part.status)
 		}
-		var page httpapi.AdjustmentPageJSON
+		var page apiwire.AdjustmentPageJSON
 		if err := c.call(r.Context(), s, http.MethodGet, "/v1/adjustments", q, nil, &page); err != nil {
 			c.pageError(w, r, s, err)
 			return
@@ -57,7 +57,7 @@ func (c *Console) requestAdjustment(w http.ResponseWriter, r *http.Request, s se
 		return
 	}
 	body := map[string]any{"sku": strings.TrimSpace(r.PostFormValue("sku")), "delta": delta, "reason": r.PostFormValue("reason")}
-	var a httpapi.AdjustmentJSON
+	var a apiwire.AdjustmentJSON
 	err = c.call(r.Context(), s, http.MethodPost, "/v1/adjustments", nil, body, &a)
 	c.afterForm(w, r, s, Prefix+"approvals", err, "Adjustment "+strconv.FormatInt(a.ID, 10)+" requested; it waits for an approver.")
 }
@@ -70,7 +70,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s session) {
 		http.NotFound(w, r)
 		return
 	}
-	var a httpapi.AdjustmentJSON
+	var a apiwire.AdjustmentJSON
 	err := c.call(r.Context(), s, http.MethodPost, "/v1/adjustments/"+id+"/"+decision, nil, nil, &a)
 	c.afterForm(w, r, s, Prefix+"approvals", err, "Adjustment "+id+" is now "+a.Status+".")
 }

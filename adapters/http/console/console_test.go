@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -177,19 +178,19 @@ func TestFeedOutlivesTheServerTimeouts(t *testing.T) {
 }
 
 func TestChainStatus(t *testing.T) {
-	e := func(seq int64, prev, hash string) httpapi.AuditEntryJSON {
-		return httpapi.AuditEntryJSON{Seq: seq, PrevHash: prev, Hash: hash}
+	e := func(seq int64, prev, hash string) apiwire.AuditEntryJSON {
+		return apiwire.AuditEntryJSON{Seq: seq, PrevHash: prev, Hash: hash}
 	}
 	for _, tc := range []struct {
 		name   string
-		events []httpapi.AuditEntryJSON
+		events []apiwire.AuditEntryJSON
 		after  int64
 		want   []string
 	}{
-		{"from the start", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "a", "b"), e(3, "b", "")}, 0, []string{"linked", "linked", "not sealed yet"}},
-		{"a break", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "x", "b"), e(3, "b", "c")}, 0, []string{"linked", "break", "linked"}},
-		{"page after 1 reads 1 for the link", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "z", "b")}, 1, []string{"break"}},
-		{"page after 1, linked", []httpapi.AuditEntryJSON{e(1, "", "a"), e(2, "a", "b")}, 1, []string{"linked"}},
+		{"from the start", []apiwire.AuditEntryJSON{e(1, "", "a"), e(2, "a", "b"), e(3, "b", "")}, 0, []string{"linked", "linked", "not sealed yet"}},
+		{"a break", []apiwire.AuditEntryJSON{e(1, "", "a"), e(2, "x", "b"), e(3, "b", "c")}, 0, []string{"linked", "break", "linked"}},
+		{"page after 1 reads 1 for the link", []apiwire.AuditEntryJSON{e(1, "", "a"), e(2, "z", "b")}, 1, []string{"break"}},
+		{"page after 1, linked", []apiwire.AuditEntryJSON{e(1, "", "a"), e(2, "a", "b")}, 1, []string{"linked"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := chainStatus(tc.events, tc.after)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/http/httpapi"
 )
 
@@ -92,7 +93,7 @@ const salesPageSize = 25
 const maxSalesSKUs = 10_000
 
 type salesRow struct {
-	httpapi.SKUItemJSON
+	apiwire.SKUItemJSON
 	Sold, Buyers int64
 	// Held is the units of the SKU's open holds, in Redis.
 	Held          *int64
@@ -151,10 +152,10 @@ func (c *Console) sales(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	v.Truncated = truncated
 	v.Total = len(all)
-	all = slices.DeleteFunc(all, func(it httpapi.SKUItemJSON) bool {
+	all = slices.DeleteFunc(all, func(it apiwire.SKUItemJSON) bool {
 		return (v.Q != "" && !strings.Contains(strings.ToLower(it.SKU), strings.ToLower(v.Q))) || (v.State != "" && it.State != v.State)
 	})
-	slices.SortStableFunc(all, func(a, b httpapi.SKUItemJSON) int {
+	slices.SortStableFunc(all, func(a, b apiwire.SKUItemJSON) int {
 		var d int
 		switch v.Sort {
 		case "state":
@@ -199,12 +200,12 @@ func (c *Console) sales(w http.ResponseWriter, r *http.Request, s session) {
 // fillActivity reads a row's held units, buyers (the first 1000) and last
 // ledger event.
 func (c *Console) fillActivity(r *http.Request, s session, row *salesRow) error {
-	var view httpapi.SKUViewJSON
+	var view apiwire.SKUViewJSON
 	if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+url.PathEscape(row.SKU), nil, nil, &view); err != nil {
 		return err
 	}
 	row.Held = view.RedisHeld
-	var b httpapi.BuyersJSON
+	var b apiwire.BuyersJSON
 	if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+url.PathEscape(row.SKU)+"/buyers", url.Values{"limit": {"1000"}}, nil, &b); err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (c *Console) fillActivity(r *http.Request, s session, row *salesRow) error 
 	if row.LedgerSeq == nil || *row.LedgerSeq < 1 {
 		return nil
 	}
-	var h httpapi.HistoryPageJSON
+	var h apiwire.HistoryPageJSON
 	err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+url.PathEscape(row.SKU)+"/events",
 		url.Values{"after": {strconv.FormatInt(*row.LedgerSeq-1, 10)}, "limit": {"1"}}, nil, &h)
 	if err == nil && len(h.Events) > 0 {
@@ -226,10 +227,10 @@ func (c *Console) fillActivity(r *http.Request, s session, row *salesRow) error 
 
 // allSKUs reads the SKU list page by page, up to maxSalesSKUs; truncated
 // says there were more.
-func (c *Console) allSKUs(ctx context.Context, s session) (all []httpapi.SKUItemJSON, truncated bool, err error) {
+func (c *Console) allSKUs(ctx context.Context, s session) (all []apiwire.SKUItemJSON, truncated bool, err error) {
 	after := ""
 	for {
-		var page httpapi.SKUPageJSON
+		var page apiwire.SKUPageJSON
 		q := url.Values{"limit": {"1000"}}
 		if after != "" {
 			q.Set("after", after)

@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/apiwire"
 )
 
 type reconcileView struct {
-	Runs      []httpapi.RunJSON
+	Runs      []apiwire.RunJSON
 	NextAfter *int64
 	// Confirm asks again for a repair sent without its confirmation, as a
 	// browser without JavaScript (no dialog) sends it.
@@ -20,7 +20,7 @@ type reconcileView struct {
 // reconciliation lists the recorded runs, newest first, with their
 // findings' figures before and after; operators may run one.
 func (c *Console) reconciliation(w http.ResponseWriter, r *http.Request, s session) {
-	var page httpapi.RunPageJSON
+	var page apiwire.RunPageJSON
 	q := r.URL.Query()
 	pq := map[string][]string{"limit": {"20"}}
 	if a := q.Get("after"); a != "" {
@@ -47,7 +47,7 @@ func (c *Console) runReconcile(w http.ResponseWriter, r *http.Request, s session
 	if sku != "" {
 		body["sku"] = sku
 	}
-	var rep httpapi.ReconcileReportJSON
+	var rep apiwire.ReconcileReportJSON
 	err := c.call(r.Context(), s, http.MethodPost, "/v1/reconcile", nil, body, &rep)
 	done := "Run " + strconv.FormatInt(rep.RunID, 10) + ": " + strconv.Itoa(rep.Checked) + " SKU(s) checked, " +
 		strconv.Itoa(len(rep.Drifts)) + " finding(s), " + strconv.Itoa(len(rep.Repaired)) + " repaired."

@@ -6,11 +6,11 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 )
 
-type skuViewJSON = httpapi.SKUViewJSON
+type skuViewJSON = apiwire.SKUViewJSON
 
 func pathSegment(s string) string { return url.PathEscape(s) }
 
@@ -24,7 +24,7 @@ const historyPageSize = 50
 // chainRow is a ledger event with the state of its link in the SKU's
 // hash chain, as far as this page can tell from the links themselves.
 type chainRow struct {
-	httpapi.AuditEntryJSON
+	apiwire.AuditEntryJSON
 	Chain string // "linked", "not sealed yet" or "break"
 }
 
@@ -37,9 +37,9 @@ type skuView struct {
 	PrevAfter  int64
 	HasPrev    bool
 	At         string
-	Balance    *httpapi.StockAtJSON
+	Balance    *apiwire.StockAtJSON
 	BalanceErr string
-	Buyers     httpapi.BuyersJSON
+	Buyers     apiwire.BuyersJSON
 	BuyersAt   string
 	Refusals   map[string]int64
 }
@@ -63,7 +63,7 @@ func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 	v.HistoryAt = max(v.HistoryAt, 0)
 	// One event before the page is read too, for the first row's link.
 	from := max(v.HistoryAt-1, 0)
-	var h httpapi.HistoryPageJSON
+	var h apiwire.HistoryPageJSON
 	if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+pathSegment(sku)+"/events",
 		url.Values{"after": {strconv.FormatInt(from, 10)}, "limit": {strconv.Itoa(historyPageSize + 1)}}, nil, &h); err != nil {
 		c.pageError(w, r, s, err)
@@ -79,7 +79,7 @@ func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	v.HasPrev, v.PrevAfter = v.HistoryAt > 0, max(v.HistoryAt-historyPageSize, 0)
 	if v.At != "" {
-		var b httpapi.StockAtJSON
+		var b apiwire.StockAtJSON
 		if err := c.call(r.Context(), s, http.MethodGet, "/v1/skus/"+pathSegment(sku)+"/balance", url.Values{"at": {v.At}}, nil, &b); err != nil {
 			if msg, ok := userError(err); ok {
 				v.BalanceErr = msg
@@ -106,7 +106,7 @@ func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 // its prev_hash is the previous event's hash, "not sealed yet" while the
 // sealer has not reached it, and "break" otherwise. Recomputing the hashes
 // is `invledger verify`'s job.
-func chainStatus(events []httpapi.AuditEntryJSON, after int64) []chainRow {
+func chainStatus(events []apiwire.AuditEntryJSON, after int64) []chainRow {
 	var rows []chainRow
 	prev, known := "", after == 0
 	for _, e := range events {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -21,33 +21,9 @@ type AdjustmentFlow interface {
 
 var _ AdjustmentFlow = (*ledger.Adjustments)(nil)
 
-type adjustmentRequest struct {
-	SKU    string `json:"sku"`
-	Delta  *int64 `json:"delta"`
-	Reason string `json:"reason"`
-}
-
-// AdjustmentJSON is an adjustment as the API answers it and as the CLI
-// prints it: the one JSON shape of a domain.Adjustment.
-type AdjustmentJSON struct {
-	ID                  int64      `json:"id"`
-	SKU                 string     `json:"sku"`
-	Delta               int64      `json:"delta"`
-	Reason              string     `json:"reason"`
-	RequestedBy         string     `json:"requested_by"`
-	RequestedAt         time.Time  `json:"requested_at"`
-	Status              string     `json:"status"`
-	DecidedBy           *string    `json:"decided_by"`
-	DecidedAt           *time.Time `json:"decided_at"`
-	EventID             *string    `json:"event_id"`
-	Seq                 *int64     `json:"seq"`
-	Result              *string    `json:"result"`
-	ReconciliationRunID *int64     `json:"reconciliation_run_id"`
-}
-
 // NewAdjustmentJSON maps a into its JSON shape, field by field.
-func NewAdjustmentJSON(a domain.Adjustment) AdjustmentJSON {
-	return AdjustmentJSON{
+func NewAdjustmentJSON(a domain.Adjustment) apiwire.AdjustmentJSON {
+	return apiwire.AdjustmentJSON{
 		ID: a.ID, SKU: a.SKU, Delta: a.Delta, Reason: a.Reason, RequestedBy: a.RequestedBy, RequestedAt: a.RequestedAt,
 		Status: string(a.Status), DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, EventID: a.EventID, Seq: a.Seq,
 		Result: a.Result, ReconciliationRunID: a.ReconciliationRunID,
@@ -65,7 +41,7 @@ func principalName(r *http.Request) string {
 // requestAdjustment is POST /v1/adjustments {"sku","delta","reason"}:
 // 201 {"id","status":"pending",...}.
 func (s *server) requestAdjustment(w http.ResponseWriter, r *http.Request) {
-	var req adjustmentRequest
+	var req apiwire.AdjustmentBody
 	body, err := s.body(w, r)
 	if err == nil {
 		err = decodeJSON(body, &req)
@@ -106,16 +82,9 @@ func (s *server) decideAdjustment(w http.ResponseWriter, r *http.Request, decide
 	answer(s, w, r, adj, err, NewAdjustmentJSON)
 }
 
-// AdjustmentPageJSON is the body of GET /v1/adjustments and what `invledger
-// adjust list --format json` reads: a ledger.AdjustmentPage.
-type AdjustmentPageJSON struct {
-	Adjustments []AdjustmentJSON `json:"adjustments"`
-	NextAfter   *int64           `json:"next_after"`
-}
-
 // NewAdjustmentPageJSON maps p field by field.
-func NewAdjustmentPageJSON(p ledger.AdjustmentPage) AdjustmentPageJSON {
-	return AdjustmentPageJSON{Adjustments: mapSlice(p.Adjustments, NewAdjustmentJSON), NextAfter: p.NextAfter}
+func NewAdjustmentPageJSON(p ledger.AdjustmentPage) apiwire.AdjustmentPageJSON {
+	return apiwire.AdjustmentPageJSON{Adjustments: mapSlice(p.Adjustments, NewAdjustmentJSON), NextAfter: p.NextAfter}
 }
 
 // pathID parses the {id} path segment: a positive integer.

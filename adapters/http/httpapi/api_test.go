@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -315,12 +316,12 @@ func TestHappyPath(t *testing.T) {
 	}
 
 	// Warm.
-	var w WarmJSON
+	var w apiwire.WarmJSON
 	r = s.do(t, http.MethodPost, skuPath+"/warm", op, "")
 	if err := json.Unmarshal(r.body, &w); err != nil || r.status != http.StatusOK {
 		t.Fatalf("warm: %d %s %v", r.status, r.body, err)
 	}
-	if w != (WarmJSON{SKU: sku, Stock: 3, Seq: 1, Status: "open", Stocked: true}) {
+	if w != (apiwire.WarmJSON{SKU: sku, Stock: 3, Seq: 1, Status: "open", Stocked: true}) {
 		t.Fatalf("warm: %s", r.body)
 	}
 
@@ -352,7 +353,7 @@ func TestHappyPath(t *testing.T) {
 	if err := json.Unmarshal(r.body, &w); err != nil || r.status != http.StatusOK {
 		t.Fatalf("re-warm: %d %s %v", r.status, r.body, err)
 	}
-	if w != (WarmJSON{SKU: sku, Stock: 2, Seq: 2, Status: "open", Stocked: false}) {
+	if w != (apiwire.WarmJSON{SKU: sku, Stock: 2, Seq: 2, Status: "open", Stocked: false}) {
 		t.Fatalf("re-warm reset the sale: %s", r.body)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -28,35 +29,9 @@ type Auditor interface {
 
 var _ Auditor = (*ledger.Auditor)(nil)
 
-// AuditEntryJSON is a ledger row as the audit API answers it and as
-// `invledger audit --format json` prints it. Empty strings stand for NULL
-// columns.
-type AuditEntryJSON struct {
-	EventID      string    `json:"event_id"`
-	SKU          string    `json:"sku"`
-	Seq          int64     `json:"seq"`
-	Type         string    `json:"type"`
-	Delta        int64     `json:"delta"`
-	Qty          int64     `json:"qty"`
-	BalanceAfter int64     `json:"balance_after"`
-	UserID       string    `json:"user_id"`
-	RequestID    string    `json:"request_id"`
-	Actor        string    `json:"actor"`
-	Reason       string    `json:"reason"`
-	OccurredAt   time.Time `json:"occurred_at"`
-	RecordedAt   time.Time `json:"recorded_at"`
-	StreamID     string    `json:"stream_id"`
-	PrevHash     string    `json:"prev_hash"`
-	Hash         string    `json:"hash"`
-	// HoldID, OrderID and ExpiresAt are given on a hold's events only.
-	HoldID    string     `json:"hold_id,omitempty"`
-	OrderID   string     `json:"order_id,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-}
-
 // NewAuditEntryJSON maps e into its JSON shape, field by field.
-func NewAuditEntryJSON(e ledger.AuditEntry) AuditEntryJSON {
-	return AuditEntryJSON{
+func NewAuditEntryJSON(e ledger.AuditEntry) apiwire.AuditEntryJSON {
+	return apiwire.AuditEntryJSON{
 		EventID: e.EventID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
 		BalanceAfter: e.BalanceAfter, UserID: e.UserID, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
 		OccurredAt: e.OccurredAt, RecordedAt: e.RecordedAt, StreamID: e.StreamID, PrevHash: e.PrevHash, Hash: e.Hash,
@@ -64,64 +39,26 @@ func NewAuditEntryJSON(e ledger.AuditEntry) AuditEntryJSON {
 	}
 }
 
-// HistoryPageJSON is the body of GET /v1/skus/{sku}/events and what
-// `audit history --format json` prints: a ledger.HistoryPage.
-type HistoryPageJSON struct {
-	SKU       string           `json:"sku"`
-	Events    []AuditEntryJSON `json:"events"`
-	NextAfter *int64           `json:"next_after"`
-}
-
 // NewHistoryPageJSON maps p into its JSON shape, field by field.
-func NewHistoryPageJSON(p ledger.HistoryPage) HistoryPageJSON {
-	return HistoryPageJSON{SKU: p.SKU, Events: mapSlice(p.Events, NewAuditEntryJSON), NextAfter: p.NextAfter}
-}
-
-// UserPageJSON is the body of GET /v1/users/{user}/purchases and what
-// `audit user --format json` prints: a ledger.UserPage.
-type UserPageJSON struct {
-	UserID    string           `json:"user_id"`
-	Events    []AuditEntryJSON `json:"events"`
-	NextAfter *string          `json:"next_after"`
+func NewHistoryPageJSON(p ledger.HistoryPage) apiwire.HistoryPageJSON {
+	return apiwire.HistoryPageJSON{SKU: p.SKU, Events: mapSlice(p.Events, NewAuditEntryJSON), NextAfter: p.NextAfter}
 }
 
 // NewUserPageJSON maps p into its JSON shape, field by field.
-func NewUserPageJSON(p ledger.UserPage) UserPageJSON {
-	return UserPageJSON{UserID: p.UserID, Events: mapSlice(p.Events, NewAuditEntryJSON), NextAfter: p.NextAfter}
-}
-
-// HoldingJSON is one holder in BuyersJSON.
-type HoldingJSON struct {
-	UserID string `json:"user_id"`
-	Qty    int64  `json:"qty"`
-}
-
-// BuyersJSON is the body of GET /v1/skus/{sku}/buyers and what
-// `audit buyers --format json` prints: a ledger.BuyersView.
-type BuyersJSON struct {
-	SKU       string        `json:"sku"`
-	Buyers    []HoldingJSON `json:"buyers"`
-	NextAfter *string       `json:"next_after"`
+func NewUserPageJSON(p ledger.UserPage) apiwire.UserPageJSON {
+	return apiwire.UserPageJSON{UserID: p.UserID, Events: mapSlice(p.Events, NewAuditEntryJSON), NextAfter: p.NextAfter}
 }
 
 // NewBuyersJSON maps v into its JSON shape, field by field.
-func NewBuyersJSON(v ledger.BuyersView) BuyersJSON {
-	return BuyersJSON{SKU: v.SKU, Buyers: mapSlice(v.Buyers, func(h ledger.Holding) HoldingJSON {
-		return HoldingJSON{UserID: h.UserID, Qty: h.Qty}
+func NewBuyersJSON(v ledger.BuyersView) apiwire.BuyersJSON {
+	return apiwire.BuyersJSON{SKU: v.SKU, Buyers: mapSlice(v.Buyers, func(h ledger.Holding) apiwire.HoldingJSON {
+		return apiwire.HoldingJSON{UserID: h.UserID, Qty: h.Qty}
 	}), NextAfter: v.NextAfter}
 }
 
-// StockAtJSON is the body of GET /v1/skus/{sku}/balance and what
-// `audit balance-at --format json` prints: a ledger.StockAt.
-type StockAtJSON struct {
-	SKU   string    `json:"sku"`
-	At    time.Time `json:"at"`
-	Stock int64     `json:"stock"`
-}
-
 // NewStockAtJSON maps s into its JSON shape, field by field.
-func NewStockAtJSON(s ledger.StockAt) StockAtJSON {
-	return StockAtJSON{SKU: s.SKU, At: s.At, Stock: s.Stock}
+func NewStockAtJSON(s ledger.StockAt) apiwire.StockAtJSON {
+	return apiwire.StockAtJSON{SKU: s.SKU, At: s.At, Stock: s.Stock}
 }
 
 // skuEvents is GET /v1/skus/{sku}/events?after=SEQ&limit=N: the SKU's
@@ -190,32 +127,14 @@ func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
 	answer(s, w, r, page, err, NewUserPageJSON)
 }
 
-// OperationJSON is one entry of the operations audit trail.
-type OperationJSON struct {
-	ID     int64     `json:"id"`
-	SKU    string    `json:"sku"`
-	Action string    `json:"action"`
-	Actor  string    `json:"actor"`
-	At     time.Time `json:"at"`
-	Detail string    `json:"detail"`
-}
-
 // NewOperationJSON maps op into its JSON shape, field by field.
-func NewOperationJSON(op domain.Operation) OperationJSON {
-	return OperationJSON{ID: op.ID, SKU: op.SKU, Action: string(op.Action), Actor: op.Actor, At: op.At, Detail: op.Detail}
-}
-
-// OperationPageJSON is the body of GET /v1/skus/{sku}/operations and what
-// `audit operations --format json` prints: a ledger.OperationPage.
-type OperationPageJSON struct {
-	SKU        string          `json:"sku"`
-	Operations []OperationJSON `json:"operations"`
-	NextAfter  *int64          `json:"next_after"`
+func NewOperationJSON(op domain.Operation) apiwire.OperationJSON {
+	return apiwire.OperationJSON{ID: op.ID, SKU: op.SKU, Action: string(op.Action), Actor: op.Actor, At: op.At, Detail: op.Detail}
 }
 
 // NewOperationPageJSON maps p into its JSON shape, field by field.
-func NewOperationPageJSON(p ledger.OperationPage) OperationPageJSON {
-	return OperationPageJSON{SKU: p.SKU, Operations: mapSlice(p.Operations, NewOperationJSON), NextAfter: p.NextAfter}
+func NewOperationPageJSON(p ledger.OperationPage) apiwire.OperationPageJSON {
+	return apiwire.OperationPageJSON{SKU: p.SKU, Operations: mapSlice(p.Operations, NewOperationJSON), NextAfter: p.NextAfter}
 }
 
 // skuOperations is GET /v1/skus/{sku}/operations?after=ID&limit=N: who

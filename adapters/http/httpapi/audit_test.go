@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
@@ -75,7 +76,7 @@ func TestAuditEndpoints(t *testing.T) {
 	}
 
 	// events: the rows in seq order, paged by next_after.
-	var all HistoryPageJSON
+	var all apiwire.HistoryPageJSON
 	if keys := decodeJSONBody(t, s.do(t, http.MethodGet, "/v1/skus/au-1/events", secretAuditor, ""), &all); !slices.Equal(keys, []string{"events", "next_after", "sku"}) {
 		t.Fatalf("events body keys %v", keys)
 	}
@@ -94,7 +95,7 @@ func TestAuditEndpoints(t *testing.T) {
 	if e := all.Events[3]; e.Type != "released" || e.UserID != "bob" || e.Reason != "payment timeout" || e.Delta != 1 {
 		t.Fatalf("release row: %+v", e)
 	}
-	var page HistoryPageJSON
+	var page apiwire.HistoryPageJSON
 	decodeJSONBody(t, s.do(t, http.MethodGet, "/v1/skus/au-1/events?limit=2&after=1", secretAuditor, ""), &page)
 	if len(page.Events) != 2 || page.Events[0].Seq != 2 || page.NextAfter == nil || *page.NextAfter != 3 {
 		t.Fatalf("events after 1, limit 2: %+v", page)
@@ -105,7 +106,7 @@ func TestAuditEndpoints(t *testing.T) {
 	}
 
 	// balance: the stock at an instant.
-	var bal StockAtJSON
+	var bal apiwire.StockAtJSON
 	at := before.In(time.FixedZone("", 8*3600)).Format(time.RFC3339Nano)
 	if keys := decodeJSONBody(t, s.do(t, http.MethodGet, "/v1/skus/au-1/balance?at="+url.QueryEscape(at), secretAuditor, ""), &bal); !slices.Equal(keys, []string{"at", "sku", "stock"}) {
 		t.Fatalf("balance body keys %v", keys)
@@ -123,16 +124,16 @@ func TestAuditEndpoints(t *testing.T) {
 	}
 
 	// buyers: who holds units after releases.
-	var buyers BuyersJSON
+	var buyers apiwire.BuyersJSON
 	if keys := decodeJSONBody(t, s.do(t, http.MethodGet, "/v1/skus/au-1/buyers", secretAuditor, ""), &buyers); !slices.Equal(keys, []string{"buyers", "next_after", "sku"}) {
 		t.Fatalf("buyers body keys %v", keys)
 	}
-	if want := []HoldingJSON{{UserID: odd, Qty: 2}, {UserID: "cy", Qty: 1}}; buyers.SKU != "au-1" || !slices.Equal(buyers.Buyers, want) {
+	if want := []apiwire.HoldingJSON{{UserID: odd, Qty: 2}, {UserID: "cy", Qty: 1}}; buyers.SKU != "au-1" || !slices.Equal(buyers.Buyers, want) {
 		t.Fatalf("buyers: %+v, want %+v", buyers, want)
 	}
 
 	// purchases: one user's rows, paged by an opaque cursor.
-	var up UserPageJSON
+	var up apiwire.UserPageJSON
 	if keys := decodeJSONBody(t, s.do(t, http.MethodGet, "/v1/users/bob/purchases?limit=1", secretAuditor, ""), &up); !slices.Equal(keys, []string{"events", "next_after", "user_id"}) {
 		t.Fatalf("purchases body keys %v", keys)
 	}

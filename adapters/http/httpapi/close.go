@@ -3,8 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -17,15 +17,6 @@ type SKUCloser interface {
 
 var _ SKUCloser = (*ledger.Archiver)(nil)
 
-// CloseJSON is the answer of POST /v1/skus/{sku}/close. AlreadyClosed is
-// true when the SKU was closed before; ClosedAt is then the original time.
-type CloseJSON struct {
-	SKU           string    `json:"sku"`
-	Status        string    `json:"status"`
-	ClosedAt      time.Time `json:"closed_at"`
-	AlreadyClosed bool      `json:"already_closed"`
-}
-
 // closeSKU is POST /v1/skus/{sku}/close: it ends the SKU's sale. Later
 // deductions get 409 closed, while retries of earlier requests still get
 // their receipts. It answers 200 {"sku","status":"closed","closed_at",
@@ -37,18 +28,7 @@ func (s *server) closeSKU(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, CloseJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
-}
-
-// RetireJSON is the answer of POST /v1/skus/{sku}/retire. AlreadyRetired
-// is true when the SKU was retired before; Seq and RetiredAt are then the
-// original ones.
-type RetireJSON struct {
-	SKU            string    `json:"sku"`
-	Status         string    `json:"status"`
-	Seq            int64     `json:"seq"`
-	RetiredAt      time.Time `json:"retired_at"`
-	AlreadyRetired bool      `json:"already_retired"`
+	s.writeJSON(w, http.StatusOK, apiwire.CloseJSON{SKU: res.SKU, Status: "closed", ClosedAt: res.ClosedAt, AlreadyClosed: res.AlreadyClosed})
 }
 
 // retireSKU is POST /v1/skus/{sku}/retire: it removes a closed, archived
@@ -63,6 +43,6 @@ func (s *server) retireSKU(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, RetireJSON{SKU: res.SKU, Status: string(domain.StatusRetired), Seq: res.Seq,
+	s.writeJSON(w, http.StatusOK, apiwire.RetireJSON{SKU: res.SKU, Status: string(domain.StatusRetired), Seq: res.Seq,
 		RetiredAt: res.RetiredAt, AlreadyRetired: res.AlreadyRetired})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
@@ -30,13 +31,13 @@ func TestCloseEndpoint(t *testing.T) {
 		t.Fatalf("refused close changed Redis: %+v -> %+v", before, after)
 	}
 
-	var first CloseJSON
+	var first apiwire.CloseJSON
 	r := s.do(t, http.MethodPost, "/v1/skus/close-1/close", secretOperator, "")
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &first) != nil || first.Status != "closed" || first.AlreadyClosed ||
 		time.Since(first.ClosedAt) > time.Minute {
 		t.Fatalf("close: %d %s", r.status, r.body)
 	}
-	var again CloseJSON
+	var again apiwire.CloseJSON
 	r = s.do(t, http.MethodPost, "/v1/skus/close-1/close", secretOperator, "")
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &again) != nil || !again.AlreadyClosed || !again.ClosedAt.Equal(first.ClosedAt) {
 		t.Fatalf("close again: %d %s, want already closed at %v", r.status, r.body, first.ClosedAt)
@@ -47,7 +48,7 @@ func TestCloseEndpoint(t *testing.T) {
 	if r := s.do(t, http.MethodPost, "/v1/skus/close-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != http.StatusOK || string(r.body) != string(receipt) {
 		t.Fatalf("retry after close: %d %s, want the original receipt %s", r.status, r.body, receipt)
 	}
-	var view SKUViewJSON
+	var view apiwire.SKUViewJSON
 	if r := s.do(t, http.MethodGet, "/v1/skus/close-1", secretAuditor, ""); json.Unmarshal(r.body, &view) != nil || view.State != "closed" {
 		t.Fatalf("sku after close: %s", r.body)
 	}
@@ -104,7 +105,7 @@ func TestRetireEndpoint(t *testing.T) {
 	if _, err := ls.Archiver(t).ArchiveBuyers(context.Background(), "retire-h"); err != nil {
 		t.Fatal(err)
 	}
-	var res RetireJSON
+	var res apiwire.RetireJSON
 	r = s.do(t, http.MethodPost, "/v1/skus/retire-h/retire", secretOperator, "")
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || res.Status != "retired" || res.Seq != 3 || res.AlreadyRetired { // stocked, deducted, closed
 		t.Fatalf("retire: %d %s", r.status, r.body)
@@ -124,7 +125,7 @@ func TestRetireEndpoint(t *testing.T) {
 	}
 	expectError(t, s.do(t, http.MethodPost, "/v1/skus/retire-h/release", secretGateway, `{"user_id":"u1","request_id":"r1"}`),
 		http.StatusConflict, "retired", "restore-redis --sku retire-h")
-	var view SKUViewJSON
+	var view apiwire.SKUViewJSON
 	if r := s.do(t, http.MethodGet, "/v1/skus/retire-h", secretAuditor, ""); json.Unmarshal(r.body, &view) != nil || view.State != "retired" {
 		t.Fatalf("sku after retirement: %s", r.body)
 	}

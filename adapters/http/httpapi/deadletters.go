@@ -3,8 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -18,37 +18,15 @@ type DeadLetterFlow interface {
 
 var _ DeadLetterFlow = (*ledger.DeadLetters)(nil)
 
-// DeadLetterJSON is a dead letter as the API answers it and as `invledger
-// dead-letters` prints it.
-type DeadLetterJSON struct {
-	ID        int64             `json:"id"`
-	Stream    string            `json:"stream"`
-	StreamID  string            `json:"stream_id"`
-	Fields    map[string]string `json:"fields"`
-	Error     string            `json:"error"`
-	CreatedAt time.Time         `json:"created_at"`
-	Status    string            `json:"status"`
-	HandledBy *string           `json:"handled_by"`
-	HandledAt *time.Time        `json:"handled_at"`
-	Note      *string           `json:"note"`
-}
-
 // NewDeadLetterJSON maps d into its JSON shape, field by field.
-func NewDeadLetterJSON(d ledger.DeadLetter) DeadLetterJSON {
-	return DeadLetterJSON{ID: d.ID, Stream: d.Stream, StreamID: d.StreamID, Fields: d.Fields, Error: d.Error, CreatedAt: d.CreatedAt,
+func NewDeadLetterJSON(d ledger.DeadLetter) apiwire.DeadLetterJSON {
+	return apiwire.DeadLetterJSON{ID: d.ID, Stream: d.Stream, StreamID: d.StreamID, Fields: d.Fields, Error: d.Error, CreatedAt: d.CreatedAt,
 		Status: string(d.Status), HandledBy: d.HandledBy, HandledAt: d.HandledAt, Note: d.Note}
 }
 
-// DeadLetterPageJSON is the body of GET /v1/dead-letters: a
-// ledger.DeadLetterPage.
-type DeadLetterPageJSON struct {
-	DeadLetters []DeadLetterJSON `json:"dead_letters"`
-	NextAfter   *int64           `json:"next_after"`
-}
-
 // NewDeadLetterPageJSON maps p into its JSON shape.
-func NewDeadLetterPageJSON(p ledger.DeadLetterPage) DeadLetterPageJSON {
-	return DeadLetterPageJSON{DeadLetters: mapSlice(p.DeadLetters, NewDeadLetterJSON), NextAfter: p.NextAfter}
+func NewDeadLetterPageJSON(p ledger.DeadLetterPage) apiwire.DeadLetterPageJSON {
+	return apiwire.DeadLetterPageJSON{DeadLetters: mapSlice(p.DeadLetters, NewDeadLetterJSON), NextAfter: p.NextAfter}
 }
 
 // listDeadLetters is GET /v1/dead-letters?status=&after=ID&limit=N: oldest
@@ -92,9 +70,7 @@ func (s *server) resolveDeadLetter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Note string `json:"note"`
-	}
+	var req apiwire.ResolveBody
 	body, err := s.body(w, r)
 	if err == nil {
 		err = decodeJSON(body, &req)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -20,24 +21,6 @@ import (
 // DefaultMaxBodyBytes is the largest request body accepted: a larger one
 // gets 400 and writes nothing.
 const DefaultMaxBodyBytes = 64 << 10
-
-// Request bodies. Pointers tell a missing field from a zero one.
-type (
-	createSKUBody struct {
-		Stock        *int64 `json:"stock"`
-		PerUserLimit *int64 `json:"per_user_limit"`
-	}
-	deductBody struct {
-		UserID    string `json:"user_id"`
-		Qty       *int64 `json:"qty"`
-		RequestID string `json:"request_id"`
-	}
-	releaseBody struct {
-		UserID    string `json:"user_id"`
-		RequestID string `json:"request_id"`
-		Reason    string `json:"reason"`
-	}
-)
 
 // bodyError is a *domain.FieldError for the request body as a whole, so
 // every decoding failure maps to 400 invalid_request like field errors do.
@@ -350,7 +333,7 @@ func kindName(t reflect.Type) string {
 // Idempotency-Key header stands for a missing request_id, and must equal
 // one that is given.
 func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductCommand, error) {
-	var b deductBody
+	var b apiwire.DeductBody
 	err := decodeJSON(body, &b)
 	if err != nil {
 		return ledger.DeductCommand{}, err
@@ -380,14 +363,14 @@ func purchaseRequestID(bodyID, idempotencyKey string) (string, error) {
 	case bodyID == "":
 		return idempotencyKey, nil
 	case idempotencyKey != "" && idempotencyKey != bodyID:
-		return "", domain.NewFieldError(HeaderIdempotencyKey, errors.New("must equal the body's request_id when both are given"))
+		return "", domain.NewFieldError(apiwire.HeaderIdempotencyKey, errors.New("must equal the body's request_id when both are given"))
 	}
 	return bodyID, nil
 }
 
 // decodeRelease reads a release body for sku and validates every field.
 func decodeRelease(sku string, body io.Reader) (ledger.ReleaseCommand, error) {
-	var b releaseBody
+	var b apiwire.ReleaseBody
 	if err := decodeJSON(body, &b); err != nil {
 		return ledger.ReleaseCommand{}, err
 	}
@@ -398,7 +381,7 @@ func decodeRelease(sku string, body io.Reader) (ledger.ReleaseCommand, error) {
 // per_user_limit defaults to 1 when absent, and an explicit 0 is refused
 // (the service would otherwise read it as "absent").
 func decodeCreateSKU(sku string, body io.Reader) (ledger.CreateSKUCommand, error) {
-	var b createSKUBody
+	var b apiwire.CreateSKUBody
 	if err := decodeJSON(body, &b); err != nil {
 		return ledger.CreateSKUCommand{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -44,7 +45,7 @@ func FuzzDecodeDeduct(f *testing.F) {
 	f.Add([]byte(`{"user_id":"u1","qty":1}`), "sku-1", "k1")
 
 	const maxBody = 1 << 10 // small, so the fuzzer reaches the limit
-	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, HeaderIdempotencyKey: true}
+	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, apiwire.HeaderIdempotencyKey: true}
 
 	f.Fuzz(func(t *testing.T, data []byte, sku, key string) {
 		body := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(data)), maxBody)

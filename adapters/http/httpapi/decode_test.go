@@ -1,14 +1,17 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -156,11 +159,11 @@ func TestEveryWriteBodyRefusesDuplicateAndCaseKeys(t *testing.T) {
 		good, dup    string
 		upper, field string
 	}{
-		{&deductBody{}, `{"user_id":"u","qty":1,"request_id":"r"}`, `{"user_id":"u","qty":1,"qty":5,"request_id":"r"}`, `{"user_id":"u","QTY":1,"request_id":"r"}`, "qty"},
-		{&releaseBody{}, `{"user_id":"u","request_id":"r"}`, `{"user_id":"u","request_id":"r","request_id":"s"}`, `{"User_ID":"u","request_id":"r"}`, "request_id"},
-		{&createSKUBody{}, `{"stock":1,"per_user_limit":1}`, `{"stock":1,"stock":9}`, `{"Stock":1}`, "stock"},
-		{&adjustmentRequest{}, `{"sku":"s","delta":1,"reason":"x"}`, `{"sku":"s","delta":1,"delta":-9}`, `{"sku":"s","DELTA":1}`, "delta"},
-		{&reconcileRequest{}, `{"sku":"s","repair":true}`, `{"repair":false,"repair":true}`, `{"Repair":true}`, "repair"},
+		{&apiwire.DeductBody{}, `{"user_id":"u","qty":1,"request_id":"r"}`, `{"user_id":"u","qty":1,"qty":5,"request_id":"r"}`, `{"user_id":"u","QTY":1,"request_id":"r"}`, "qty"},
+		{&apiwire.ReleaseBody{}, `{"user_id":"u","request_id":"r"}`, `{"user_id":"u","request_id":"r","request_id":"s"}`, `{"User_ID":"u","request_id":"r"}`, "request_id"},
+		{&apiwire.CreateSKUBody{}, `{"stock":1,"per_user_limit":1}`, `{"stock":1,"stock":9}`, `{"Stock":1}`, "stock"},
+		{&apiwire.AdjustmentBody{}, `{"sku":"s","delta":1,"reason":"x"}`, `{"sku":"s","delta":1,"delta":-9}`, `{"sku":"s","DELTA":1}`, "delta"},
+		{&apiwire.ReconcileBody{}, `{"sku":"s","repair":true}`, `{"repair":false,"repair":true}`, `{"Repair":true}`, "repair"},
 	} {
 		name := reflect.TypeOf(tc.dst).Elem().Name()
 		if err := decodeJSON(limited(tc.good), tc.dst); err != nil {
@@ -195,30 +198,41 @@ func TestAppendJSONString(t *testing.T) {
 	}
 }
 
+// TestAppendBodies: the hand-written bodies of the hot paths are the
+// apiwire types the client decodes, key for key: each decodes strictly
+// into its type and encodes back to the same bytes.
 func TestAppendBodies(t *testing.T) {
-	var deduct struct {
-		Status    string `json:"status"`
-		Seq       int64  `json:"seq"`
-		Remaining int64  `json:"remaining"`
-		EventID   string `json:"event_id"`
-	}
+	var deduct apiwire.ReceiptJSON
 	b := appendDeductReceipt(nil, 42, -0, "0190-ab")
-	if err := json.Unmarshal(b, &deduct); err != nil || deduct.Status != "ok" || deduct.Seq != 42 || deduct.Remaining != 0 || deduct.EventID != "0190-ab" {
+	if err := decodeAsWritten(b, &deduct); err != nil || deduct.Status != "ok" || deduct.Seq != 42 || deduct.Remaining != 0 || deduct.EventID != "0190-ab" {
 		t.Fatalf("deduct body %s: %+v %v", b, deduct, err)
 	}
-	var rel struct {
-		Status          string `json:"status"`
-		EventID         string `json:"event_id"`
-		Seq             int64  `json:"seq"`
-		AlreadyReleased bool   `json:"already_released"`
-	}
+	var rel apiwire.ReleaseReceiptJSON
 	b = appendReleaseReceipt(nil, "e1", 7, true)
-	if err := json.Unmarshal(b, &rel); err != nil || rel.Status != "released" || rel.EventID != "e1" || rel.Seq != 7 || !rel.AlreadyReleased {
+	if err := decodeAsWritten(b, &rel); err != nil || rel.Status != "released" || rel.EventID != "e1" || rel.Seq != 7 || !rel.AlreadyReleased {
 		t.Fatalf("release body %s: %+v %v", b, rel, err)
 	}
-	var e struct{ Error, Detail, Field string }
-	b = appendError(nil, "invalid_request", "must be \"x\"\n", "qty", "")
-	if err := json.Unmarshal(b, &e); err != nil || e.Error != "invalid_request" || e.Detail != "must be \"x\"\n" || e.Field != "qty" {
+	var e apiwire.ErrorJSON
+	b = appendError(nil, "invalid_request", "must be \"x\"\n", "qty", "trace-1")
+	if err := decodeAsWritten(b, &e); err != nil || e.Error != "invalid_request" || e.Detail != "must be \"x\"\n" || e.Field != "qty" || e.TraceID != "trace-1" {
 		t.Fatalf("error body %s: %+v %v", b, e, err)
 	}
+	if err := decodeAsWritten(appendError(nil, "not_found", "", "", ""), &apiwire.ErrorJSON{}); err != nil {
+		t.Fatalf("bare error body: %v", err)
+	}
+}
+
+// decodeAsWritten decodes b into v refusing unknown keys, and fails unless
+// v encodes back to b.
+func decodeAsWritten(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	again, err := json.Marshal(v)
+	if err == nil && !bytes.Equal(again, b) {
+		err = fmt.Errorf("encodes back to %s", again)
+	}
+	return err
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -22,39 +22,16 @@ type HoldService interface {
 
 var _ HoldService = (*ledger.Holds)(nil)
 
-// reserveBody is POST /v1/skus/{sku}/holds; a missing ttl_seconds is the
-// configured default.
-type reserveBody struct {
-	UserID     string `json:"user_id"`
-	Qty        *int64 `json:"qty"`
-	RequestID  string `json:"request_id"`
-	TTLSeconds *int64 `json:"ttl_seconds"`
-}
-
-// HoldJSON is a hold as the hold routes answer it. Remaining, the stock
-// left after the reserve, is given by the reserve only.
-type HoldJSON struct {
-	HoldID    string    `json:"hold_id"`
-	SKU       string    `json:"sku"`
-	UserID    string    `json:"user_id"`
-	Qty       int64     `json:"qty"`
-	Status    string    `json:"status"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Seq       int64     `json:"seq"`
-	Remaining *int64    `json:"remaining,omitempty"`
-	OrderID   string    `json:"order_id,omitempty"`
-}
-
 // NewHoldJSON renders h.
-func NewHoldJSON(h domain.Hold) HoldJSON {
-	return HoldJSON{HoldID: h.HoldID, SKU: h.SKU, UserID: h.User, Qty: h.Qty, Status: string(h.Status),
+func NewHoldJSON(h domain.Hold) apiwire.HoldJSON {
+	return apiwire.HoldJSON{HoldID: h.HoldID, SKU: h.SKU, UserID: h.User, Qty: h.Qty, Status: string(h.Status),
 		ExpiresAt: h.ExpiresAt, Seq: h.Seq, OrderID: h.OrderID}
 }
 
 // decodeReserve reads a reserve body for sku and validates every field, in
 // the order sku, user_id, qty, request_id, ttl_seconds.
 func (s *server) decodeReserve(sku, idempotencyKey string, body io.Reader) (ledger.ReserveCommand, error) {
-	var b reserveBody
+	var b apiwire.ReserveBody
 	err := decodeJSON(body, &b)
 	if err != nil {
 		return ledger.ReserveCommand{}, err
@@ -101,7 +78,7 @@ func (s *server) reserve(w http.ResponseWriter, r *http.Request) {
 	out := NewHoldJSON(h)
 	out.Remaining = &h.Remaining
 	if h.Replayed {
-		w.Header()[headerReplayed] = headerTrue
+		w.Header()[apiwire.HeaderReplayed] = headerTrue
 	}
 	s.writeJSON(w, http.StatusCreated, out)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -41,7 +42,7 @@ func FuzzDecodeReserve(f *testing.F) {
 		f.Fatal(err)
 	}
 	s := &server{holds: holds}
-	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, "ttl_seconds": true, HeaderIdempotencyKey: true}
+	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, "ttl_seconds": true, apiwire.HeaderIdempotencyKey: true}
 	f.Fuzz(func(t *testing.T, data []byte, sku, key string) {
 		body := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(data)), 1<<10)
 		cmd, err := s.decodeReserve(sku, key, body)

@@ -9,15 +9,9 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 )
-
-// HeaderIdempotencyKey is the standard header a client sends so that a
-// retried write is done once. On a purchase it is the request_id; on the
-// writes that have no natural key (SKU create, adjustment request,
-// reconcile) the first answer is stored per principal and key, and a retry
-// gets it again, with Idempotent-Replayed: true.
-const HeaderIdempotencyKey = "Idempotency-Key"
 
 // IdempotencyStore keeps, per principal and Idempotency-Key, the first
 // successful answer to a write. *pgstore.PostgresIdempotencyStore
@@ -39,17 +33,17 @@ type IdempotencyStore interface {
 // idempotencyKey reads the Idempotency-Key header: absent is "", and a
 // given key must be a valid request id (1-128 printable characters).
 func idempotencyKey(r *http.Request) (string, error) {
-	vals := r.Header.Values(HeaderIdempotencyKey)
+	vals := r.Header.Values(apiwire.HeaderIdempotencyKey)
 	switch len(vals) {
 	case 0:
 		return "", nil
 	case 1:
 		if _, err := domain.NewRequestID(vals[0]); err != nil {
-			return "", domain.NewFieldError(HeaderIdempotencyKey, errors.New("must be 1-128 printable characters without surrounding spaces"))
+			return "", domain.NewFieldError(apiwire.HeaderIdempotencyKey, errors.New("must be 1-128 printable characters without surrounding spaces"))
 		}
 		return vals[0], nil
 	}
-	return "", domain.NewFieldError(HeaderIdempotencyKey, errors.New("is given more than once"))
+	return "", domain.NewFieldError(apiwire.HeaderIdempotencyKey, errors.New("is given more than once"))
 }
 
 // idempotent runs h once per principal and Idempotency-Key: a request
@@ -88,7 +82,7 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if !claimed {
-			w.Header()[headerReplayed] = headerTrue
+			w.Header()[apiwire.HeaderReplayed] = headerTrue
 			writeRaw(w, status, stored)
 			return
 		}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -21,55 +21,31 @@ type OrderService interface {
 
 var _ OrderService = (*ledger.Orders)(nil)
 
-// placeOrderBody is POST /v1/orders; a missing ttl_seconds is the
-// configured default of holds.
-type placeOrderBody struct {
-	OrderID    string                  `json:"order_id"`
-	UserID     string                  `json:"user_id"`
-	TTLSeconds *int64                  `json:"ttl_seconds"`
-	Lines      []ledger.OrderLineInput `json:"lines"`
-}
-
-// OrderLineJSON is one line of an order: its hold's id, and its state.
-type OrderLineJSON struct {
-	SKU    string `json:"sku"`
-	Qty    int64  `json:"qty"`
-	HoldID string `json:"hold_id"`
-	// Status is the line's hold's state, or "none" for a line a placing
-	// cut short never reserved.
-	Status string `json:"status"`
-}
-
-// OrderJSON is an order as the order routes answer it.
-type OrderJSON struct {
-	OrderID   string          `json:"order_id"`
-	UserID    string          `json:"user_id"`
-	Status    string          `json:"status"`
-	ExpiresAt time.Time       `json:"expires_at"`
-	Lines     []OrderLineJSON `json:"lines"`
-}
-
 // NewOrderJSON renders o.
-func NewOrderJSON(o ledger.Order) OrderJSON {
-	out := OrderJSON{OrderID: o.OrderID, UserID: o.User, Status: string(o.Status), ExpiresAt: o.ExpiresAt,
-		Lines: make([]OrderLineJSON, len(o.Lines))}
+func NewOrderJSON(o ledger.Order) apiwire.OrderJSON {
+	out := apiwire.OrderJSON{OrderID: o.OrderID, UserID: o.User, Status: string(o.Status), ExpiresAt: o.ExpiresAt,
+		Lines: make([]apiwire.OrderLineJSON, len(o.Lines))}
 	for i, h := range o.Lines {
 		status := string(h.Status)
 		if status == "" {
 			status = "none"
 		}
-		out.Lines[i] = OrderLineJSON{SKU: h.SKU, Qty: h.Qty, HoldID: h.HoldID, Status: status}
+		out.Lines[i] = apiwire.OrderLineJSON{SKU: h.SKU, Qty: h.Qty, HoldID: h.HoldID, Status: status}
 	}
 	return out
 }
 
 // decodePlaceOrder reads an order body and validates every field.
 func decodePlaceOrder(orders OrderService, body io.Reader) (ledger.PlaceOrderCommand, error) {
-	var b placeOrderBody
+	var b apiwire.PlaceOrderBody
 	if err := decodeJSON(body, &b); err != nil {
 		return ledger.PlaceOrderCommand{}, err
 	}
-	return orders.NewPlaceOrderCommand(b.OrderID, b.UserID, b.TTLSeconds, b.Lines)
+	lines := make([]ledger.OrderLineInput, len(b.Lines))
+	for i, l := range b.Lines {
+		lines[i] = ledger.OrderLineInput{SKU: l.SKU, Qty: l.Qty}
+	}
+	return orders.NewPlaceOrderCommand(b.OrderID, b.UserID, b.TTLSeconds, lines)
 }
 
 // placeOrder answers 201 with the order, or 200 for a retry that found

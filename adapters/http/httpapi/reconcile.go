@@ -3,8 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/support/reconcilejson"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -23,30 +23,10 @@ type RunLister interface {
 	Runs(ctx context.Context, before int64, limit int) ([]reconcile.RecordedRun, error)
 }
 
-// reconcileRequest is the optional body of POST /v1/reconcile.
-type reconcileRequest struct {
-	SKU    string `json:"sku"`
-	Repair bool   `json:"repair"`
-}
-
-// ReconcileReportJSON is the body of POST /v1/reconcile: a reconcile.Report.
-type ReconcileReportJSON struct {
-	RunID      int64                   `json:"run_id"`
-	Trigger    string                  `json:"trigger"`
-	Started    time.Time               `json:"started_at"`
-	Finished   time.Time               `json:"finished_at"`
-	Checked    int                     `json:"checked"`
-	Lagging    int                     `json:"lagging"`
-	Drifts     []reconcilejson.Finding `json:"drifts"`
-	Repaired   []reconcilejson.Finding `json:"repaired"`
-	Verified   int                     `json:"verified"`
-	Unverified int                     `json:"unverified"`
-}
-
 // NewReconcileReportJSON maps r into the body POST /v1/reconcile answers,
 // for clients that print a report in the same shape, such as the CLI.
-func NewReconcileReportJSON(r reconcile.Report) ReconcileReportJSON {
-	return ReconcileReportJSON{
+func NewReconcileReportJSON(r reconcile.Report) apiwire.ReconcileReportJSON {
+	return apiwire.ReconcileReportJSON{
 		RunID: r.RunID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished,
 		Checked: r.Checked, Lagging: r.Lagging,
 		Drifts: mapSlice(r.Drifts, reconcilejson.NewFinding), Repaired: mapSlice(r.Repaired, reconcilejson.NewFinding),
@@ -54,45 +34,13 @@ func NewReconcileReportJSON(r reconcile.Report) ReconcileReportJSON {
 	}
 }
 
-// RunJSON is one run of GET /v1/reconciliations. Its counts are
-// drift_count and repaired_count: in the report of POST /v1/reconcile,
-// drifts and repaired are the lists, and one key has one type across the API.
-type RunJSON struct {
-	ID            int64                 `json:"id"`
-	Trigger       string                `json:"trigger"`
-	Started       string                `json:"started_at"`
-	Finished      string                `json:"finished_at"`
-	Checked       int                   `json:"checked"`
-	DriftCount    int                   `json:"drift_count"`
-	RepairedCount int                   `json:"repaired_count"`
-	Error         *string               `json:"error"`
-	Findings      []RecordedFindingJSON `json:"findings"`
-}
-
-// RecordedFindingJSON is a stored finding. Before carries the missing seqs
-// the finding named, as the figures were recorded with them.
-type RecordedFindingJSON struct {
-	SKU         string                 `json:"sku"`
-	Class       string                 `json:"class"`
-	Detail      string                 `json:"detail"`
-	Before      RecordedFiguresJSON    `json:"before"`
-	After       *reconcilejson.Figures `json:"after"`
-	Repaired    bool                   `json:"repaired"`
-	RepairError *string                `json:"repair_error"`
-}
-
-type RecordedFiguresJSON struct {
-	reconcilejson.Figures
-	MissingSeqs []reconcilejson.SeqRange `json:"missing_seqs,omitempty"`
-}
-
-func NewRunJSON(r reconcile.RecordedRun) RunJSON {
-	return RunJSON{
+func NewRunJSON(r reconcile.RecordedRun) apiwire.RunJSON {
+	return apiwire.RunJSON{
 		ID: r.ID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished,
 		Checked: r.Checked, DriftCount: r.Drifts, RepairedCount: r.Repaired, Error: r.Error,
-		Findings: mapSlice(r.Findings, func(f reconcile.RecordedFinding) RecordedFindingJSON {
-			return RecordedFindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail,
-				Before: RecordedFiguresJSON{Figures: reconcilejson.NewFigures(f.Before.Figures),
+		Findings: mapSlice(r.Findings, func(f reconcile.RecordedFinding) apiwire.RecordedFindingJSON {
+			return apiwire.RecordedFindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail,
+				Before: apiwire.RecordedFiguresJSON{FiguresJSON: reconcilejson.NewFigures(f.Before.Figures),
 					MissingSeqs: reconcilejson.NewSeqRanges(f.Before.MissingSeqs)},
 				After:    reconcilejson.NewOptionalFigures(f.After),
 				Repaired: f.Repaired, RepairError: f.RepairError}
@@ -116,7 +64,7 @@ func mapSlice[T, U any](in []T, f func(T) U) []U {
 // reconcile is POST /v1/reconcile: it runs a reconciliation now, of every
 // SKU or of {"sku":S}, repairing when {"repair":true}, and answers the report.
 func (s *server) reconcile(w http.ResponseWriter, r *http.Request) {
-	var req reconcileRequest
+	var req apiwire.ReconcileBody
 	if r.ContentLength != 0 {
 		body, err := s.body(w, r)
 		if err == nil {
@@ -164,19 +112,13 @@ func (s *server) reconciliations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page := RunPageJSON{Runs: mapSlice(runs, NewRunJSON)}
+	page := apiwire.RunPageJSON{Runs: mapSlice(runs, NewRunJSON)}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
 		page.NextAfter = &page.Runs[limit-1].ID
 	}
 	if page.Runs == nil {
-		page.Runs = []RunJSON{}
+		page.Runs = []apiwire.RunJSON{}
 	}
 	s.writeJSON(w, http.StatusOK, page)
-}
-
-// RunPageJSON is the body of GET /v1/reconciliations.
-type RunPageJSON struct {
-	Runs      []RunJSON `json:"runs"`
-	NextAfter *int64    `json:"next_after"`
 }

@@ -6,19 +6,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
 
-// HeaderRequestID carries a request's id: the caller's when it sends a
-// valid one, else one the server makes. Every answer carries it, every
-// error body repeats it as trace_id, and every log line of the request
-// has it as request_id. It is not the purchase's request_id, which is an
-// idempotency key.
-const HeaderRequestID = "X-Request-Id"
+	"github.com/invledger/invledger/adapters/http/apiwire"
+)
 
 // requestID is the caller's X-Request-Id when it is 1-128 visible ASCII
 // characters, safe to log as it is, else a new random one.
 func requestID(r *http.Request) string {
-	id := r.Header.Get(HeaderRequestID)
+	id := r.Header.Get(apiwire.HeaderRequestID)
 	ok := id != "" && len(id) <= 128
 	for i := 0; ok && i < len(id); i++ {
 		ok = id[i] > ' ' && id[i] < 0x7f

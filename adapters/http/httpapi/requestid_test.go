@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/invledger/invledger/adapters/http/apiwire"
 )
 
 // TestRequestIDsReachTheAnswerTheLogAndTheMetrics: a valid X-Request-Id
@@ -39,14 +41,14 @@ func TestRequestIDsReachTheAnswerTheLogAndTheMetrics(t *testing.T) {
 
 	req := httptest.NewRequest(http.MethodPost, "/v1/skus/a/deduct", strings.NewReader(`{"user_id":"u1","qty":0,"request_id":"r1"}`))
 	req.Header.Set("Authorization", "Bearer "+secretGateway)
-	req.Header.Set(HeaderRequestID, "edge-42")
+	req.Header.Set(apiwire.HeaderRequestID, "edge-42")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var body map[string]string
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Code != http.StatusBadRequest || rec.Header().Get(HeaderRequestID) != "edge-42" || body["trace_id"] != "edge-42" {
+	if rec.Code != http.StatusBadRequest || rec.Header().Get(apiwire.HeaderRequestID) != "edge-42" || body["trace_id"] != "edge-42" {
 		t.Fatalf("answer %d %v %s; want 400 with X-Request-Id and trace_id edge-42", rec.Code, rec.Header(), rec.Body)
 	}
 	var line map[string]any
@@ -64,10 +66,10 @@ func TestRequestIDsReachTheAnswerTheLogAndTheMetrics(t *testing.T) {
 	}
 
 	bad := httptest.NewRequest(http.MethodGet, "/nowhere", nil)
-	bad.Header.Set(HeaderRequestID, " spaced ")
+	bad.Header.Set(apiwire.HeaderRequestID, " spaced ")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, bad)
-	if id := rec.Header().Get(HeaderRequestID); id == "" || id == " spaced " || !strings.Contains(rec.Body.String(), `"trace_id":"`+id+`"`) {
+	if id := rec.Header().Get(apiwire.HeaderRequestID); id == "" || id == " spaced " || !strings.Contains(rec.Body.String(), `"trace_id":"`+id+`"`) {
 		t.Fatalf("a bad X-Request-Id was kept or not replaced: %q, body %s", id, rec.Body)
 	}
 	mu.Lock()

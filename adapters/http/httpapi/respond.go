@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -59,7 +60,7 @@ func (s *server) writeError(w http.ResponseWriter, status int, code, detail stri
 // on w.
 func (s *server) writeFieldError(w http.ResponseWriter, status int, code, detail, field string) {
 	var traceID string
-	if ids := w.Header()[HeaderRequestID]; len(ids) == 1 {
+	if ids := w.Header()[apiwire.HeaderRequestID]; len(ids) == 1 {
 		traceID = ids[0]
 	}
 	bp := getBuf()

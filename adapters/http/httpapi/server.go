@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/support/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -375,7 +376,7 @@ func (s *server) authorize(pattern string, roles roleSet, h http.Handler) http.H
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := requestID(r)
-	w.Header()[HeaderRequestID] = []string{id}
+	w.Header()[apiwire.HeaderRequestID] = []string{id}
 	ctx := requestid.NewContext(r.Context(), id)
 	var span trace.Span
 	if s.tracer != nil {
@@ -480,13 +481,6 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeRaw(w, status, append(b, '}'))
 }
 
-// SKUJSON is a SKU definition as PUT /v1/skus/{sku} returns it.
-type SKUJSON struct {
-	SKU          string `json:"sku"`
-	Stock        int64  `json:"stock"`
-	PerUserLimit int64  `json:"per_user_limit"`
-}
-
 func (s *server) createSKU(w http.ResponseWriter, r *http.Request) {
 	body, err := s.body(w, r)
 	if err != nil {
@@ -507,17 +501,7 @@ func (s *server) createSKU(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	s.writeJSON(w, status, SKUJSON{SKU: def.SKU().String(), Stock: def.InitialStock(), PerUserLimit: def.PerUserLimit()})
-}
-
-// WarmJSON is the answer of POST /v1/skus/{sku}/warm. Stocked is false when
-// the SKU was already live and nothing changed.
-type WarmJSON struct {
-	SKU     string `json:"sku"`
-	Stock   int64  `json:"stock"`
-	Seq     int64  `json:"seq"`
-	Status  string `json:"status"`
-	Stocked bool   `json:"stocked"`
+	s.writeJSON(w, status, apiwire.SKUJSON{SKU: def.SKU().String(), Stock: def.InitialStock(), PerUserLimit: def.PerUserLimit()})
 }
 
 func (s *server) warm(w http.ResponseWriter, r *http.Request) {
@@ -527,7 +511,7 @@ func (s *server) warm(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, WarmJSON{
+	s.writeJSON(w, http.StatusOK, apiwire.WarmJSON{
 		SKU: sku, Stock: res.State.Stock, Seq: res.State.Seq, Status: string(res.State.Status), Stocked: res.Stocked,
 	})
 }
@@ -558,23 +542,17 @@ func (s *server) deduct(w http.ResponseWriter, r *http.Request) {
 	if rc.Replayed {
 		// The body stays the original receipt, byte for byte; what changed
 		// since is said in headers.
-		w.Header()[headerReplayed] = headerTrue
+		w.Header()[apiwire.HeaderReplayed] = headerTrue
 		if rc.Released {
-			w.Header()[headerReleased] = headerTrue
+			w.Header()[apiwire.HeaderReleased] = headerTrue
 		}
 	}
 	bp := getBuf()
 	sendBuf(w, http.StatusOK, bp, appendDeductReceipt((*bp)[:0], rc.Seq, rc.Remaining, rc.EventID))
 }
 
-// Headers of a replayed deduction (canonical forms, set without allocating):
-// Idempotent-Replayed: true on every replay of a request id, and
-// Invledger-Released: true when its units were released since.
-const (
-	headerReplayed = "Idempotent-Replayed"
-	headerReleased = "Invledger-Released"
-)
-
+// headerTrue is the value "true" of HeaderReplayed and HeaderReleased,
+// assigned directly (canonical keys) to save an allocation per replay.
 var headerTrue = []string{"true"}
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
@@ -603,32 +581,13 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	sendBuf(w, http.StatusOK, bp, appendReleaseReceipt((*bp)[:0], rel.EventID, rel.Seq, rel.AlreadyReleased))
 }
 
-// SKUViewJSON is GET /v1/skus/{sku}: null where a side does not know yet
-// (Redis before warm, the ledger before the first projection).
-type SKUViewJSON struct {
-	SKU         string `json:"sku"`
-	RedisStock  *int64 `json:"redis_stock"`
-	LedgerStock *int64 `json:"ledger_stock"`
-	RedisSeq    *int64 `json:"redis_seq"`
-	// LedgerSeq is the highest seq the ledger has seen, LedgerWatermark the
-	// highest with no gap below it.
-	LedgerSeq       *int64 `json:"ledger_seq"`
-	LedgerWatermark *int64 `json:"ledger_watermark"`
-	// RedisHeld and LedgerHeld are the units of open holds, out of the stock.
-	RedisHeld    *int64 `json:"redis_held"`
-	LedgerHeld   *int64 `json:"ledger_held"`
-	State        string `json:"state"`
-	InitialStock int64  `json:"initial_stock"`
-	PerUserLimit int64  `json:"per_user_limit"`
-}
-
 func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
 	v, err := s.ledger.State(r.Context(), r.PathValue("sku"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, SKUViewJSON{
+	s.writeJSON(w, http.StatusOK, apiwire.SKUViewJSON{
 		SKU:             v.Definition.SKU().String(),
 		RedisStock:      v.RedisStock,
 		LedgerStock:     v.LedgerStock,
@@ -643,30 +602,10 @@ func (s *server) getSKU(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// SKUItemJSON is one SKU of GET /v1/skus: GET /v1/skus/{sku} without the
-// watermark, which would cost a scan per SKU.
-type SKUItemJSON struct {
-	SKU          string `json:"sku"`
-	InitialStock int64  `json:"initial_stock"`
-	PerUserLimit int64  `json:"per_user_limit"`
-	State        string `json:"state"`
-	RedisStock   *int64 `json:"redis_stock"`
-	RedisSeq     *int64 `json:"redis_seq"`
-	LedgerStock  *int64 `json:"ledger_stock"`
-	LedgerSeq    *int64 `json:"ledger_seq"`
-}
-
-// SKUPageJSON is the body of GET /v1/skus and what `sku list --format
-// json` prints: a ledger.SKUPage.
-type SKUPageJSON struct {
-	SKUs      []SKUItemJSON `json:"skus"`
-	NextAfter *string       `json:"next_after"`
-}
-
 // NewSKUPageJSON maps p into its JSON shape, field by field.
-func NewSKUPageJSON(p ledger.SKUPage) SKUPageJSON {
-	return SKUPageJSON{NextAfter: p.NextAfter, SKUs: mapSlice(p.SKUs, func(v ledger.SKUView) SKUItemJSON {
-		return SKUItemJSON{SKU: v.Definition.SKU().String(), InitialStock: v.Definition.InitialStock(),
+func NewSKUPageJSON(p ledger.SKUPage) apiwire.SKUPageJSON {
+	return apiwire.SKUPageJSON{NextAfter: p.NextAfter, SKUs: mapSlice(p.SKUs, func(v ledger.SKUView) apiwire.SKUItemJSON {
+		return apiwire.SKUItemJSON{SKU: v.Definition.SKU().String(), InitialStock: v.Definition.InitialStock(),
 			PerUserLimit: v.Definition.PerUserLimit(), State: string(v.Status), RedisStock: v.RedisStock,
 			RedisSeq: v.RedisSeq, LedgerStock: v.LedgerStock, LedgerSeq: v.LedgerSeq}
 	})}

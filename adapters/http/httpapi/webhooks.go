@@ -3,8 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -20,22 +20,9 @@ type WebhookManager interface {
 
 var _ WebhookManager = (*ledger.Webhooks)(nil)
 
-// WebhookJSON is a subscription as the API answers it. Secret is present
-// only in the answers of create and rotate; PreviousSecretExpiresAt says
-// until when the secret before a rotation still signs deliveries.
-type WebhookJSON struct {
-	ID                      string     `json:"id"`
-	URL                     string     `json:"url"`
-	EventTypes              []string   `json:"event_types"`
-	CreatedBy               string     `json:"created_by"`
-	CreatedAt               time.Time  `json:"created_at"`
-	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
-	Secret                  string     `json:"secret,omitempty"`
-}
-
 // NewWebhookJSON maps w into its JSON shape, without its secrets.
-func NewWebhookJSON(w domain.WebhookSubscription) WebhookJSON {
-	j := WebhookJSON{ID: w.ID, URL: w.URL, EventTypes: w.EventTypes, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt}
+func NewWebhookJSON(w domain.WebhookSubscription) apiwire.WebhookJSON {
+	j := apiwire.WebhookJSON{ID: w.ID, URL: w.URL, EventTypes: w.EventTypes, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt}
 	if w.PreviousSecret != "" {
 		at := w.PreviousExpiresAt
 		j.PreviousSecretExpiresAt = &at
@@ -45,26 +32,16 @@ func NewWebhookJSON(w domain.WebhookSubscription) WebhookJSON {
 
 // newWebhookWithSecret is NewWebhookJSON with the current secret, for
 // the answers that show it once.
-func newWebhookWithSecret(w domain.WebhookSubscription) WebhookJSON {
+func newWebhookWithSecret(w domain.WebhookSubscription) apiwire.WebhookJSON {
 	j := NewWebhookJSON(w)
 	j.Secret = w.Secret
 	return j
 }
 
-// WebhookListJSON is the body of GET /v1/webhooks.
-type WebhookListJSON struct {
-	Webhooks []WebhookJSON `json:"webhooks"`
-}
-
-type webhookRequest struct {
-	URL        string   `json:"url"`
-	EventTypes []string `json:"event_types"`
-}
-
 // createWebhook is POST /v1/webhooks {"url","event_types"}: 201 with the
 // subscription and its secret, shown only here and on rotate.
 func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) {
-	var req webhookRequest
+	var req apiwire.WebhookBody
 	body, err := s.body(w, r)
 	if err == nil {
 		err = decodeJSON(body, &req)
@@ -88,8 +65,8 @@ func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	subs, err := s.webhooks.List(r.Context())
-	answer(s, w, r, subs, err, func(subs []domain.WebhookSubscription) WebhookListJSON {
-		return WebhookListJSON{Webhooks: append([]WebhookJSON{}, mapSlice(subs, NewWebhookJSON)...)}
+	answer(s, w, r, subs, err, func(subs []domain.WebhookSubscription) apiwire.WebhookListJSON {
+		return apiwire.WebhookListJSON{Webhooks: append([]apiwire.WebhookJSON{}, mapSlice(subs, NewWebhookJSON)...)}
 	})
 }
 

@@ -6,6 +6,10 @@
 // releases (their request_id is the idempotency key), and every other
 // write, which the client sends with an Idempotency-Key it makes once per
 // call. Every call ends by its context's deadline.
+//
+// Its request and answer bodies are those the server uses, from
+// adapters/http/apiwire; of invledger it links only that and domain, none
+// of the server (TestClientLinksOnlyWhatAClientNeeds).
 package httpclient
 
 import (
@@ -23,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -182,7 +187,7 @@ func (c *Client) once(ctx context.Context, cl call, target string, payload []byt
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if cl.key != "" {
-		req.Header.Set("Idempotency-Key", cl.key)
+		req.Header.Set(apiwire.HeaderIdempotencyKey, cl.key)
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
@@ -196,12 +201,7 @@ func (c *Client) once(ctx context.Context, cl call, target string, payload []byt
 	}
 	if resp.StatusCode/100 != 2 {
 		e := &Error{Status: resp.StatusCode}
-		var body struct {
-			Error   string `json:"error"`
-			Detail  string `json:"detail"`
-			Field   string `json:"field"`
-			TraceID string `json:"trace_id"`
-		}
+		var body apiwire.ErrorJSON
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 			e.Code, e.Detail, e.Field, e.TraceID = body.Error, body.Detail, body.Field, body.TraceID
 		} else {

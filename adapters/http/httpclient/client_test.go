@@ -3,6 +3,7 @@ package httpclient_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -10,10 +11,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/http/httpclient"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 )
@@ -121,8 +123,30 @@ func TestClientSellsAndMapsErrors(t *testing.T) {
 	if got, err := ap.ApproveAdjustment(ctx, adj.ID); err != nil || got.Status != "applied" {
 		t.Fatalf("ApproveAdjustment = %+v, %v", got, err)
 	}
-	if page, err := op.Adjustments(ctx, "applied", "c-1", 0, 10); err != nil || len(page.Adjustments) != 1 {
+	second, err := op.RequestAdjustment(ctx, "c-1", -1, "miscounted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ap.RejectAdjustment(ctx, second.ID); err != nil || got.Status != "rejected" || got.DecidedBy == nil || *got.DecidedBy != "adam" {
+		t.Fatalf("RejectAdjustment = %+v, %v", got, err)
+	}
+	if _, err := ap.RejectAdjustment(ctx, adj.ID); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("RejectAdjustment of an applied adjustment = %v, want ErrConflict", err)
+	}
+	if page, err := op.Adjustments(ctx, "applied", "c-1", 0, 10); err != nil || len(page.Adjustments) != 1 || page.Adjustments[0].ID != adj.ID {
 		t.Fatalf("Adjustments = %+v, %v", page, err)
+	}
+	if page, err := op.Adjustments(ctx, "", "c-1", 0, 10); err != nil || len(page.Adjustments) != 2 || page.Adjustments[0].ID != second.ID {
+		t.Fatalf("Adjustments, newest first = %+v, %v", page, err)
+	}
+	// Do reaches a route by its path, decoding the answer like the typed
+	// methods do.
+	var view apiwire.SKUViewJSON
+	if err := op.Do(ctx, http.MethodGet, "/v1/skus/c-1", nil, &view); err != nil || view.InitialStock != 2 || view.State != "open" {
+		t.Fatalf("Do GET /v1/skus/c-1 = %+v, %v", view, err)
+	}
+	if err := op.Do(ctx, http.MethodPost, "/v1/adjustments", apiwire.AdjustmentBody{SKU: "c-1"}, nil); !errors.Is(err, domain.ErrInvalidInput) {
+		t.Fatalf("Do with no delta = %v, want ErrInvalidInput", err)
 	}
 	if rep, err := op.Reconcile(ctx, "c-1", false); err != nil || rep.Checked != 1 {
 		t.Fatalf("Reconcile = %+v, %v", rep, err)

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/http/httpclient"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger"
 )
 
 func TestClientOrdersPlaceConfirmCancel(t *testing.T) {
@@ -18,7 +18,7 @@ func TestClientOrdersPlaceConfirmCancel(t *testing.T) {
 	st.SKU(t, "c-ord-a", 3, 2)
 	st.SKU(t, "c-ord-b", 1, 1)
 	gw := client(t, serve(t, st), gwSecret)
-	lines := []ledger.OrderLineInput{{SKU: "c-ord-a", Qty: 2}, {SKU: "c-ord-b", Qty: 1}}
+	lines := []apiwire.OrderLineBody{{SKU: "c-ord-a", Qty: 2}, {SKU: "c-ord-b", Qty: 1}}
 
 	o, err := gw.PlaceOrder(ctx, "co-1", "u1", 60, lines)
 	if err != nil || o.Status != "held" || len(o.Lines) != 2 || o.Lines[1].HoldID == "" {

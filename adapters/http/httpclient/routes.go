@@ -7,27 +7,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/http/apiwire"
 )
 
-// Receipt is a purchase's answer. Replayed is true when it is the original
-// answer of an earlier call with the same request id, and Released when
-// its units were released since.
+// Receipt is a purchase's answer: its body, and what its headers say.
+// Replayed is true when it is the original answer of an earlier call with
+// the same request id, and Released when its units were released since.
 type Receipt struct {
-	Status    string `json:"status"`
-	Seq       int64  `json:"seq"`
-	Remaining int64  `json:"remaining"`
-	EventID   string `json:"event_id"`
-	Replayed  bool   `json:"-"`
-	Released  bool   `json:"-"`
-}
-
-// ReleaseReceipt is a release's answer.
-type ReleaseReceipt struct {
-	Status          string `json:"status"`
-	EventID         string `json:"event_id"`
-	Seq             int64  `json:"seq"`
-	AlreadyReleased bool   `json:"already_released"`
+	apiwire.ReceiptJSON
+	Replayed, Released bool
 }
 
 // Deduct buys qty units of sku for user. requestID is the idempotency key:
@@ -35,104 +23,97 @@ type ReleaseReceipt struct {
 // receipt and never buys twice.
 func (c *Client) Deduct(ctx context.Context, sku, user string, qty int64, requestID string) (Receipt, error) {
 	var rc Receipt
-	a, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/skus/" + url.PathEscape(sku) + "/deduct", retry: true,
-		body: map[string]any{"user_id": user, "qty": qty, "request_id": requestID}}, &rc)
-	rc.Replayed, rc.Released = a.header.Get("Idempotent-Replayed") == "true", a.header.Get("Invledger-Released") == "true"
+	a, err := c.do(ctx, call{method: http.MethodPost, path: skuPath(sku) + "/deduct", retry: true,
+		body: apiwire.DeductBody{UserID: user, Qty: &qty, RequestID: requestID}}, &rc.ReceiptJSON)
+	rc.Replayed, rc.Released = a.header.Get(apiwire.HeaderReplayed) == "true", a.header.Get(apiwire.HeaderReleased) == "true"
 	return rc, err
 }
 
 // Release gives back the units of the purchase requestID made, once.
-func (c *Client) Release(ctx context.Context, sku, user, requestID, reason string) (ReleaseReceipt, error) {
-	var rr ReleaseReceipt
-	body := map[string]any{"user_id": user, "request_id": requestID}
-	if reason != "" {
-		body["reason"] = reason
-	}
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/skus/" + url.PathEscape(sku) + "/release", retry: true, body: body}, &rr)
+func (c *Client) Release(ctx context.Context, sku, user, requestID, reason string) (apiwire.ReleaseReceiptJSON, error) {
+	var rr apiwire.ReleaseReceiptJSON
+	_, err := c.do(ctx, call{method: http.MethodPost, path: skuPath(sku) + "/release", retry: true,
+		body: apiwire.ReleaseBody{UserID: user, RequestID: requestID, Reason: reason}}, &rr)
 	return rr, err
 }
 
 // CreateSKU defines sku; created is false when the same definition existed.
-func (c *Client) CreateSKU(ctx context.Context, sku string, stock, perUserLimit int64) (def httpapi.SKUJSON, created bool, err error) {
-	a, err := c.do(ctx, call{method: http.MethodPut, path: "/v1/skus/" + url.PathEscape(sku), retry: true, key: newKey(),
-		body: map[string]any{"stock": stock, "per_user_limit": perUserLimit}}, &def)
+func (c *Client) CreateSKU(ctx context.Context, sku string, stock, perUserLimit int64) (def apiwire.SKUJSON, created bool, err error) {
+	a, err := c.do(ctx, call{method: http.MethodPut, path: skuPath(sku), retry: true, key: newKey(),
+		body: apiwire.CreateSKUBody{Stock: &stock, PerUserLimit: &perUserLimit}}, &def)
 	return def, a.status == http.StatusCreated, err
 }
 
 // SKU returns both views of sku, Redis's and the ledger's.
-func (c *Client) SKU(ctx context.Context, sku string) (v httpapi.SKUViewJSON, err error) {
-	return v, c.get(ctx, "/v1/skus/"+url.PathEscape(sku), nil, &v)
+func (c *Client) SKU(ctx context.Context, sku string) (v apiwire.SKUViewJSON, err error) {
+	return v, c.get(ctx, skuPath(sku), nil, &v)
 }
 
 // SKUs returns one page of the defined SKUs after the SKU id after.
-func (c *Client) SKUs(ctx context.Context, after string, limit int) (p httpapi.SKUPageJSON, err error) {
+func (c *Client) SKUs(ctx context.Context, after string, limit int) (p apiwire.SKUPageJSON, err error) {
 	return p, c.get(ctx, "/v1/skus", page(after, limit), &p)
 }
 
 // Warm loads sku into Redis; a no-op on a live SKU.
-func (c *Client) Warm(ctx context.Context, sku string) (w httpapi.WarmJSON, err error) {
-	return w, c.post(ctx, "/v1/skus/"+url.PathEscape(sku)+"/warm", nil, &w)
+func (c *Client) Warm(ctx context.Context, sku string) (w apiwire.WarmJSON, err error) {
+	return w, c.post(ctx, skuPath(sku)+"/warm", nil, &w)
 }
 
 // Close ends sku's sale.
-func (c *Client) Close(ctx context.Context, sku string) (r httpapi.CloseJSON, err error) {
-	return r, c.post(ctx, "/v1/skus/"+url.PathEscape(sku)+"/close", nil, &r)
+func (c *Client) Close(ctx context.Context, sku string) (r apiwire.CloseJSON, err error) {
+	return r, c.post(ctx, skuPath(sku)+"/close", nil, &r)
 }
 
 // Retire removes closed, archived sku from Redis, leaving a tombstone.
-func (c *Client) Retire(ctx context.Context, sku string) (r httpapi.RetireJSON, err error) {
-	return r, c.post(ctx, "/v1/skus/"+url.PathEscape(sku)+"/retire", nil, &r)
+func (c *Client) Retire(ctx context.Context, sku string) (r apiwire.RetireJSON, err error) {
+	return r, c.post(ctx, skuPath(sku)+"/retire", nil, &r)
 }
 
 // Events returns sku's ledger rows with seq above after.
-func (c *Client) Events(ctx context.Context, sku string, after int64, limit int) (p httpapi.HistoryPageJSON, err error) {
-	return p, c.get(ctx, "/v1/skus/"+url.PathEscape(sku)+"/events", page(itoa(after), limit), &p)
+func (c *Client) Events(ctx context.Context, sku string, after int64, limit int) (p apiwire.HistoryPageJSON, err error) {
+	return p, c.get(ctx, skuPath(sku)+"/events", page(itoa(after), limit), &p)
 }
 
 // BalanceAt returns sku's stock at the instant at.
-func (c *Client) BalanceAt(ctx context.Context, sku string, at time.Time) (s httpapi.StockAtJSON, err error) {
-	return s, c.get(ctx, "/v1/skus/"+url.PathEscape(sku)+"/balance", url.Values{"at": {at.UTC().Format(time.RFC3339Nano)}}, &s)
+func (c *Client) BalanceAt(ctx context.Context, sku string, at time.Time) (s apiwire.StockAtJSON, err error) {
+	return s, c.get(ctx, skuPath(sku)+"/balance", url.Values{"at": {at.UTC().Format(time.RFC3339Nano)}}, &s)
 }
 
 // Buyers returns who holds units of sku now, after the user id after.
-func (c *Client) Buyers(ctx context.Context, sku, after string, limit int) (b httpapi.BuyersJSON, err error) {
-	return b, c.get(ctx, "/v1/skus/"+url.PathEscape(sku)+"/buyers", page(after, limit), &b)
+func (c *Client) Buyers(ctx context.Context, sku, after string, limit int) (b apiwire.BuyersJSON, err error) {
+	return b, c.get(ctx, skuPath(sku)+"/buyers", page(after, limit), &b)
 }
 
 // Operations returns who changed sku's state, after the operation id after.
-func (c *Client) Operations(ctx context.Context, sku string, after int64, limit int) (p httpapi.OperationPageJSON, err error) {
-	return p, c.get(ctx, "/v1/skus/"+url.PathEscape(sku)+"/operations", page(itoa(after), limit), &p)
+func (c *Client) Operations(ctx context.Context, sku string, after int64, limit int) (p apiwire.OperationPageJSON, err error) {
+	return p, c.get(ctx, skuPath(sku)+"/operations", page(itoa(after), limit), &p)
 }
 
 // Purchases returns user's purchases and releases across SKUs.
-func (c *Client) Purchases(ctx context.Context, user, after string, limit int) (p httpapi.UserPageJSON, err error) {
+func (c *Client) Purchases(ctx context.Context, user, after string, limit int) (p apiwire.UserPageJSON, err error) {
 	return p, c.get(ctx, "/v1/users/"+url.PathEscape(user)+"/purchases", page(after, limit), &p)
 }
 
 // Reconcile reconciles every SKU, or only sku when it is not empty, and
 // repairs what it may when repair is set.
-func (c *Client) Reconcile(ctx context.Context, sku string, repair bool) (r httpapi.ReconcileReportJSON, err error) {
-	body := map[string]any{"repair": repair}
-	if sku != "" {
-		body["sku"] = sku
-	}
-	return r, c.post(ctx, "/v1/reconcile", body, &r)
+func (c *Client) Reconcile(ctx context.Context, sku string, repair bool) (r apiwire.ReconcileReportJSON, err error) {
+	return r, c.post(ctx, "/v1/reconcile", apiwire.ReconcileBody{SKU: sku, Repair: repair}, &r)
 }
 
 // Reconciliations returns recorded runs, newest first, before run after.
-func (c *Client) Reconciliations(ctx context.Context, after int64, limit int) (p httpapi.RunPageJSON, err error) {
+func (c *Client) Reconciliations(ctx context.Context, after int64, limit int) (p apiwire.RunPageJSON, err error) {
 	return p, c.get(ctx, "/v1/reconciliations", page(itoa(after), limit), &p)
 }
 
 // RequestAdjustment asks for a manual stock change of delta; another
 // person approves it.
-func (c *Client) RequestAdjustment(ctx context.Context, sku string, delta int64, reason string) (a httpapi.AdjustmentJSON, err error) {
-	return a, c.post(ctx, "/v1/adjustments", map[string]any{"sku": sku, "delta": delta, "reason": reason}, &a)
+func (c *Client) RequestAdjustment(ctx context.Context, sku string, delta int64, reason string) (a apiwire.AdjustmentJSON, err error) {
+	return a, c.post(ctx, "/v1/adjustments", apiwire.AdjustmentBody{SKU: sku, Delta: &delta, Reason: reason}, &a)
 }
 
 // Adjustments returns one page of adjustments, newest first; empty status
 // and sku do not filter.
-func (c *Client) Adjustments(ctx context.Context, status, sku string, after int64, limit int) (p httpapi.AdjustmentPageJSON, err error) {
+func (c *Client) Adjustments(ctx context.Context, status, sku string, after int64, limit int) (p apiwire.AdjustmentPageJSON, err error) {
 	q := page(itoa(after), limit)
 	for name, v := range map[string]string{"status": status, "sku": sku} {
 		if v != "" {
@@ -143,17 +124,17 @@ func (c *Client) Adjustments(ctx context.Context, status, sku string, after int6
 }
 
 // ApproveAdjustment approves and applies adjustment id.
-func (c *Client) ApproveAdjustment(ctx context.Context, id int64) (a httpapi.AdjustmentJSON, err error) {
+func (c *Client) ApproveAdjustment(ctx context.Context, id int64) (a apiwire.AdjustmentJSON, err error) {
 	return a, c.post(ctx, "/v1/adjustments/"+strconv.FormatInt(id, 10)+"/approve", nil, &a)
 }
 
 // RejectAdjustment rejects adjustment id.
-func (c *Client) RejectAdjustment(ctx context.Context, id int64) (a httpapi.AdjustmentJSON, err error) {
+func (c *Client) RejectAdjustment(ctx context.Context, id int64) (a apiwire.AdjustmentJSON, err error) {
 	return a, c.post(ctx, "/v1/adjustments/"+strconv.FormatInt(id, 10)+"/reject", nil, &a)
 }
 
 // DeadLetters returns one page of dead letters; an empty status does not filter.
-func (c *Client) DeadLetters(ctx context.Context, status string, after int64, limit int) (p httpapi.DeadLetterPageJSON, err error) {
+func (c *Client) DeadLetters(ctx context.Context, status string, after int64, limit int) (p apiwire.DeadLetterPageJSON, err error) {
 	q := page(itoa(after), limit)
 	if status != "" {
 		q.Set("status", status)
@@ -162,13 +143,13 @@ func (c *Client) DeadLetters(ctx context.Context, status string, after int64, li
 }
 
 // ReplayDeadLetter projects dead letter id again.
-func (c *Client) ReplayDeadLetter(ctx context.Context, id int64) (d httpapi.DeadLetterJSON, err error) {
+func (c *Client) ReplayDeadLetter(ctx context.Context, id int64) (d apiwire.DeadLetterJSON, err error) {
 	return d, c.post(ctx, "/v1/dead-letters/"+strconv.FormatInt(id, 10)+"/replay", nil, &d)
 }
 
 // ResolveDeadLetter marks dead letter id handled by hand, saying why.
-func (c *Client) ResolveDeadLetter(ctx context.Context, id int64, note string) (d httpapi.DeadLetterJSON, err error) {
-	return d, c.post(ctx, "/v1/dead-letters/"+strconv.FormatInt(id, 10)+"/resolve", map[string]any{"note": note}, &d)
+func (c *Client) ResolveDeadLetter(ctx context.Context, id int64, note string) (d apiwire.DeadLetterJSON, err error) {
+	return d, c.post(ctx, "/v1/dead-letters/"+strconv.FormatInt(id, 10)+"/resolve", apiwire.ResolveBody{Note: note}, &d)
 }
 
 // get reads path; reads are always safe to retry.
@@ -208,12 +189,12 @@ func itoa(n int64) string {
 // CreateWebhook subscribes url to the business events of types (see
 // domain.WebhookEventTypes). The answer holds the secret that signs the
 // deliveries, which no later read shows.
-func (c *Client) CreateWebhook(ctx context.Context, url string, types []string) (w httpapi.WebhookJSON, err error) {
-	return w, c.post(ctx, "/v1/webhooks", map[string]any{"url": url, "event_types": types}, &w)
+func (c *Client) CreateWebhook(ctx context.Context, url string, types []string) (w apiwire.WebhookJSON, err error) {
+	return w, c.post(ctx, "/v1/webhooks", apiwire.WebhookBody{URL: url, EventTypes: types}, &w)
 }
 
 // Webhooks lists the subscriptions, without their secrets.
-func (c *Client) Webhooks(ctx context.Context) (l httpapi.WebhookListJSON, err error) {
+func (c *Client) Webhooks(ctx context.Context) (l apiwire.WebhookListJSON, err error) {
 	return l, c.get(ctx, "/v1/webhooks", nil, &l)
 }
 
@@ -226,6 +207,8 @@ func (c *Client) DeleteWebhook(ctx context.Context, id string) error {
 
 // RotateWebhook gives subscription id a new secret and returns it; the
 // old one keeps signing deliveries until PreviousSecretExpiresAt.
-func (c *Client) RotateWebhook(ctx context.Context, id string) (w httpapi.WebhookJSON, err error) {
+func (c *Client) RotateWebhook(ctx context.Context, id string) (w apiwire.WebhookJSON, err error) {
 	return w, c.post(ctx, "/v1/webhooks/"+url.PathEscape(id)+"/rotate", nil, &w)
 }
+
+func skuPath(sku string) string { return "/v1/skus/" + url.PathEscape(sku) }

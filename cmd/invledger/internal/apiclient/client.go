@@ -3,9 +3,7 @@ package apiclient
 import (
 	"cmp"
 	"errors"
-	"net/url"
 	"os"
-	"strings"
 
 	"github.com/invledger/invledger/adapters/http/httpclient"
 	"github.com/invledger/invledger/domain"
@@ -24,9 +22,10 @@ func New(base, token string) (*httpclient.Client, error) {
 	if base == "" || token == "" {
 		return nil, ErrNotConfigured
 	}
-	u, err := url.Parse(strings.TrimRight(base, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, domain.NewFieldError("api", errors.New("must be an http:// or https:// URL such as http://127.0.0.1:8080"))
+	c, err := httpclient.New(httpclient.Config{BaseURL: base, Token: token})
+	if fe := (*domain.FieldError)(nil); errors.As(err, &fe) && fe.Field == "BaseURL" {
+		// The user gave --api, not the client's BaseURL setting.
+		return nil, domain.NewFieldError("api", fe.Err)
 	}
-	return httpclient.New(httpclient.Config{BaseURL: u.String(), Token: token})
+	return c, err
 }
