@@ -1,4 +1,4 @@
-.PHONY: all build check test demo dev deps screenshots
+.PHONY: all build check test demo dev deps screenshots bench
 
 all: build
 
@@ -33,3 +33,8 @@ dev: deps
 # docs/console/ (make test runs the same test and writes nothing).
 screenshots: deps
 	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./adapters/runtime/server
+
+# make bench: the figures of BENCHMARKS.md from one run (about 4 minutes on
+# 2 cores), written into its table with the commit and the date.
+bench: deps
+	scripts/bench.sh

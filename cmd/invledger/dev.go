@@ -75,7 +75,7 @@ valid. Delete the directory to start over.`,
 }
 
 // printDevBanner prints where the stack listens, and the export lines that
-// the README's examples and the CLI need, which it also writes to dir/env.
+// the examples of docs/api.md and docs/cli.md and the CLI need, which it also writes to dir/env.
 func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) error {
 	env := devstack.Env("http://"+addr, c.RedisURL, c.DatabaseURL, tokens)
 	fmt.Fprintf(w, "\ninvledger dev is running. Ctrl-C stops it and both servers.\n\n")
@@ -87,7 +87,7 @@ func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) erro
 	for _, t := range strings.Split(tokens, "\n") {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	fmt.Fprintf(w, "\nPaste this into a shell for the README's examples and the CLI (or: source %s):\n\n%s\n",
+	fmt.Fprintf(w, "\nPaste this into a shell for the examples of docs/api.md and the CLI (or: source %s):\n\n%s\n",
 		filepath.Join(dir, "env"), env)
 	return os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o600)
 }

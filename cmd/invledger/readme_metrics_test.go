@@ -14,26 +14,26 @@ import (
 	"github.com/invledger/invledger/adapters/runtime/app"
 )
 
-// ourMetric matches the families the README's table lists: invledger's
+// ourMetric matches the families docs/observability.md's table lists: invledger's
 // own and go_build_info, not the Go runtime's and the process's.
 var ourMetric = regexp.MustCompile(`^(invledger_[a-z_]+|go_build_info)$`)
 
-// TestREADMEListsEveryMetric compares the README's metric table with the
+// TestDocsListEveryMetric compares docs/observability.md's metric table with the
 // families app.New registers (every collector's descriptions) and with what a
 // freshly started serve exposes on /metrics before anything happened: the
 // table lists exactly the registered families, and a family is marked
 // "from the start" exactly when it is already there.
-func TestREADMEListsEveryMetric(t *testing.T) {
+func TestDocsListEveryMetric(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Redis and PostgreSQL")
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/observability.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	listed := map[string]bool{} // name → on /metrics from the start
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|[^|]*\\| ([^|]*) \\|").FindAllStringSubmatch(string(readme), -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|[^|]*\\| ([^|]*) \\|").FindAllStringSubmatch(string(doc), -1) {
 		if ourMetric.MatchString(m[1]) {
 			listed[m[1]] = m[2] == "from the start"
 		}
@@ -58,12 +58,12 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	}
 	for _, name := range registered {
 		if _, ok := listed[name]; !ok {
-			t.Errorf("the application registers %s, which README.md's metric table does not list", name)
+			t.Errorf("the application registers %s, which docs/observability.md's metric table does not list", name)
 		}
 	}
 	for name := range listed {
 		if !slices.Contains(registered, name) {
-			t.Errorf("README.md lists %s, which the application does not register", name)
+			t.Errorf("docs/observability.md lists %s, which the application does not register", name)
 		}
 	}
 
@@ -78,11 +78,11 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 		gathered := slices.ContainsFunc(families, func(f *dto.MetricFamily) bool { return f.GetName() == name })
 		switch {
 		case fromStart && !gathered:
-			t.Errorf("README.md says %s is on /metrics from the start; a new application has no series of it", name)
+			t.Errorf("docs/observability.md says %s is on /metrics from the start; a new application has no series of it", name)
 		case fromStart && !strings.Contains(scraped, "\n# TYPE "+name+" "):
-			t.Errorf("README.md says %s is on /metrics from the start; a fresh serve's lacks it", name)
+			t.Errorf("docs/observability.md says %s is on /metrics from the start; a fresh serve's lacks it", name)
 		case !fromStart && gathered:
-			t.Errorf("a new application has series of %s; README.md should say it is on /metrics from the start", name)
+			t.Errorf("a new application has series of %s; docs/observability.md should say it is on /metrics from the start", name)
 		}
 	}
 }

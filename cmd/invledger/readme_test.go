@@ -19,9 +19,11 @@ import (
 // the test binary so, which spares a go build of the command.
 const readmeCLIEnv = "INVLEDGER_README_TEST_CLI"
 
-// readmeBlock is one ```sh block of README.md with the marker before it.
+// readmeBlock is one ```sh block of README.md or a docs/*.md file, with
+// the marker before it.
 type readmeBlock struct {
-	line  int // line of the first line inside the fence
+	file  string // as the messages name it: README.md, docs/api.md
+	line  int    // line of the first line inside the fence
 	lines []string
 	skip  string // the reason, for a block marked skip
 }
@@ -29,11 +31,28 @@ type readmeBlock struct {
 // readmeMarker is the comment that must precede every ```sh block.
 var readmeMarker = regexp.MustCompile(`^<!-- readme-test: (run|skip: (.+)) -->$`)
 
-// readmeBlocks returns README.md's shell blocks in order. Every ```sh block
-// must be marked run or skip, so none is left untested by mistake.
-func readmeBlocks(t *testing.T, path string) []readmeBlock {
+// readmeFiles are the files whose shell blocks TestREADMERunsAsWritten
+// runs, as the messages name them: README.md, then docs/*.md in the order
+// of their names, so an example may use what an earlier file's created.
+func readmeFiles(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(path)
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs { // Glob sorts them
+		files = append(files, "docs/"+filepath.Base(d))
+	}
+	return files
+}
+
+// readmeBlocks returns the shell blocks of file (README.md or docs/x.md) in
+// order. Every ```sh block must be marked run or skip, so none is left
+// untested by mistake.
+func readmeBlocks(t *testing.T, file string) []readmeBlock {
+	t.Helper()
+	f, err := os.Open(filepath.Join("../..", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +77,9 @@ func readmeBlocks(t *testing.T, path string) []readmeBlock {
 		case text == "```sh":
 			m := readmeMarker.FindStringSubmatch(marker)
 			if m == nil || mline != n-1 {
-				t.Fatalf("README.md:%d: a ```sh block needs <!-- readme-test: run --> or <!-- readme-test: skip: REASON --> on the line before it", n)
+				t.Fatalf("%s:%d: a ```sh block needs <!-- readme-test: run --> or <!-- readme-test: skip: REASON --> on the line before it", file, n)
 			}
-			cur = &readmeBlock{line: n + 1, skip: m[2]}
+			cur = &readmeBlock{file: file, line: n + 1, skip: m[2]}
 		case strings.HasPrefix(text, "<!-- readme-test:"):
 			marker, mline = text, n
 		}
@@ -69,7 +88,7 @@ func readmeBlocks(t *testing.T, path string) []readmeBlock {
 		t.Fatal(err)
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: unclosed ```sh block", cur.line-1)
+		t.Fatalf("%s:%d: unclosed ```sh block", file, cur.line-1)
 	}
 	return blocks
 }
@@ -81,6 +100,7 @@ var readmeExpect = regexp.MustCompile(`#\s*→\s*(exit\s+\d+|\d{3})((?:\s+\.[^\s
 // readmeCommand is one command of a runnable block: its lines (joined at
 // trailing backslashes) and what its annotation expects.
 type readmeCommand struct {
+	file   string
 	line   int
 	text   string
 	status string   // "201", "exit 2", or "" for exit status 0
@@ -95,7 +115,7 @@ func readmeCommands(t *testing.T, b readmeBlock) []readmeCommand {
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 			continue
 		}
-		c := readmeCommand{line: b.line + i, text: b.lines[i]}
+		c := readmeCommand{file: b.file, line: b.line + i, text: b.lines[i]}
 		for strings.HasSuffix(b.lines[i], `\`) && i+1 < len(b.lines) {
 			i++
 			c.text += "\n" + b.lines[i]
@@ -106,7 +126,7 @@ func readmeCommands(t *testing.T, b readmeBlock) []readmeCommand {
 		}
 		isCurl := regexp.MustCompile(`(^|[\s($])curl\s`).MatchString(c.text)
 		if isCurl && (c.status == "" || strings.HasPrefix(c.status, "exit")) {
-			t.Errorf("README.md:%d: a curl in a runnable block needs `# → STATUS [.key[=value]...]` at its end", c.line)
+			t.Errorf("%s:%d: a curl in a runnable block needs `# → STATUS [.key[=value]...]` at its end", c.file, c.line)
 		}
 		cmds = append(cmds, c)
 	}
@@ -121,11 +141,11 @@ readme_n=0
 curl() {
   readme_n=$((readme_n+1))
   local body="$READMETEST_DIR/$readme_n.body" status
-  status=$(command curl -sS -o "$body" -w '%{http_code}' "$@") || { echo "README.md:$readme_line: curl failed" >&2; return 1; }
-  printf '%s\t%s\t%s\n' "$readme_line" "$status" "$body" >>"$READMETEST_DIR/log"
+  status=$(command curl -sS -o "$body" -w '%{http_code}' "$@") || { echo "$readme_file:$readme_line: curl failed" >&2; return 1; }
+  printf '%s:%s\t%s\t%s\n' "$readme_file" "$readme_line" "$status" "$body" >>"$READMETEST_DIR/log"
   cat "$body"; echo
   if [ "$status" != "$readme_status" ]; then
-    echo "README.md:$readme_line: HTTP $status, the README says $readme_status: $(cat "$body")" >&2
+    echo "$readme_file:$readme_line: HTTP $status, the file says $readme_status: $(cat "$body")" >&2
     return 1
   fi
 }
@@ -133,21 +153,25 @@ invledger() {
   local rc=0
   command invledger "$@" || rc=$?
   if [ "$rc" != "${readme_exit:-0}" ]; then
-    echo "README.md:$readme_line: invledger exited $rc, the README says ${readme_exit:-0}" >&2
+    echo "$readme_file:$readme_line: invledger exited $rc, the file says ${readme_exit:-0}" >&2
     return 1
   fi
 }
 `
 
-// TestREADMERunsAsWritten runs README.md's runnable shell blocks, in order,
-// with bash against a serve on a private stack, with the tokens and URLs
-// the README's variables name. Each command must exit 0 (or as its
+// TestREADMERunsAsWritten runs the runnable shell blocks of README.md and
+// docs/*.md (readmeFiles), in order, in one bash session against a serve
+// on a private stack, with the tokens and URLs the examples' variables
+// name. Each command must exit 0 (or as its
 // `# → exit N` says); each curl must answer the status of its `# → STATUS`
 // annotation, with a JSON answer holding each `.key` (equal to its value
 // when `.key=value`). A broken example fails here.
 func TestREADMERunsAsWritten(t *testing.T) {
 	t.Parallel()
-	blocks := readmeBlocks(t, "../../README.md")
+	var blocks []readmeBlock
+	for _, file := range readmeFiles(t) {
+		blocks = append(blocks, readmeBlocks(t, file)...)
+	}
 	secrets := map[string]string{"OP": "readme-operator-0001", "GW": "readme-gateway-00001", "AU": "readme-auditor-00001", "AP": "readme-approver-0001"}
 	roles := map[string]string{"OP": "operator", "GW": "gateway", "AU": "auditor", "AP": "approver"}
 	var tokens []string
@@ -171,7 +195,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 
 	var script strings.Builder
 	script.WriteString(readmePrelude)
-	expect := map[int]readmeCommand{}
+	expect := map[string]readmeCommand{} // by file:line
 	ran := 0
 	for _, b := range blocks {
 		if b.skip != "" {
@@ -179,19 +203,19 @@ func TestREADMERunsAsWritten(t *testing.T) {
 		}
 		ran++
 		for _, c := range readmeCommands(t, b) {
-			expect[c.line] = c
+			expect[fmt.Sprintf("%s:%d", c.file, c.line)] = c
 			status, exit := c.status, "0"
 			if rest, ok := strings.CutPrefix(status, "exit"); ok {
 				status, exit = "", strings.TrimSpace(rest)
 			}
-			fmt.Fprintf(&script, "readme_line=%d readme_status=%q readme_exit=%s\n%s\n", c.line, status, exit, c.text)
+			fmt.Fprintf(&script, "readme_file=%q readme_line=%d readme_status=%q readme_exit=%s\n%s\n", c.file, c.line, status, exit, c.text)
 		}
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
 	if ran < 2 {
-		t.Fatalf("README.md has %d runnable blocks; the API and CLI examples should be marked <!-- readme-test: run -->", ran)
+		t.Fatalf("README.md and docs/*.md have %d runnable blocks; the API and CLI examples should be marked <!-- readme-test: run -->", ran)
 	}
 
 	// The markers and annotations are checked above even with -short.
@@ -225,7 +249,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	close(done)
 	if err != nil {
-		t.Fatalf("README.md's runnable blocks failed: %v\n%s", err, out)
+		t.Fatalf("the runnable blocks of README.md and docs/*.md failed: %v\n%s", err, out)
 	}
 
 	log, err := os.ReadFile(filepath.Join(dir, "log"))
@@ -234,14 +258,14 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	}
 	for _, rec := range strings.Split(strings.TrimSpace(string(log)), "\n") {
 		f := strings.Split(rec, "\t")
-		line, _ := strconv.Atoi(f[0])
+		at := f[0]
 		body, err := os.ReadFile(f[2])
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, field := range expect[line].fields {
+		for _, field := range expect[at].fields {
 			if msg := checkREADMEField(body, field); msg != "" {
-				t.Errorf("README.md:%d: %s: %s", line, field, msg)
+				t.Errorf("%s: %s: %s", at, field, msg)
 			}
 		}
 	}
@@ -281,7 +305,7 @@ func checkREADMEField(body []byte, field string) string {
 		got = "null"
 	}
 	if got != want {
-		return fmt.Sprintf("is %s, the README says %s: %s", got, want, body)
+		return fmt.Sprintf("is %s, the file says %s: %s", got, want, body)
 	}
 	return ""
 }

@@ -6,7 +6,7 @@
 //
 // The request bodies are this package's own wire types, mapped field by
 // field from the reconciler's, so renaming a Go field never changes what
-// receivers parse; the schema is in README.md under "Alert webhook schema",
+// receivers parse; the schema is in docs/webhooks.md under "Alert webhook schema",
 // and fields are only ever added. Deliveries are counted in
 // invledger_alert_webhook_deliveries_total{result}.
 package alertwebhook

@@ -13,7 +13,7 @@ import (
 )
 
 // Role is what a bearer token may do. The roles and what they allow are part
-// of the public contract (README, HTTP API).
+// of the public contract (docs/api.md).
 type Role string
 
 const (

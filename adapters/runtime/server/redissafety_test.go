@@ -220,14 +220,14 @@ func TestSafetyWatcherAlertsOnceAndResumes(t *testing.T) {
 	}
 }
 
-// TestREADMEQuotesEveryRedisRefusal: "Against your own servers" in README.md
-// quotes, word for word, the refusal each unsafe Redis setting gives, with
-// the README's example address.
-func TestREADMEQuotesEveryRedisRefusal(t *testing.T) {
+// TestDocsQuoteEveryRedisRefusal: "Against your own servers" in
+// docs/configuration.md quotes, word for word, the refusal each unsafe
+// Redis setting gives, with the example address it uses.
+func TestDocsQuoteEveryRedisRefusal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := stacktest.New(t)
-	readme, err := os.ReadFile("../../../README.md")
+	doc, err := os.ReadFile("../../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,8 +253,8 @@ func TestREADMEQuotesEveryRedisRefusal(t *testing.T) {
 			t.Fatalf("%s %s: no refusal", tc.setting, tc.value)
 		}
 		msg := strings.ReplaceAll(err.Error(), s.RedisClient.Options().Addr, "10.0.0.5:6379")
-		if !strings.Contains(string(readme), msg) {
-			t.Errorf("README.md does not quote the refusal for %s %s:\n%s", tc.setting, tc.value, msg)
+		if !strings.Contains(string(doc), msg) {
+			t.Errorf("docs/configuration.md does not quote the refusal for %s %s:\n%s", tc.setting, tc.value, msg)
 		}
 	}
 }

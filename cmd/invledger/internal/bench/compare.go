@@ -326,7 +326,7 @@ func randomSecret() string {
 }
 
 // evaluate computes the ratios and checks them against the goals
-// BENCHMARKS.md states.
+// of the compare runs (their lab notes are under docs/benchmarks).
 func (r *CompareReport) evaluate() {
 	success := func(t string) float64 {
 		if b := r.Result(t); b != nil && b.SuccessPath != nil {

@@ -15,8 +15,8 @@ import (
 // both measured around one redis-benchmark run that sends nothing but the
 // script's EVALSHA.
 
-// seedLikeSource is the seed's purchase script plus one XADD; BENCHMARKS.md
-// prints it.
+// seedLikeSource is the seed's purchase script plus one XADD; the lab note
+// docs/benchmarks/2026-11-30-purchase-script-cost.md prints it.
 //
 //go:embed seedlike.lua
 var seedLikeSource string

@@ -12,7 +12,7 @@ import (
 )
 
 // Env is the shell lines that export the dev stack's API URL and each
-// role's secret (API, OP, GW, AU, AP, as the README's examples use them),
+// role's secret (API, OP, GW, AU, AP, as the examples of docs/api.md use them),
 // and the URLs the CLI reads. tokens is Tokens' name:role:secret lines.
 func Env(api, redisURL, databaseURL, tokens string) string {
 	secrets := map[string]string{}
