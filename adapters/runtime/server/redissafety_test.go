@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -332,3 +333,34 @@ func TestEvictionPolicyIsCheckedWithoutConfig(t *testing.T) {
 
 // quiet is a logger whose lines nobody reads.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestVolatileRedisTurnsUnsafeAfterTheFirstRefusal: a volatile-* policy is
+// accepted at start while no key has a TTL, but the refusal counts that
+// serve flushes carry one, so the first refused purchase makes the safety
+// watcher stop every later sale.
+func TestVolatileRedisTurnsUnsafeAfterTheFirstRefusal(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t, stacktest.WithRedisConfig(func(c *localstack.RedisConfig) {
+		c.Settings = map[string]string{"maxmemory-policy": "volatile-lru"}
+	}))
+	st.SKU(t, "vol-1", 1, 1)
+	st.SKU(t, "vol-2", 100, 100)
+	api := startServe(t, st, Config{Tokens: testTokens, RedisCheckInterval: 100 * time.Millisecond})
+	if r := call(t, "POST", api+"/v1/skus/vol-1/deduct", secretGateway, deductBody("u1", "r1")); r.status != 200 {
+		t.Fatalf("first purchase: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", api+"/v1/skus/vol-1/deduct", secretGateway, deductBody("u2", "r2")); r.status != 409 {
+		t.Fatalf("purchase of a sold-out SKU: %d %s, want 409", r.status, r.body)
+	}
+	for i, deadline := 0, time.Now().Add(3*time.Second); ; i++ {
+		r := call(t, "POST", api+"/v1/skus/vol-2/deduct", secretGateway, deductBody("u3", fmt.Sprintf("v%d", i)))
+		if r.status == 503 && strings.Contains(r.body, `"unsafe_redis"`) {
+			t.Logf("purchase %d after the refusal: %d %s", i, r.status, r.body)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d %s 3 s after the refusal", r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
