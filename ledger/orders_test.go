@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -180,11 +179,7 @@ func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
 		t.Fatalf("settle while line 1 is held = %d, %v; want nothing undone", n, err)
 	}
 	time.Sleep(time.Until(o.Lines[1].ExpiresAt) + 50*time.Millisecond) // line 1 was reserved last
-	sweeper, err := redisinventory.NewSweeper(s.RedisClient, s.Keyspace, redisinventory.SweeperConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+	if n, err := s.App.HoldExpiry.Expire(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep = %d, %v; want line 1 expired", n, err)
 	}
 	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 1 {
