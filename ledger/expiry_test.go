@@ -10,7 +10,6 @@ import (
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger"
 )
 
 // TestHoldExpirySettlesMeasuresAndJournals runs the hold expiry over an
@@ -22,26 +21,8 @@ import (
 func TestHoldExpirySettlesMeasuresAndJournals(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t, stacktest.WithRedisConfig(func(c *localstack.RedisConfig) { c.AppendFsync = "everysec" }))
+	o, confirmed := placeCutShort(t, s, "exp")
 	ctx, cancel := context.WithCancel(context.Background())
-	s.SKU(t, "exp-a", 10, 5)
-	s.SKU(t, "exp-b", 10, 5)
-	ttl := int64(1)
-	cmd, err := s.App.Orders.NewPlaceOrderCommand("exp", "buyer", &ttl, []ledger.OrderLineInput{{SKU: "exp-a", Qty: 2}, {SKU: "exp-b", Qty: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := s.App.Orders.Place(ctx, cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := ledger.NewHoldRef(o.Lines[0].SKU, o.Lines[0].HoldID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	confirmed, err := s.App.Holds.Confirm(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- s.App.HoldExpiry.Run(ctx, 50*time.Millisecond) }()
 	defer func() { cancel(); <-done }()
