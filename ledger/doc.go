@@ -1,5 +1,6 @@
 // Package ledger is the application layer of invledger: the purchase path
-// (Service), recovery of Redis from the ledger (Recovery), the end of a
+// (Service), holds and orders (Holds, Orders) and their expiry
+// (HoldExpiry), recovery of Redis from the ledger (Recovery), the end of a
 // sale, from close through archive to retirement from Redis (Archiver), manual adjustments with a second person's approval
 // (Adjustments), audit queries (Auditor) and the tamper-evident chain check
 // (VerifyChains). It speaks only domain types and reaches Redis and

@@ -17,8 +17,8 @@ type HoldInventory interface {
 }
 
 // Holds reserves units for a while: a hold ends once, confirmed (a sale),
-// cancelled or expired, and expiry needs no caller (see
-// redisinventory.Sweeper). Every refusal writes nothing.
+// cancelled or expired, and expiry needs no caller (see HoldExpiry).
+// Every refusal writes nothing.
 type Holds struct {
 	inv HoldInventory
 	cfg domain.HoldConfig

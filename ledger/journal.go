@@ -8,10 +8,14 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// ReceiptJournal remembers the deductions this process acknowledged in the
-// last Window. With Redis in everysec mode a crash can lose the last second
-// of acknowledged deductions from both Redis and its stream; the ledger never
-// saw them, so only the process that acknowledged them can name them. The
+// ReceiptJournal remembers the sales this process acknowledged in the last
+// Window: deductions and confirmed holds. With Redis in everysec mode a
+// crash can lose the last second of acknowledged sales from both Redis and
+// its stream; the ledger never saw them, so only the process that
+// acknowledged them can name them. Reserves, cancels and expiries are not
+// journaled: a lost reserve leaves no hold, so its confirm is refused and
+// the buyer learns of it there, and a lost cancel or expiry leaves a hold
+// that expires again at its deadline. The
 // reconciler asks the journal, when it verifies a SKU after a restart, which
 // receipts lie beyond what Redis and the ledger still hold, and reports them
 // as lost with their request and event ids.
@@ -48,6 +52,26 @@ func (ji *journaledInventory) Deduct(ctx context.Context, sku domain.SKUID, user
 		ji.j.record(rc)
 	}
 	return rc, err
+}
+
+// WrapOrders returns inv with every successful confirm journaled, as the
+// receipt of the sale it made: the confirmed event's seq and id.
+func (j *ReceiptJournal) WrapOrders(inv OrderInventory) OrderInventory {
+	return &journaledOrders{OrderInventory: inv, j: j}
+}
+
+type journaledOrders struct {
+	OrderInventory
+	j *ReceiptJournal
+}
+
+func (jo *journaledOrders) ConfirmHold(ctx context.Context, sku domain.SKUID, hold domain.HoldID, eventID string) (domain.Hold, error) {
+	h, err := jo.OrderInventory.ConfirmHold(ctx, sku, hold, eventID)
+	if err == nil {
+		jo.j.record(domain.Receipt{SKU: h.SKU, EventID: h.EndEventID, Seq: h.EndSeq, Remaining: h.Remaining, Qty: h.Qty,
+			User: h.User, RequestID: h.RequestID})
+	}
+	return h, err
 }
 
 func (j *ReceiptJournal) record(rc domain.Receipt) {

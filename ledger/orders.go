@@ -425,8 +425,8 @@ func (o *Orders) unwind(ctx context.Context, id domain.OrderID, rec orderRecord,
 // leaves behind, or a line confirmed on its own through the hold routes, it
 // releases the confirmed lines and cancels the
 // held ones. It returns how many lines it released now: 0 for an order
-// with nothing to undo, or one undone before. Serve's sweepers call it for
-// the order of each line they expire.
+// with nothing to undo, or one undone before. HoldExpiry calls it for
+// the order of each line it expires.
 func (o *Orders) Settle(ctx context.Context, id domain.OrderID) (released int, err error) {
 	rec, lines, err := o.load(ctx, id)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -148,19 +147,17 @@ func TestOrdersNeverEndHalfSold(t *testing.T) {
 	}
 }
 
-// TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold: a confirm cut short
-// after its first line (here that line is confirmed through the hold, which
-// leaves Redis as the cut-short confirm would) leaves the other line held.
-// Settle leaves the order alone while that line could still be confirmed,
-// and once it expired releases the confirmed line, once.
-func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
-	t.Parallel()
-	s := stacktest.New(t)
+// placeCutShort places order id, of qty 2 of SKU id-a and 3 of id-b
+// (each created with stock 10) for 1 s, and confirms line 0 through its
+// hold, which leaves Redis as a confirm of the order cut short after that
+// line would. It returns the order as placed and line 0 confirmed.
+func placeCutShort(t *testing.T, s *stacktest.Stack, id string) (ledger.Order, domain.Hold) {
+	t.Helper()
 	ctx := context.Background()
-	s.SKU(t, "cut-a", 10, 5)
-	s.SKU(t, "cut-b", 10, 5)
+	s.SKU(t, id+"-a", 10, 5)
+	s.SKU(t, id+"-b", 10, 5)
 	ttl := int64(1)
-	cmd, err := s.App.Orders.NewPlaceOrderCommand("cut", "buyer", &ttl, []ledger.OrderLineInput{{SKU: "cut-a", Qty: 2}, {SKU: "cut-b", Qty: 3}})
+	cmd, err := s.App.Orders.NewPlaceOrderCommand(id, "buyer", &ttl, []ledger.OrderLineInput{{SKU: id + "-a", Qty: 2}, {SKU: id + "-b", Qty: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,19 +169,29 @@ func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.App.Holds.Confirm(ctx, ref); err != nil {
+	confirmed, err := s.App.Holds.Confirm(ctx, ref)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return o, confirmed
+}
+
+// TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold: a confirm cut short
+// after its first line (here that line is confirmed through the hold, which
+// leaves Redis as the cut-short confirm would) leaves the other line held.
+// Settle leaves the order alone while that line could still be confirmed,
+// and once it expired releases the confirmed line, once.
+func TestSettleUndoesAnOrderAConfirmCutShortLeftHalfSold(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	o, _ := placeCutShort(t, s, "cut")
 	id, _ := domain.NewOrderID("cut")
 	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 0 {
 		t.Fatalf("settle while line 1 is held = %d, %v; want nothing undone", n, err)
 	}
 	time.Sleep(time.Until(o.Lines[1].ExpiresAt) + 50*time.Millisecond) // line 1 was reserved last
-	sweeper, err := redisinventory.NewSweeper(s.RedisClient, s.Keyspace, redisinventory.SweeperConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+	if n, err := s.App.HoldExpiry.Expire(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep = %d, %v; want line 1 expired", n, err)
 	}
 	if n, err := s.App.Orders.Settle(ctx, id); err != nil || n != 1 {

@@ -20,7 +20,7 @@ import (
 // BenchmarkDeductScriptPipelining runs the service's own deduct script (the
 // EVALSHA a purchase sends, captured as bench --compare captures it) from
 // 25 × GOMAXPROCS goroutines, once over the plain go-redis client (as
-// redisinventory does with InventoryConfig.DirectCalls) and once through
+// redisinventory does over a Redis Cluster) and once through
 // go-redis's (experimental) deferred auto-pipeliner, which coalesces
 // concurrent calls into pipelines, as redisinventory does by default. It
 // measures what coalescing gives the purchase path. Redis runs with

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
@@ -37,12 +36,8 @@ func TestHoldsConserveUnitsUnderLoad(t *testing.T) {
 
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	var sweepers sync.WaitGroup
-	for range 2 {
-		sw, err := redisinventory.NewSweeper(s.App.Redis, s.Keyspace, redisinventory.SweeperConfig{Interval: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sweepers.Go(func() { _ = sw.Run(sweepCtx) })
+	for range 2 { // two serves' expiries
+		sweepers.Go(func() { _ = s.App.HoldExpiry.Run(sweepCtx, 50*time.Millisecond) })
 	}
 	defer func() { stopSweeping(); sweepers.Wait() }()
 
@@ -198,13 +193,9 @@ func TestOpenHoldsSurviveARedisCrashAndAWipe(t *testing.T) {
 	s.RunProjector(t)
 	runVerifier(t, s, newReconciler(t, s, &alertSink{}))
 	sku := must(domain.NewSKUID("held-crash"))
-	sw, err := redisinventory.NewSweeper(s.App.Redis, s.Keyspace, redisinventory.SweeperConfig{Interval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	var sweeper sync.WaitGroup
-	sweeper.Go(func() { _ = sw.Run(sweepCtx) })
+	sweeper.Go(func() { _ = s.App.HoldExpiry.Run(sweepCtx, 50*time.Millisecond) })
 	defer func() { stopSweeping(); sweeper.Wait() }()
 
 	cfg := domain.HoldConfig{}

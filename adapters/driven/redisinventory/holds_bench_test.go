@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // BenchmarkReserveVsDeduct compares reserve's throughput with deduct's
@@ -114,10 +115,10 @@ func BenchmarkSweeper(b *testing.B) {
 	time.Sleep(1100 * time.Millisecond)
 	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{}))
 	b.StartTimer()
-	n, err := sw.Sweep(ctx)
+	expired, err := sw.ExpireDue(ctx)
 	b.StopTimer()
-	if err != nil || n != holds {
-		b.Fatalf("swept %d of %d: %v", n, holds, err)
+	if err != nil || len(expired) != holds {
+		b.Fatalf("swept %d of %d: %v", len(expired), holds, err)
 	}
 	b.ReportMetric(float64(holds)/b.Elapsed().Seconds(), "holds/s")
 
@@ -125,11 +126,16 @@ func BenchmarkSweeper(b *testing.B) {
 		mu       sync.Mutex
 		lateness []time.Duration
 	)
-	live := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{
-		OnExpired: func(_ domain.Hold, d time.Duration) { mu.Lock(); lateness = append(lateness, d); mu.Unlock() }}))
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = live.Run(runCtx) }()
+	go func() {
+		defer close(done)
+		sweepEvery(runCtx, sw, ledger.DefaultExpiryInterval, func(x ledger.ExpiredHold) {
+			mu.Lock()
+			lateness = append(lateness, x.Lateness)
+			mu.Unlock()
+		})
+	}()
 	reserveAll()
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		mu.Lock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 func ttlOf(t testing.TB, seconds int64) domain.HoldTTL {
@@ -217,11 +218,9 @@ func TestHoldPastItsDeadlineIsExpiredAndTheSweeperReturnsItsUnits(t *testing.T) 
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.warm(t, "hold-expire", 4, 2)
-	var lateness []time.Duration
-	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{
-		OnExpired: func(_ domain.Hold, d time.Duration) { lateness = append(lateness, d) }}))
+	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{}))
 	h := must(reserve(t, f, sku, "u1", 2, "r1", ttlOf(t, 1)))
-	if n := must(sw.Sweep(ctx)); n != 0 {
+	if n := len(must(sw.ExpireDue(ctx))); n != 0 {
 		t.Fatalf("swept %d holds before the deadline", n)
 	}
 	time.Sleep(time.Until(h.ExpiresAt) + 20*time.Millisecond)
@@ -236,10 +235,11 @@ func TestHoldPastItsDeadlineIsExpiredAndTheSweeperReturnsItsUnits(t *testing.T) 
 		t.Fatalf("show after the deadline = %+v, want expired in effect", shown)
 	}
 	assertSame(t, before, contents(t, f))
-	if n := must(sw.Sweep(ctx)); n != 1 || len(lateness) != 1 || lateness[0] < 0 || lateness[0] > 5*time.Second {
-		t.Fatalf("swept %d, lateness %v", n, lateness)
+	if x := must(sw.ExpireDue(ctx)); len(x) != 1 || x[0].Hold.HoldID != h.HoldID || x[0].Hold.Status != domain.HoldExpired ||
+		x[0].Lateness < 0 || x[0].Lateness > 5*time.Second {
+		t.Fatalf("swept %+v, want hold %s expired with its lateness", x, h.HoldID)
 	}
-	if n := must(sw.Sweep(ctx)); n != 0 {
+	if n := len(must(sw.ExpireDue(ctx))); n != 0 {
 		t.Fatalf("second sweep expired %d", n)
 	}
 	if left := must(f.client.ZCard(ctx, f.keys.SKUExpiryKey(sku.String())).Result()); left != 0 {
@@ -248,6 +248,24 @@ func TestHoldPastItsDeadlineIsExpiredAndTheSweeperReturnsItsUnits(t *testing.T) 
 	s := foldStream(t, f, sku)
 	if s.Stock != 4 || s.Held != 0 || s.Holds[h.HoldID].Status != domain.HoldExpired || len(s.Buyers) != 0 {
 		t.Fatalf("folded %+v", s)
+	}
+}
+
+// sweepEvery expires the due holds every interval until ctx ends, as
+// ledger.HoldExpiry runs a sweeper, and hands each expired hold to expired.
+func sweepEvery(ctx context.Context, sw *redisinventory.Sweeper, interval time.Duration, expired func(ledger.ExpiredHold)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		holds, _ := sw.ExpireDue(ctx)
+		for _, x := range holds {
+			expired(x)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -280,9 +298,8 @@ func TestRaceAtTheDeadline(t *testing.T) {
 	}
 	var sweepers sync.WaitGroup
 	for range 3 {
-		sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{Interval: 5 * time.Millisecond}))
-		sweepers.Add(1)
-		go func() { defer sweepers.Done(); _ = sw.Run(ctx) }()
+		sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{}))
+		sweepers.Go(func() { sweepEvery(ctx, sw, 5*time.Millisecond, func(ledger.ExpiredHold) {}) })
 	}
 	var confirmed, refused atomic.Int64
 	told := make([]domain.HoldStatus, holds)
@@ -349,14 +366,12 @@ func TestOneSweepCallEndsEachDueHoldOfASKUOnce(t *testing.T) {
 	}
 	must(f.inv.ConfirmHold(ctx, sku, holdID(hs[0]), uuid.NewString()))
 	must(f.inv.CancelHold(ctx, sku, holdID(hs[1]), uuid.NewString()))
-	var expired []string
-	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{PerCall: 1000,
-		OnExpired: func(h domain.Hold, _ time.Duration) { expired = append(expired, h.HoldID) }}))
+	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{PerCall: 1000}))
 	time.Sleep(time.Until(hs[4].ExpiresAt) + 20*time.Millisecond)
-	if n := must(sw.Sweep(ctx)); n != 3 || len(expired) != 3 {
-		t.Fatalf("swept %d (%v), want the 3 held holds", n, expired)
+	if expired := must(sw.ExpireDue(ctx)); len(expired) != 3 {
+		t.Fatalf("swept %+v, want the 3 held holds", expired)
 	}
-	if n := must(sw.Sweep(ctx)); n != 0 {
+	if n := len(must(sw.ExpireDue(ctx))); n != 0 {
 		t.Fatalf("second sweep expired %d", n)
 	}
 	ends := map[string]int{}
@@ -400,7 +415,7 @@ func TestSweeperDropsTheExpiryEntriesOfEndedHolds(t *testing.T) {
 	}
 	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{Batch: 2}))
 	time.Sleep(time.Until(live.ExpiresAt) + 20*time.Millisecond)
-	swept := must(sw.Sweep(ctx)) + must(sw.Sweep(ctx))
+	swept := len(must(sw.ExpireDue(ctx))) + len(must(sw.ExpireDue(ctx)))
 	if left := must(f.client.ZRange(ctx, expiry, 0, -1).Result()); swept != 1 || len(left) != 0 {
 		t.Fatalf("two sweeps expired %d holds and left %v in the expiry set; want the live hold expired and nothing left", swept, left)
 	}

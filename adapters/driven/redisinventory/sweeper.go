@@ -4,22 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // Sweeper defaults.
 const (
-	DefaultSweepInterval = 200 * time.Millisecond
 	DefaultSweepBatch    = 500
 	DefaultSweepParallel = 16
 	DefaultSweepPerCall  = 100
@@ -28,8 +25,6 @@ const (
 
 // SweeperConfig configures a Sweeper.
 type SweeperConfig struct {
-	// Interval is the pause between passes. Default DefaultSweepInterval.
-	Interval time.Duration
 	// Batch is how many due holds a pass reads from one expiry set, and
 	// expires in one pipeline, at a time. Default DefaultSweepBatch.
 	Batch int
@@ -43,16 +38,9 @@ type SweeperConfig struct {
 	PerCall int
 	// Timeout bounds each Redis round trip of a pass. Default DefaultTimeout.
 	Timeout time.Duration
-	// OnExpired, if set, is called with each hold the pass expired and its
-	// lateness: the Redis clock at expiry minus the deadline.
-	OnExpired func(h domain.Hold, lateness time.Duration)
-	Logger    *slog.Logger
 }
 
 func (c *SweeperConfig) setDefaults() {
-	if c.Interval == 0 {
-		c.Interval = DefaultSweepInterval
-	}
 	if c.Batch == 0 {
 		c.Batch = DefaultSweepBatch
 	}
@@ -65,17 +53,11 @@ func (c *SweeperConfig) setDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 }
 
 // Validate reports every invalid setting at once.
 func (c SweeperConfig) Validate() error {
 	var errs []error
-	if c.Interval < 0 {
-		errs = append(errs, errors.New("sweeper: Interval must not be negative"))
-	}
 	if c.Batch < 0 {
 		errs = append(errs, errors.New("sweeper: Batch must not be negative"))
 	}
@@ -91,7 +73,8 @@ func (c SweeperConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Sweeper expires the holds whose deadline passed: it reads the due entries
+// Sweeper expires the holds whose deadline passed (ledger.HoldExpirer,
+// which ledger.HoldExpiry drives): it reads the due entries
 // of each partition's expiry set and ends them with hold_end.lua, which
 // checks each hold's state first: one call per SKU for up to PerCall of
 // its holds, all the calls of a batch in one pipeline. It needs no leader and no
@@ -105,6 +88,8 @@ type Sweeper struct {
 	cfg    SweeperConfig
 }
 
+var _ ledger.HoldExpirer = (*Sweeper)(nil)
+
 // NewSweeper returns a sweeper over client. A hold of a SKU not verified
 // under the node's run (see the package doc, Fencing) is left for a later
 // pass.
@@ -116,68 +101,52 @@ func NewSweeper(client redis.UniversalClient, keys Keyspace, cfg SweeperConfig) 
 	return &Sweeper{client: client, keys: keys, cfg: cfg}, nil
 }
 
-// Run sweeps every Interval until ctx ends. A failed pass is logged and
-// the next one tries again.
-func (s *Sweeper) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.WarnContext(ctx, "sweeper: pass failed; retrying at the next one", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// Sweep makes one pass over every partition and returns how many holds it
-// expired. Holds another sweeper, a confirm or a cancel ended first are
-// not counted. The partitions are swept concurrently, Parallel at a time,
-// so that Redis fsyncs the expiries of several pipelines at once; every
+// ExpireDue makes one pass over every partition and returns the holds it
+// expired, each with its lateness, also when err reports partitions that
+// failed. Holds another sweeper, a confirm or a cancel ended first are not
+// returned. The partitions are swept concurrently, Parallel at a time, so
+// that Redis fsyncs the expiries of several pipelines at once; every
 // partition is tried, and the errors are joined.
-func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
+func (s *Sweeper) ExpireDue(ctx context.Context) ([]ledger.ExpiredHold, error) {
 	n, start := s.keys.Partitions(), rand.IntN(s.keys.Partitions())
 	var (
-		total atomic.Int64
-		mu    sync.Mutex
-		errs  []error
-		wg    sync.WaitGroup
+		mu      sync.Mutex
+		expired []ledger.ExpiredHold
+		errs    []error
+		wg      sync.WaitGroup
 	)
 	sem := make(chan struct{}, s.cfg.Parallel)
 	for i := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			expired, err := s.sweepPartition(ctx, (start+i)%n)
-			total.Add(int64(expired))
+			holds, err := s.sweepPartition(ctx, (start+i)%n)
+			mu.Lock()
+			defer mu.Unlock()
+			expired = append(expired, holds...)
 			if err != nil {
-				mu.Lock()
 				errs = append(errs, err)
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return int(total.Load()), errors.Join(errs...)
+	return expired, errors.Join(errs...)
 }
 
 // sweepPartition expires a partition's due holds, a batch at a time, until
 // a batch comes back short or expires nothing (a SKU that is recovering
 // keeps its holds until it is verified).
-func (s *Sweeper) sweepPartition(ctx context.Context, partition int) (int, error) {
+func (s *Sweeper) sweepPartition(ctx context.Context, partition int) ([]ledger.ExpiredHold, error) {
 	key := s.keys.ExpiryKey(partition)
-	total := 0
+	var total []ledger.ExpiredHold
 	for {
 		due, err := s.due(ctx, key)
 		if err != nil || len(due) == 0 {
 			return total, err
 		}
 		expired, err := s.expire(ctx, key, due)
-		total += expired
-		if err != nil || expired == 0 || len(due) < s.cfg.Batch {
+		total = append(total, expired...)
+		if err != nil || len(expired) == 0 || len(due) < s.cfg.Batch {
 			return total, err
 		}
 	}
@@ -196,7 +165,7 @@ func (s *Sweeper) due(ctx context.Context, key string) ([]string, error) {
 
 // expire ends the due entries with hold_end.lua's expire, one call per
 // SKU for up to PerCall of its holds, in one pipeline.
-func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, error) {
+func (s *Sweeper) expire(ctx context.Context, key string, due []string) ([]ledger.ExpiredHold, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	type call struct {
@@ -258,10 +227,12 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, er
 		}
 	}
 	if err != nil && !isScriptReplyError(err) {
-		return 0, fmt.Errorf("sweep %s: %w", key, translate(err))
+		return nil, fmt.Errorf("sweep %s: %w", key, translate(err))
 	}
-	expired := 0
-	var errs []error
+	var (
+		expired []ledger.ExpiredHold
+		errs    []error
+	)
 	for _, c := range calls {
 		op := fmt.Sprintf("expire %d holds of %s", len(c.holds), c.sku)
 		v, err := c.cmd.Slice()
@@ -281,10 +252,7 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) (int, er
 				continue
 			}
 			if code == 1 {
-				expired++
-				if s.cfg.OnExpired != nil {
-					s.cfg.OnExpired(h, now.Sub(h.ExpiresAt))
-				}
+				expired = append(expired, ledger.ExpiredHold{Hold: h, Lateness: now.Sub(h.ExpiresAt)})
 			}
 		}
 	}

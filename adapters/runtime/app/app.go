@@ -52,6 +52,7 @@ type Adapters struct {
 	Archiver        *redisinventory.RedisArchiver
 	ReconcileSource *redisinventory.RedisReconcileSource
 	Epoch           *redisinventory.RedisEpoch
+	Sweeper         *redisinventory.Sweeper
 
 	SKUs            *pgstore.PostgresSKUStore
 	Ledger          *pgstore.PostgresLedgerStore
@@ -91,7 +92,6 @@ type Metrics struct {
 	// EventWebhooks counts business-event webhook deliveries.
 	EventWebhooks *eventwebhook.Metrics
 	Seal          *seal.Metrics
-	Sweep         *redisinventory.SweepMetrics
 	// Unavailable counts the API's 503 answers that ask for a retry, by
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
@@ -110,10 +110,13 @@ type Metrics struct {
 type Application struct {
 	// Service is the purchase path: create, warm, deduct, release, state.
 	Service *ledger.Service
-	// Holds reserves, confirms and cancels holds; serve's sweepers expire them.
+	// Holds reserves, confirms and cancels holds; HoldExpiry expires them.
 	Holds *ledger.Holds
 	// Orders places, confirms and cancels orders of several SKUs, as holds.
-	Orders      *ledger.Orders
+	Orders *ledger.Orders
+	// HoldExpiry expires the holds past their deadline and settles their
+	// orders; every serve with the API runs it.
+	HoldExpiry  *ledger.HoldExpiry
 	Recovery    *ledger.Recovery
 	Archiver    *ledger.Archiver
 	Adjustments *ledger.Adjustments
@@ -220,6 +223,9 @@ func (a *Application) wire() error {
 		return err
 	}
 	ad.Epoch = redisinventory.NewRedisEpoch(a.Redis)
+	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{}); err != nil {
+		return err
+	}
 	ad.SKUs = pgstore.NewPostgresSKUStore(a.Pool)
 	ad.Ledger = pgstore.NewPostgresLedgerStore(a.Pool)
 	ad.Projection = pgstore.NewPostgresProjectionStore(a.Pool)
@@ -245,7 +251,6 @@ func (a *Application) wire() error {
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
 		EventWebhooks: eventwebhook.NewMetrics(reg),
 		Seal:          seal.NewMetrics(reg),
-		Sweep:         redisinventory.NewSweepMetrics(reg),
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",
 			Help: "API answers 503 with Retry-After because a server was unavailable, by route and code (unavailable, recovering, unsafe_redis).",
@@ -267,10 +272,13 @@ func (a *Application) wire() error {
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 
-	var inventory ledger.Inventory = ad.Inventory
+	var (
+		inventory      ledger.Inventory      = ad.Inventory
+		orderInventory ledger.OrderInventory = ad.Inventory
+	)
 	if cfg.Durability == DurabilityEverysec {
 		a.Journal = ledger.NewReceiptJournal(journalWindow)
-		inventory = a.Journal.Wrap(inventory)
+		inventory, orderInventory = a.Journal.Wrap(inventory), a.Journal.WrapOrders(orderInventory)
 	}
 	a.Refusals = refusals.NewCounter(refusals.DefaultMaxSKUs)
 	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(a.Refusals.Wrap(inventory)), ad.SKUs, ad.Ledger, ad.Operations)
@@ -280,11 +288,15 @@ func (a *Application) wire() error {
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
-	holdInventory := a.Refusals.WrapOrders(ad.Inventory)
+	holdInventory := a.Metrics.Inventory.WrapOrders(a.Refusals.WrapOrders(orderInventory))
 	if a.Holds, err = ledger.NewHolds(holdInventory, cfg.Holds); err != nil {
 		return err
 	}
 	if a.Orders, err = ledger.NewOrders(holdInventory, ad.Ledger, a.Holds, cfg.Orders); err != nil {
+		return err
+	}
+	if a.HoldExpiry, err = ledger.NewHoldExpiry(ledger.HoldExpiryConfig{Holds: ad.Sweeper, Orders: a.Orders,
+		Metrics: a.Metrics.Inventory, Logger: a.Log}); err != nil {
 		return err
 	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,

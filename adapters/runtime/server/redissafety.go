@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -100,9 +99,9 @@ func redisSafety(ctx context.Context, client redis.UniversalClient, p safetyPoli
 
 func nodeSafety(ctx context.Context, node *redis.Client, p safetyPolicy) (volatile bool, err error) {
 	addr := node.Options().Addr
-	info, err := node.Info(ctx, "memory", "keyspace").Result()
+	info, err := node.Info(ctx, "memory").Result()
 	if err != nil {
-		return false, fmt.Errorf("read Redis eviction settings of %s (INFO memory keyspace): %w", addr, err)
+		return false, fmt.Errorf("read the Redis eviction policy of %s (INFO memory): %w", addr, err)
 	}
 	if err := evictionSafety(addr, info); err != nil {
 		return false, err
@@ -139,49 +138,30 @@ func nodeSafety(ctx context.Context, node *redis.Client, p safetyPolicy) (volati
 	return volatile, nil
 }
 
-// evictionSafety refuses an eviction policy that may drop purchase
-// records, as INFO memory and keyspace of the node at addr report it:
-// INFO needs no CONFIG, so it is read in every --redis-config mode.
+// evictionSafety refuses every eviction policy but noeviction, as INFO
+// memory of the node at addr reports it: INFO needs no CONFIG, so it is
+// read in every --redis-config mode. A volatile-* policy is refused too:
+// order records and the refusal counts carry a TTL, so under memory
+// pressure it would evict them, and their keys with a TTL would make the
+// check stop sales at the first refused purchase.
 func evictionSafety(addr, info string) error {
-	policy, expiring := evictionSettings(info)
-	switch {
-	case policy == "noeviction":
-	case strings.HasPrefix(policy, "volatile-") && expiring == 0:
-		// Only keys with a TTL can be evicted, and there are none.
-	default:
-		why := ""
-		if strings.HasPrefix(policy, "volatile-") {
-			why = fmt.Sprintf(" and %d keys have a TTL", expiring)
-		}
-		return fmt.Errorf("%w: redis %s has maxmemory-policy %q%s: under memory pressure Redis may evict purchase "+
-			"records (receipts, buyers), and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction "+
-			"and set `maxmemory-policy noeviction` in redis.conf", domain.ErrUnsafeRedis, addr, policy, why)
+	policy := evictionPolicy(info)
+	if policy == "noeviction" {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w: redis %s has maxmemory-policy %q: under memory pressure Redis may evict purchase "+
+		"records (receipts, buyers), and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction "+
+		"and set `maxmemory-policy noeviction` in redis.conf", domain.ErrUnsafeRedis, addr, policy)
 }
 
-// evictionSettings reads maxmemory_policy and the number of keys with a
-// TTL, summed over the databases, from INFO memory and INFO keyspace.
-func evictionSettings(info string) (policy string, expiring int64) {
+// evictionPolicy reads maxmemory_policy from INFO memory.
+func evictionPolicy(info string) string {
 	for line := range strings.Lines(info) {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "maxmemory_policy:"); ok {
-			policy = v
-			continue
-		}
-		// db0:keys=12,expires=0,avg_ttl=0
-		if !strings.HasPrefix(line, "db") || !strings.Contains(line, ":keys=") {
-			continue
-		}
-		_, fields, _ := strings.Cut(line, ":")
-		for f := range strings.SplitSeq(fields, ",") {
-			if v, ok := strings.CutPrefix(f, "expires="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				expiring += n
-			}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
+			return v
 		}
 	}
-	return policy, expiring
+	return ""
 }
 
 // salesStopper is the inventory whose sales a safety watcher stops.

@@ -23,13 +23,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/http/console"
 	"github.com/invledger/invledger/adapters/driven/eventwebhook"
-	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/adapters/driven/redisbatch"
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/http/console"
+	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/support/tracing"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -104,8 +103,8 @@ type Config struct {
 	// and eviction settings while serving; unsafe ones stop sales with
 	// 503 unsafe_redis until they are fixed. Default 1s.
 	RedisCheckInterval time.Duration
-	// SweepInterval is how often the API's sweeper expires the holds whose
-	// deadline passed. Default redisinventory.DefaultSweepInterval.
+	// SweepInterval is how often the API's hold expiry expires the holds whose
+	// deadline passed. Default ledger.DefaultExpiryInterval.
 	SweepInterval time.Duration
 	// IdempotencyWindow is how long the answer to a write sent with an
 	// Idempotency-Key is kept for its retries. Default
@@ -159,7 +158,7 @@ func (c *Config) setDefaults() {
 		c.RedisCheckInterval = time.Second
 	}
 	if c.SweepInterval == 0 {
-		c.SweepInterval = redisinventory.DefaultSweepInterval
+		c.SweepInterval = ledger.DefaultExpiryInterval
 	}
 	if c.IdempotencyWindow == 0 {
 		c.IdempotencyWindow = DefaultIdempotencyWindow
@@ -344,17 +343,6 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		if err != nil {
 			return err
 		}
-		// Every API process sweeps: sweepers need no leader, so holds
-		// expire while any API runs, and no PostgreSQL.
-		settler := newOrderSettler(a.Orders, a.Log)
-		sweeper, err := redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{
-			Interval: sc.SweepInterval, Logger: a.Log, OnExpired: func(h domain.Hold, lateness time.Duration) {
-				a.Metrics.Sweep.Observe(h, lateness)
-				settler.expired(h)
-			}})
-		if err != nil {
-			return err
-		}
 		flusher, err := refusalFlusher(a)
 		if err != nil {
 			return err
@@ -362,7 +350,9 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		components = append(components, c, flusher, component{"redis-safety", safetyWatcher{client: a.Redis,
 			policy: policy, sales: a.Adapters.Inventory,
 			alerts: a.Alerts, interval: sc.RedisCheckInterval, log: a.Log}.run},
-			component{"sweeper", sweeper.Run}, component{"order-settler", settler.run})
+			// Every API process expires holds: expiry needs no leader, so
+			// holds expire while any API runs, and no PostgreSQL.
+			component{"hold-expiry", func(ctx context.Context) error { return a.HoldExpiry.Run(ctx, sc.SweepInterval) }})
 	} else {
 		c, err := opsComponent(a, sc)
 		if err != nil {
