@@ -29,7 +29,7 @@ func TestParseEntryReadsBothFormats(t *testing.T) {
 		{"previous released", map[string]string{"event_id": id, "type": "released", "sku": "s", "seq": "4", "qty": "1", "delta": "1", "balance": "8",
 			"user": "u", "request_id": "r", "reason": "why", "ts": "1764500000123456", "prev_hash": "p", "hash": "h", redisinventory.StreamIDField: "9-0"},
 			domain.Event{ID: id, Type: domain.EventReleased, SKU: "s", Seq: 4, Qty: 1, Delta: 1, Balance: 8, User: "u", RequestID: "r", Reason: "why",
-				OccurredAt: time.UnixMicro(1764500000123456).UTC(), StreamID: "9-0", PrevHash: "p", Hash: "h"}},
+				OccurredAt: time.UnixMicro(1764500000123456).UTC(), StreamID: "9-0"}},
 	}
 	for _, c := range cases {
 		got, err := redisinventory.ParseEntry(c.fields)
