@@ -43,8 +43,6 @@ func TestParseEntryReadsBothFormats(t *testing.T) {
 		"no user":        {"e": id + " deducted s 7 2 3", "request_id": "r", redisinventory.StreamIDField: "1-0"},
 		"seq not number": {"e": id + " deducted s x 2 3", "user": "u", "request_id": "r", redisinventory.StreamIDField: "1-0"},
 		"no stream id":   {"e": id + " stocked s 1 2 2"},
-		"previous, no hash": {"event_id": id, "type": "stocked", "sku": "s", "seq": "1", "qty": "1", "delta": "1", "balance": "1", "ts": "1",
-			redisinventory.StreamIDField: "1-0"},
 	} {
 		if _, err := redisinventory.ParseEntry(fields); !errors.Is(err, redisinventory.ErrMalformedEntry) {
 			t.Errorf("%s: %v, want ErrMalformedEntry", name, err)
