@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/driven/eventtail"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/domain"
 )
 
