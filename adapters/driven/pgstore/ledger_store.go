@@ -89,10 +89,9 @@ FROM balances b WHERE b.sku = $1`, sku.String(), known).
 // eventColumns are a ledger row's event as the row aliased e holds it, in
 // eventRow's order. Every reader of events selects them: the sealer, the
 // chain verifier (ScanChain), the audit export and the services, so a seal
-// is checked over exactly the fields it was computed from (domain.SealHash),
-// and a column the seal does not cover cannot reach a reader. Each is
-// COALESCEd so that a row missing from ScanChain's full join reads as the
-// zero event.
+// is checked over exactly the fields it was computed from (domain.SealHash
+// covers every one but stream_id). Each is COALESCEd so that a row missing
+// from ScanChain's full join reads as the zero event.
 const eventColumns = `COALESCE(e.event_id::text, ''), COALESCE(e.sku, ''), COALESCE(e.seq, 0), COALESCE(e.type, ''),
 	COALESCE(e.delta, 0), COALESCE(e.qty, 0), COALESCE(e.balance_after, 0), COALESCE(e.user_id, ''),
 	COALESCE(e.request_id, ''), COALESCE(e.actor, ''), COALESCE(e.reason, ''), COALESCE(e.occurred_at, 'epoch'),
