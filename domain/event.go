@@ -88,10 +88,6 @@ type Event struct {
 	OrderID   string
 	// StreamID is the event's id in its partition stream, once it has one.
 	StreamID string
-	// PrevHash and Hash link the event into its SKU's tamper-evident chain;
-	// see EventHash.
-	PrevHash string
-	Hash     string
 	// TraceParent is the W3C traceparent of the sampled request that
 	// appended the event, when there was one: the stream carries it so the
 	// ledger write links to the purchase's trace. The ledger does not keep it.

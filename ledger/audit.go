@@ -47,9 +47,8 @@ type AuditEntry struct {
 	RecordedAt   time.Time
 	StreamID     string
 	// PrevHash and Hash are the row's link in its SKU's tamper-evident
-	// chain, as the sealer sealed it (empty until then, except for rows
-	// that carry the SHA-1 link Redis computed before the chain moved to
-	// the ledger); `audit verify` recomputes them.
+	// chain, from its seal (empty until the sealer linked the row);
+	// `audit verify` recomputes them.
 	PrevHash string
 	Hash     string
 	// HoldID, OrderID and ExpiresAt are set on a hold's events (ExpiresAt

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invledger/invledger/domain"
 
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -171,20 +172,6 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 		t.Fatalf("seal-beyond after the gap closed: %+v %v", one, err)
 	}
 
-	// A row carrying a previous version's SHA-1 link that does not match
-	// its fields was edited before it could be sealed: the seal stops there.
-	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "seal-beyond",
-		Seq: 9, Qty: 1, Delta: -1, Balance: 2, User: "old", RequestID: "old", OccurredAt: time.Now(), StreamID: "0-4",
-		PrevHash: "whatever", Hash: "0123456789abcdef0123456789abcdef01234567"}}); err != nil {
-		t.Fatal(err)
-	}
-	if pass := s.Seal(t); len(pass.Broken) != 1 || pass.Broken[0].SKU != "seal-beyond" || pass.Broken[0].Seq != 9 {
-		t.Fatalf("sealer on a row whose own link does not match: %+v", pass)
-	}
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 1 || one.Broken[0].Seq != 9 ||
-		!strings.Contains(one.Broken[0].Reason, "SHA-1") {
-		t.Fatalf("verify of that row: %+v %v", one, err)
-	}
 }
 
 // superuser runs stmts with the append-only triggers of both tables off,
@@ -207,5 +194,128 @@ func superuser(t *testing.T, s *stacktest.Stack, stmts ...string) {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
+	}
+}
+
+// TestVerifyChainsSealsEveryEventTypeAndItsHoldFields seals a SKU whose
+// ledger holds every event type: stocked, deducted, released, adjusted,
+// reserved and each way a hold ends (confirmed, cancelled, expired), an
+// order's line and closed. The honest chain verifies in full; then each
+// hold column of the order line's reserved row is edited in turn, as a
+// superuser going around the append-only triggers, and verify names
+// exactly that seq, and nothing once the edit is undone.
+func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	const sku = "every-type"
+	s.SKU(t, sku, 20, 10)
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, "buyer", 1, "r1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, "buyer", "r1", "refund")); err != nil {
+		t.Fatal(err)
+	}
+	s.ProjectStreams(t)
+	adj, err := s.App.Adjustments.Request(ctx, sku, 5, "found a box", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Adjustments.Approve(ctx, adj.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	holds := s.App.Holds
+	reserve := func(user string, ttl int64) ledger.HoldRef {
+		t.Helper()
+		cmd, err := holds.NewReserveCommand(sku, user, 1, "hold-"+user, &ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := holds.Reserve(ctx, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := ledger.NewHoldRef(sku, h.HoldID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	if _, err := holds.Confirm(ctx, reserve("confirms", 60)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holds.Cancel(ctx, reserve("cancels", 60)); err != nil {
+		t.Fatal(err)
+	}
+	reserve("lets-expire", 1)
+	time.Sleep(1100 * time.Millisecond)
+	sweeper, err := redisinventory.NewSweeper(s.RedisClient, s.Keyspace, redisinventory.SweeperConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep = %d, %v; want one hold expired", n, err)
+	}
+	ttl := int64(60)
+	place, err := s.App.Orders.NewPlaceOrderCommand("ord-1", "orderer", &ttl, []ledger.OrderLineInput{{SKU: sku, Qty: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Orders.Place(ctx, place); err != nil {
+		t.Fatal(err)
+	}
+	order, _ := domain.NewOrderID("ord-1")
+	if _, err := s.App.Orders.Confirm(ctx, order); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Archiver(t).CloseSKU(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	s.ProjectStreams(t)
+
+	var types []string
+	if err := s.Pool.QueryRow(ctx, `SELECT array_agg(DISTINCT type ORDER BY type) FROM ledger_entries WHERE sku = $1`, sku).Scan(&types); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(types, " "), "adjusted cancelled closed confirmed deducted expired released reserved stocked"; got != want {
+		t.Fatalf("event types %q, want %q", got, want)
+	}
+	var line int64
+	if err := s.Pool.QueryRow(ctx, `SELECT seq FROM ledger_entries WHERE sku = $1 AND type = 'reserved' AND order_id = 'ord-1'`, sku).Scan(&line); err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	honest := func(what string) {
+		t.Helper()
+		rep, err := ledger.VerifyChains(ctx, s.Seals, sku, nil)
+		if err != nil || rep.Events != rows || rep.Sealed != rows || len(rep.Broken) != 0 || len(rep.Unsealed) != 0 {
+			t.Fatalf("%s: %+v %v, want %d events, all sealed, nothing broken", what, rep, err, rows)
+		}
+	}
+	honest("honest ledger")
+
+	for _, edit := range []struct{ column, to string }{
+		{"hold_id", "gen_random_uuid()"},
+		{"order_id", "'ord-2'"},
+		{"expires_at", "expires_at + interval '1 hour'"},
+	} {
+		where := fmt.Sprintf(`WHERE sku = '%s' AND seq = %d`, sku, line)
+		var was string
+		if err := s.Pool.QueryRow(ctx, `SELECT quote_literal(`+edit.column+`) FROM ledger_entries `+where).Scan(&was); err != nil {
+			t.Fatal(err)
+		}
+		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+edit.to+` `+where)
+		rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Broken) != 1 || rep.Broken[0].SKU != sku || rep.Broken[0].Seq != line || !strings.Contains(rep.Broken[0].Reason, "does not match") {
+			t.Fatalf("%s edited at seq %d: broken %+v, want exactly that seq", edit.column, line, rep.Broken)
+		}
+		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
+		honest(edit.column + " restored")
 	}
 }

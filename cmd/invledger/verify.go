@@ -23,8 +23,7 @@ func newAuditVerifyCmd(withApp appRunner) *cobra.Command {
 		Long: `verify recomputes every SKU's chain (or --sku S's) from ledger_entries and
 ledger_seals, where serve's sealer links each row, in seq order, as rows
 become contiguous: each seal's hash must equal sha256(prev_hash || the row's
-fields) (sha1 for the links Redis computed before the chain moved to the
-ledger) and link to the seal before it. Both tables refuse UPDATE and DELETE
+fields, its hold and order included) and link to the seal before it. Both tables refuse UPDATE and DELETE
 themselves, so a break means someone went around the database's guard, e.g.
 as a superuser with the triggers off: an edited row, a deleted one and one
 inserted out of order are each named by seq. Rows the sealer has not linked

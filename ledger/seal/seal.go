@@ -123,17 +123,12 @@ type Pass struct {
 	Sealed map[domain.SealAlgorithm]int64
 	// Waiting are the SKUs whose seal stopped at a missing seq.
 	Waiting []Stop
-	// Broken are the SKUs whose seal stopped at a row that cannot be
-	// sealed: one whose own SHA-1 link from Redis does not match its
-	// fields.
-	Broken []Stop
 }
 
-// Stop is where a SKU's seal stopped, and why.
+// Stop is the missing seq where a SKU's seal stopped.
 type Stop struct {
 	SKU string
 	Seq int64
-	Err error
 }
 
 // Run seals a pass every Interval until ctx is done. A pass that fails
@@ -176,13 +171,12 @@ func (s *Sealer) SealAll(ctx context.Context) (Pass, error) {
 	}
 	if m := s.cfg.Metrics; m != nil {
 		m.waiting.Set(float64(len(pass.Waiting)))
-		m.broken.Set(float64(len(pass.Broken)))
 	}
 	return pass, nil
 }
 
-// sealSKU seals one SKU batch by batch until it reaches its last row, a
-// missing seq or a row it cannot seal.
+// sealSKU seals one SKU batch by batch until it reaches its last row or a
+// missing seq.
 func (s *Sealer) sealSKU(ctx context.Context, sku string, pass *Pass) error {
 	for {
 		var (
@@ -199,11 +193,7 @@ func (s *Sealer) sealSKU(ctx context.Context, sku string, pass *Pass) error {
 					stop = &Stop{SKU: sku, Seq: next}
 					return seals
 				}
-				sl, err := domain.NextSeal(prev, e)
-				if err != nil {
-					stop = &Stop{SKU: sku, Seq: e.Seq, Err: err}
-					return seals
-				}
+				sl := domain.NextSeal(prev, e)
 				seals = append(seals, sl)
 				linked[sl.Algorithm]++
 				prev, next = sl.Hash, next+1
@@ -231,7 +221,7 @@ func (s *Sealer) sealSKU(ctx context.Context, sku string, pass *Pass) error {
 }
 
 // stopped records where a SKU's seal stopped, warning once per gap that
-// lasts past GapWarnAfter, and at once for a row that cannot be sealed.
+// lasts past GapWarnAfter.
 func (s *Sealer) stopped(pass *Pass, sku string, stop *Stop) {
 	if stop == nil {
 		delete(s.waiting, sku)
@@ -242,14 +232,6 @@ func (s *Sealer) stopped(pass *Pass, sku string, stop *Stop) {
 		g = gap{seq: stop.Seq, since: time.Now()}
 	}
 	defer func() { s.waiting[sku] = g }()
-	if stop.Err != nil {
-		pass.Broken = append(pass.Broken, *stop)
-		if !g.warned {
-			g.warned = true
-			s.cfg.Logger.Error("the seal of a sku stops at a row that cannot be sealed", "sku", sku, "seq", stop.Seq, "err", stop.Err)
-		}
-		return
-	}
 	pass.Waiting = append(pass.Waiting, *stop)
 	if !g.warned && time.Since(g.since) >= s.cfg.GapWarnAfter {
 		g.warned = true
@@ -262,7 +244,6 @@ func (s *Sealer) stopped(pass *Pass, sku string, stop *Stop) {
 type Metrics struct {
 	sealed  *prometheus.CounterVec
 	waiting prometheus.Gauge
-	broken  prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -270,17 +251,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		sealed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_ledger_seals_total",
-			Help: "Ledger rows sealed into their SKU's tamper-evident chain, by algorithm (sha256; sha1 for links Redis computed before the chain moved to the ledger).",
+			Help: "Ledger rows sealed into their SKU's tamper-evident chain, by algorithm (sha256).",
 		}, []string{"algorithm"}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "invledger_ledger_seal_waiting_skus",
 			Help: "SKUs whose seal waits at a seq missing from the ledger, as of the last pass.",
 		}),
-		broken: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "invledger_ledger_seal_broken_skus",
-			Help: "SKUs whose seal stopped at a row that cannot be sealed (its own SHA-1 link does not match its fields), as of the last pass.",
-		}),
 	}
-	reg.MustRegister(m.sealed, m.waiting, m.broken)
+	reg.MustRegister(m.sealed, m.waiting)
 	return m
 }

@@ -15,7 +15,7 @@ import (
 var _ ledger.AuditStore = (*PostgresAuditStore)(nil)
 
 // PostgresAuditStore answers the audit queries from ledger_entries and
-// the rows' seals, through the indexes of migration 00007.
+// the rows' seals, through the indexes of ledger_entries.
 type PostgresAuditStore struct {
 	pool *pgxpool.Pool
 }
@@ -25,15 +25,13 @@ func NewPostgresAuditStore(pool *pgxpool.Pool) *PostgresAuditStore {
 	return &PostgresAuditStore{pool: pool}
 }
 
-// auditColumns are every column of ledger_entries, in scanAuditEntry's
-// order, with the row's link in its SKU's chain: its seal's once the
-// sealer linked it, else the SHA-1 link Redis computed for rows written
-// before the chain moved to the ledger, else empty. auditFrom joins them.
+// auditColumns are every column of ledger_entries, in auditEntries' scan
+// order: the row's event through eventColumns, as the sealer read it, then
+// when it was recorded and its link in its SKU's chain from its seal (empty
+// until the sealer linked it). auditFrom joins them.
 const (
-	auditColumns = `e.event_id::text, e.sku, e.seq, e.type, e.delta, e.qty, e.balance_after, COALESCE(e.user_id, ''),
-       COALESCE(e.request_id, ''), COALESCE(e.actor, ''), COALESCE(e.reason, ''), e.occurred_at, e.recorded_at, e.stream_id,
-       COALESCE(s.prev_hash, e.prev_hash), COALESCE(s.hash, e.hash), COALESCE(e.hold_id::text, ''), COALESCE(e.order_id, ''), e.expires_at`
-	auditFrom = ` FROM ledger_entries e LEFT JOIN ledger_seals s ON s.sku = e.sku AND s.seq = e.seq`
+	auditColumns = eventColumns + `, e.recorded_at, COALESCE(s.prev_hash, ''), COALESCE(s.hash, '')`
+	auditFrom    = ` FROM ledger_entries e LEFT JOIN ledger_seals s ON s.sku = e.sku AND s.seq = e.seq`
 )
 
 // SKUEntries returns up to limit rows of sku with seq above after, in seq
@@ -62,19 +60,31 @@ func (s *PostgresAuditStore) auditEntries(ctx context.Context, query string, arg
 	}
 	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.AuditEntry, error) {
 		var (
-			e   ledger.AuditEntry
-			typ string
+			r                eventRow
+			recorded         time.Time
+			prevHash, hashed string
 		)
-		err := row.Scan(&e.EventID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.BalanceAfter, &e.UserID,
-			&e.RequestID, &e.Actor, &e.Reason, &e.OccurredAt, &e.RecordedAt, &e.StreamID, &e.PrevHash, &e.Hash,
-			&e.HoldID, &e.OrderID, &e.ExpiresAt)
-		e.Type = domain.EventType(typ)
-		return e, err
+		if err := row.Scan(append(r.dest(), &recorded, &prevHash, &hashed)...); err != nil {
+			return ledger.AuditEntry{}, err
+		}
+		return auditEntry(r.event(), recorded, prevHash, hashed), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger: %w", translate(err))
 	}
 	return entries, nil
+}
+
+// auditEntry is e as the audit lists it.
+func auditEntry(e domain.Event, recorded time.Time, prevHash, hash string) ledger.AuditEntry {
+	a := ledger.AuditEntry{EventID: e.ID, SKU: e.SKU, Seq: e.Seq, Type: e.Type, Delta: e.Delta, Qty: e.Qty,
+		BalanceAfter: e.Balance, UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
+		OccurredAt: e.OccurredAt, RecordedAt: recorded, StreamID: e.StreamID, PrevHash: prevHash, Hash: hash,
+		HoldID: e.HoldID, OrderID: e.OrderID}
+	if !e.ExpiresAt.IsZero() {
+		a.ExpiresAt = &e.ExpiresAt
+	}
+	return a
 }
 
 // Holders folds per user the units of sku that count against the per-user
@@ -105,7 +115,7 @@ WHERE held > 0 ORDER BY user_id COLLATE "C" LIMIT $3`, sku.String(), after, limi
 }
 
 // StockAt sums the deltas of sku's rows that occurred at or before at. The
-// (sku, occurred_at) INCLUDE (delta) index of migration 00007 answers it
+// (sku, occurred_at) INCLUDE (delta) index of ledger_entries answers it
 // with an index-only scan, never touching the table's rows.
 func (s *PostgresAuditStore) StockAt(ctx context.Context, sku domain.SKUID, at time.Time) (int64, error) {
 	var stock int64

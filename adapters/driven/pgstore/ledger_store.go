@@ -86,14 +86,43 @@ FROM balances b WHERE b.sku = $1`, sku.String(), known).
 	return bal, watermark, nil
 }
 
-// eventColumns are a ledger row's event, in scanEvents' order.
-const eventColumns = `event_id::text, sku, seq, type, delta, qty, balance_after, COALESCE(user_id, ''), COALESCE(request_id, ''),
-	COALESCE(actor, ''), COALESCE(reason, ''), occurred_at, stream_id, prev_hash, hash,
-	COALESCE(hold_id::text, ''), COALESCE(order_id, ''), expires_at`
+// eventColumns are a ledger row's event as the row aliased e holds it, in
+// eventRow's order. Every reader of events selects them: the sealer, the
+// chain verifier (ScanChain), the audit export and the services, so a seal
+// is checked over exactly the fields it was computed from (domain.SealHash
+// covers every one but stream_id). Each is COALESCEd so that a row missing
+// from ScanChain's full join reads as the zero event.
+const eventColumns = `COALESCE(e.event_id::text, ''), COALESCE(e.sku, ''), COALESCE(e.seq, 0), COALESCE(e.type, ''),
+	COALESCE(e.delta, 0), COALESCE(e.qty, 0), COALESCE(e.balance_after, 0), COALESCE(e.user_id, ''),
+	COALESCE(e.request_id, ''), COALESCE(e.actor, ''), COALESCE(e.reason, ''), COALESCE(e.occurred_at, 'epoch'),
+	COALESCE(e.stream_id, ''), COALESCE(e.hold_id::text, ''), COALESCE(e.order_id, ''), e.expires_at`
+
+// eventRow receives one row's eventColumns.
+type eventRow struct {
+	e       domain.Event
+	typ     string
+	expires *time.Time
+}
+
+// dest are the scan destinations of eventColumns, in order.
+func (r *eventRow) dest() []any {
+	return []any{&r.e.ID, &r.e.SKU, &r.e.Seq, &r.typ, &r.e.Delta, &r.e.Qty, &r.e.Balance, &r.e.User, &r.e.RequestID,
+		&r.e.Actor, &r.e.Reason, &r.e.OccurredAt, &r.e.StreamID, &r.e.HoldID, &r.e.OrderID, &r.expires}
+}
+
+// event is the event scanned into r.
+func (r *eventRow) event() domain.Event {
+	e := r.e
+	e.Type = domain.EventType(r.typ)
+	if r.expires != nil {
+		e.ExpiresAt = r.expires.UTC()
+	}
+	return e
+}
 
 // ScanSKU calls fn with every ledger event of sku, in seq order.
 func (s *PostgresLedgerStore) ScanSKU(ctx context.Context, sku domain.SKUID, fn func(domain.Event) error) error {
-	return scanEvents(ctx, s.pool, fn, `SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku.String())
+	return scanEvents(ctx, s.pool, fn, `SELECT `+eventColumns+` FROM ledger_entries e WHERE sku = $1 ORDER BY seq`, sku.String())
 }
 
 // Purchase finds the deduction user made of sku with request id req, and
@@ -113,7 +142,7 @@ func (s *PostgresLedgerStore) Purchase(ctx context.Context, sku domain.SKUID, us
 			p.Released, p.ReleaseEventID, p.ReleaseSeq = true, e.ID, e.Seq
 		}
 		return nil
-	}, `SELECT `+eventColumns+` FROM ledger_entries
+	}, `SELECT `+eventColumns+` FROM ledger_entries e
 WHERE user_id = $1 AND sku = $2 AND request_id = $3 AND type IN ('deducted', 'released') ORDER BY seq`,
 		user.String(), sku.String(), req.String())
 	if err != nil {
@@ -132,7 +161,7 @@ func (s *PostgresLedgerStore) OrderReserves(ctx context.Context, order domain.Or
 	err := scanEvents(ctx, s.pool, func(e domain.Event) error {
 		reserves = append(reserves, e)
 		return nil
-	}, `SELECT `+eventColumns+` FROM ledger_entries WHERE order_id = $1 AND type = 'reserved' ORDER BY event_id`, order.String())
+	}, `SELECT `+eventColumns+` FROM ledger_entries e WHERE order_id = $1 AND type = 'reserved' ORDER BY event_id`, order.String())
 	if err != nil {
 		return nil, fmt.Errorf("reserves of order %q: %w", order, err)
 	}
@@ -142,7 +171,7 @@ func (s *PostgresLedgerStore) OrderReserves(ctx context.Context, order domain.Or
 // ScanAll calls fn with every ledger event ordered by (sku, seq), streaming
 // the rows as PostgreSQL sends them: the ledger is never held in memory.
 func (s *PostgresLedgerStore) ScanAll(ctx context.Context, fn func(domain.Event) error) error {
-	return scanEvents(ctx, s.pool, fn, `SELECT `+eventColumns+` FROM ledger_entries ORDER BY sku, seq`)
+	return scanEvents(ctx, s.pool, fn, `SELECT `+eventColumns+` FROM ledger_entries e ORDER BY sku, seq`)
 }
 
 func scanEvents(ctx context.Context, q querier, fn func(domain.Event) error, query string, args ...any) error {
@@ -151,22 +180,13 @@ func scanEvents(ctx context.Context, q querier, fn func(domain.Event) error, que
 		return fmt.Errorf("read the ledger: %w", translate(err))
 	}
 	defer rows.Close()
-	var (
-		e       domain.Event
-		typ     string
-		expires *time.Time
-	)
+	var r eventRow
+	dest := r.dest()
 	for rows.Next() {
-		if err := rows.Scan(&e.ID, &e.SKU, &e.Seq, &typ, &e.Delta, &e.Qty, &e.Balance, &e.User, &e.RequestID,
-			&e.Actor, &e.Reason, &e.OccurredAt, &e.StreamID, &e.PrevHash, &e.Hash, &e.HoldID, &e.OrderID, &expires); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read the ledger: %w", translate(err))
 		}
-		e.Type = domain.EventType(typ)
-		e.ExpiresAt = time.Time{}
-		if expires != nil {
-			e.ExpiresAt = expires.UTC()
-		}
-		if err := fn(e); err != nil {
+		if err := fn(r.event()); err != nil {
 			return err
 		}
 	}

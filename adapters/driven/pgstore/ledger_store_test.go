@@ -9,6 +9,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger/seal"
 )
 
 func TestProjectionAndLedgerStores(t *testing.T) {
@@ -104,6 +105,9 @@ func TestProjectionStoreTranslatesRefusals(t *testing.T) {
 	}
 }
 
+// TestLedgerRefusesChanges: the database itself refuses UPDATE, DELETE and
+// TRUNCATE on the ledger's rows and their seals, also in a session that
+// turns ordinary triggers off with session_replication_role = replica.
 func TestLedgerRefusesChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -111,13 +115,33 @@ func TestLedgerRefusesChanges(t *testing.T) {
 	if _, err := pgstore.NewPostgresProjectionStore(pool).AppendBatch(ctx, sale("a", 10, "u1")); err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{
-		`UPDATE ledger_entries SET delta = 100 WHERE seq = 1`,
-		`DELETE FROM ledger_entries`,
-		`TRUNCATE ledger_entries`,
-	} {
-		if _, err := pool.Exec(ctx, stmt); pgCode(err) != pgInsufficientPrivilege {
-			t.Errorf("%s: %v, want refused", stmt, err)
+	sealer, err := seal.New(seal.Config{Store: pgstore.NewPostgresSealStore(pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass, err := sealer.SealAll(ctx); err != nil || pass.Sealed[domain.SealSHA256] != 2 {
+		t.Fatalf("seal: %+v %v, want 2 rows sealed", pass, err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, role := range []string{"origin", "replica"} {
+		if _, err := conn.Exec(ctx, `SET session_replication_role = `+role); err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range []string{
+			`UPDATE ledger_entries SET delta = 100 WHERE seq = 1`,
+			`DELETE FROM ledger_entries`,
+			`TRUNCATE ledger_entries`,
+			`UPDATE ledger_seals SET hash = 'forged' WHERE seq = 1`,
+			`DELETE FROM ledger_seals`,
+			`TRUNCATE ledger_seals`,
+		} {
+			if _, err := conn.Exec(ctx, stmt); pgCode(err) != pgInsufficientPrivilege {
+				t.Errorf("%s as %s: %v, want refused", stmt, role, err)
+			}
 		}
 	}
 }

@@ -45,7 +45,6 @@ func appendEvents(ctx context.Context, pool *pgxpool.Pool, events []domain.Event
 		seqs, deltas, qtys, balances     = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		users, requests, actors, reasons = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		occurred                         = make([]time.Time, n)
-		prevHashes, hashes               = make([]string, n), make([]string, n)
 		holdIDs, orderIDs                = make([]*string, n), make([]*string, n)
 		expires                          = make([]*time.Time, n)
 	)
@@ -54,7 +53,6 @@ func appendEvents(ctx context.Context, pool *pgxpool.Pool, events []domain.Event
 		seqs[i], deltas[i], qtys[i], balances[i] = e.Seq, e.Delta, e.Qty, e.Balance
 		users[i], requests[i], actors[i], reasons[i] = nullable(e.User), nullable(e.RequestID), nullable(e.Actor), nullable(e.Reason)
 		occurred[i] = e.OccurredAt
-		prevHashes[i], hashes[i] = e.PrevHash, e.Hash
 		holdIDs[i], orderIDs[i] = nullable(e.HoldID), nullable(e.OrderID)
 		if !e.ExpiresAt.IsZero() {
 			expires[i] = &e.ExpiresAt
@@ -64,12 +62,12 @@ func appendEvents(ctx context.Context, pool *pgxpool.Pool, events []domain.Event
 	rows, err := pool.Query(ctx, `
 WITH ins AS (
     INSERT INTO ledger_entries (event_id, sku, seq, type, delta, qty, balance_after,
-                                user_id, request_id, actor, reason, occurred_at, stream_id, prev_hash, hash,
+                                user_id, request_id, actor, reason, occurred_at, stream_id,
                                 hold_id, order_id, expires_at)
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
                          $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
-                         $12::timestamptz[], $13::text[], $14::text[], $15::text[],
-                         $16::uuid[], $17::text[], $18::timestamptz[])
+                         $12::timestamptz[], $13::text[],
+                         $14::uuid[], $15::text[], $16::timestamptz[])
     ON CONFLICT (event_id) DO NOTHING
     RETURNING sku, seq, delta, type, `+heldDelta+` AS held
 ), moved AS (
@@ -82,7 +80,7 @@ WITH ins AS (
             updated_at = EXCLUDED.updated_at
 )
 SELECT type, count(*) FROM ins GROUP BY type`,
-		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs, prevHashes, hashes,
+		ids, skus, seqs, types, deltas, qtys, balances, users, requests, actors, reasons, occurred, streamIDs,
 		holdIDs, orderIDs, expires)
 	if err != nil {
 		return nil, fmt.Errorf("append %d events: %w", n, translate(err))

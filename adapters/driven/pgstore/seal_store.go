@@ -79,7 +79,7 @@ func (s *PostgresSealStore) SealNext(ctx context.Context, sku string, limit int,
 	last.Algorithm = domain.SealAlgorithm(algorithm)
 	var rows []domain.Event
 	if err := scanEvents(ctx, tx, func(e domain.Event) error { rows = append(rows, e); return nil },
-		`SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku, last.Seq, limit); err != nil {
+		`SELECT `+eventColumns+` FROM ledger_entries e WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku, last.Seq, limit); err != nil {
 		return 0, fmt.Errorf("seal %s: %w", sku, err)
 	}
 	seals := link(last, rows)
@@ -104,14 +104,11 @@ SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])`, sku
 
 // ScanChain calls fn for every seq of sku (every SKU when sku is "") that
 // has a ledger row, a seal or both, ordered by SKU and seq: a full join of
-// the two tables on their (sku, seq) indexes, streamed.
+// the two tables on their (sku, seq) indexes, streamed. The rows are read
+// through eventColumns, as the sealer read them.
 func (s *PostgresSealStore) ScanChain(ctx context.Context, sku string, fn func(ledger.SealedRow) error) error {
 	rows, err := s.pool.Query(ctx, `
-SELECT COALESCE(e.sku, s.sku), COALESCE(e.seq, s.seq), e.event_id IS NOT NULL,
-       COALESCE(e.event_id::text, ''), COALESCE(e.type, ''), COALESCE(e.delta, 0), COALESCE(e.qty, 0),
-       COALESCE(e.balance_after, 0), COALESCE(e.user_id, ''), COALESCE(e.request_id, ''), COALESCE(e.actor, ''),
-       COALESCE(e.reason, ''), COALESCE(e.occurred_at, 'epoch'), COALESCE(e.stream_id, ''),
-       COALESCE(e.prev_hash, ''), COALESCE(e.hash, ''),
+SELECT COALESCE(e.sku, s.sku), COALESCE(e.seq, s.seq), e.event_id IS NOT NULL, `+eventColumns+`,
        s.seq IS NOT NULL, COALESCE(s.prev_hash, ''), COALESCE(s.hash, ''), COALESCE(s.algorithm, '')
 FROM (SELECT * FROM ledger_entries WHERE $1 = '' OR sku = $1) e
 FULL JOIN (SELECT * FROM ledger_seals WHERE $1 = '' OR sku = $1) s ON s.sku = e.sku AND s.seq = e.seq
@@ -120,25 +117,27 @@ ORDER BY 1, 2`, sku)
 		return fmt.Errorf("read the ledger and its seals: %w", translate(err))
 	}
 	defer rows.Close()
+	var (
+		r                 ledger.SealedRow
+		row               eventRow
+		sl                domain.Seal
+		algorithm         string
+		hasRow, hasSealed bool
+	)
+	dest := append(append([]any{&r.SKU, &r.Seq, &hasRow}, row.dest()...), &hasSealed, &sl.PrevHash, &sl.Hash, &algorithm)
 	for rows.Next() {
-		var (
-			r                 ledger.SealedRow
-			e                 domain.Event
-			sl                domain.Seal
-			typ, algorithm    string
-			hasRow, hasSealed bool
-		)
-		if err := rows.Scan(&r.SKU, &r.Seq, &hasRow, &e.ID, &typ, &e.Delta, &e.Qty, &e.Balance, &e.User, &e.RequestID, &e.Actor,
-			&e.Reason, &e.OccurredAt, &e.StreamID, &e.PrevHash, &e.Hash, &hasSealed, &sl.PrevHash, &sl.Hash, &algorithm); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read the ledger and its seals: %w", translate(err))
 		}
+		r.Event, r.Seal = nil, nil
 		if hasRow {
-			e.SKU, e.Seq, e.Type = r.SKU, r.Seq, domain.EventType(typ)
+			e := row.event()
 			r.Event = &e
 		}
 		if hasSealed {
-			sl.SKU, sl.Seq, sl.Algorithm = r.SKU, r.Seq, domain.SealAlgorithm(algorithm)
-			r.Seal = &sl
+			seal := sl
+			seal.SKU, seal.Seq, seal.Algorithm = r.SKU, r.Seq, domain.SealAlgorithm(algorithm)
+			r.Seal = &seal
 		}
 		if err := fn(r); err != nil {
 			return err

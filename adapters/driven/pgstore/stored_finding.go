@@ -12,9 +12,8 @@ const storedFiguresVersion = 1
 
 // storedFiguresV1 is how the before and after columns of
 // reconciliation_findings hold a finding's figures; MissingSeqs is set only
-// in before. Its keys are those of the rows written before the figures were
-// versioned, which carry no version and read as version 1. A change of key
-// or meaning needs a new version and a reader for every older one.
+// in before. Once a release has written them, a change of key or meaning
+// needs a new version and a reader for every older one.
 type storedFiguresV1 struct {
 	Version          int                `json:"version"`
 	RedisStock       *int64             `json:"redis_stock"`
@@ -67,18 +66,16 @@ func newStoredFigures(f reconcile.Figures, missing []reconcile.SeqRange) storedF
 	return s
 }
 
-// loadStoredFigures decodes stored figures of any version this code knows.
+// loadStoredFigures decodes stored figures of the one version there is.
 func loadStoredFigures(raw []byte) (storedFiguresV1, error) {
 	var s storedFiguresV1
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return storedFiguresV1{}, fmt.Errorf("decode stored figures: %w", err)
 	}
-	switch s.Version {
-	case 0, 1: // 0: written before the figures were versioned, in version 1's keys
-		return s, nil
-	default:
-		return storedFiguresV1{}, fmt.Errorf("stored figures have version %d; this build reads up to %d", s.Version, storedFiguresVersion)
+	if s.Version != storedFiguresVersion {
+		return storedFiguresV1{}, fmt.Errorf("stored figures have version %d; this build reads version %d", s.Version, storedFiguresVersion)
 	}
+	return s, nil
 }
 
 // figures maps the stored figures onto reconcile's.

@@ -127,7 +127,7 @@ func (s *PostgresWebhookStore) EventsAfter(ctx context.Context, sku string, seq 
 		}
 		out = append(out, e)
 		return nil
-	}, `SELECT `+eventColumns+` FROM ledger_entries WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku, seq, limit)
+	}, `SELECT `+eventColumns+` FROM ledger_entries e WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku, seq, limit)
 	if err != nil && !errors.Is(err, errGap) {
 		return nil, err
 	}

@@ -154,8 +154,6 @@ func (p *entryParser) previous(e *domain.Event) {
 	} else if p.fields["ts"] != "" {
 		p.fail("ts: must be positive microseconds")
 	}
-	e.PrevHash = p.str("prev_hash", false) // empty for a SKU's first event
-	e.Hash = p.str("hash", true)
 }
 
 // EntryFields renders a stream entry's values as the strings the scripts
