@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -249,12 +248,8 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 	}
 	reserve("lets-expire", 1)
 	time.Sleep(1100 * time.Millisecond)
-	sweeper, err := redisinventory.NewSweeper(s.RedisClient, s.Keyspace, redisinventory.SweeperConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
-		t.Fatalf("sweep = %d, %v; want one hold expired", n, err)
+	if n, err := s.App.HoldExpiry.Expire(ctx); err != nil || n != 1 {
+		t.Fatalf("expire = %d, %v; want one hold expired", n, err)
 	}
 	ttl := int64(60)
 	place, err := s.App.Orders.NewPlaceOrderCommand("ord-1", "orderer", &ttl, []ledger.OrderLineInput{{SKU: sku, Qty: 2}})
