@@ -41,7 +41,7 @@ func NewInventoryMetrics(reg prometheus.Registerer) *InventoryMetrics {
 		}, []string{"operation"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "invledger_holds_expired_total",
-			Help: "Holds this process's sweeper expired; rate() is holds expired per second.",
+			Help: "Holds this process's hold expiry expired; rate() is holds expired per second.",
 		}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "invledger_hold_expiry_lateness_seconds",

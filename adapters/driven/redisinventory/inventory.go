@@ -138,9 +138,10 @@ func NewRedisInventory(client redis.UniversalClient, keys Keyspace, cfg Inventor
 	return r, nil
 }
 
-// StopSales makes Warm, Deduct, Release and Adjust fail with reason, which
-// should wrap domain.ErrUnsafeRedis, until ResumeSales: nothing may be
-// sold on a Redis that could lose it. State still answers.
+// StopSales makes every call that changes stock (warm, deduct, release,
+// adjust, reserve, hold ends, order records) fail with reason, which should
+// wrap domain.ErrUnsafeRedis, until ResumeSales: nothing may be sold on a
+// Redis that could lose it. State still answers.
 func (r *RedisInventory) StopSales(reason error) { r.stopped.Store(&reason) }
 
 // ResumeSales undoes StopSales.
