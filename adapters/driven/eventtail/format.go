@@ -31,15 +31,13 @@ type EventJSON struct {
 	Actor        string    `json:"actor"`
 	Reason       string    `json:"reason"`
 	OccurredAt   time.Time `json:"occurred_at"`
-	PrevHash     string    `json:"prev_hash"`
-	Hash         string    `json:"hash"`
 }
 
 // NewEventJSON maps e into its JSON shape, field by field.
 func NewEventJSON(e domain.Event) EventJSON {
 	return EventJSON{EventID: e.ID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
 		BalanceAfter: e.Balance, UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
-		OccurredAt: e.OccurredAt, PrevHash: e.PrevHash, Hash: e.Hash}
+		OccurredAt: e.OccurredAt}
 }
 
 // Line is e as one line of text: time, type, seq, units, balance after,

@@ -10,5 +10,4 @@ if refused then
   return refused
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'fence', node_run())
-redis.call('HDEL', KEYS[1], 'epoch')
 return 1

@@ -24,14 +24,11 @@
 // confirm, cancel, expire), follows the same rule:
 //
 //   - prepend nodeSource to the script, and check the fence with
-//     fence_holds(fence, epoch) before the first write, answering
-//     recovering (-4, which Go maps to domain.ErrRecovering) when it does
-//     not hold; a fence of "restoring:..." or "repairing" never holds, so a
-//     SKU being restored or repaired refuses too. fence_holds accepts
-//     node_run(), and, for a rolling deploy from the version before it,
-//     that version's fence (the node's run_id, with its LASTSAVE in field
-//     "epoch", both read in the script); RedisReconcileSource counts the
-//     same two as verified;
+//     fence_holds(fence) before the first write, answering recovering (-4,
+//     which Go maps to domain.ErrRecovering) when it does not hold; a fence
+//     of "restoring:..." or "repairing" never holds, so a SKU being
+//     restored or repaired refuses too. RedisReconcileSource counts the
+//     same fence as verified;
 //   - never take the node's identity as an argument from the caller: a
 //     caller's view of the topology can be stale for a moment (a retried
 //     command, a pool connection to the new master), and a promoted

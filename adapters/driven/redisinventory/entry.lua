@@ -6,7 +6,7 @@
 -- their own, and so is tp, the W3C traceparent of a purchase made in a
 -- sampled trace (deduct.lua). The event's time is the entry's stream id, its delta follows
 -- from type and qty, and the tamper-evident chain is sealed in the ledger.
--- redisinventory.ParseEntry reads this format and the previous one.
+-- redisinventory.ParseEntry reads it.
 local function entry(event_id, type, sku, seq, qty, balance)
   return event_id .. ' ' .. type .. ' ' .. sku .. ' ' .. seq .. ' ' .. qty .. ' ' .. balance
 end

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -148,15 +147,13 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		receipts = make([]*redis.IntCmd, len(skus))
 		retired  = make([]*redis.BoolCmd, len(skus))
 		node     *redis.StringCmd
-		server   *redis.StringCmd
-		lastSave *redis.IntCmd
 		entries  *redis.XMessageSliceCmd
 		holds    *redis.StringSliceCmd
 	)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		node, server, lastSave = p.Info(ctx, "replication"), p.Info(ctx, "server"), p.LastSave(ctx)
+		node = p.Info(ctx, "replication")
 		for i, sku := range skus {
-			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at", "held", "holds", "epoch")
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at", "held", "holds")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
 			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
@@ -170,14 +167,11 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		return fmt.Errorf("snapshot of partition %d: %w", partition, err)
 	}
 	run := parseReplID(node.Val())
-	// The previous version's fence: this node's run_id, with its LASTSAVE
-	// as epoch (fence_holds in node.lua accepts it too).
-	legacyRun, legacyEpoch := infoField(server.Val(), "run_id"), strconv.FormatInt(lastSave.Val(), 10)
 	truncated := len(entries.Val()) > r.cfg.TailLimit
 	open, openRead := openHoldsBySKU(holds.Val(), r.cfg.HoldsLimit)
 	for i, sku := range skus {
 		v := states[i].Val()
-		if len(v) == 8 && v[0] == nil {
+		if len(v) == 7 && v[0] == nil {
 			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
@@ -186,8 +180,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		live.Stock = rp.Decimal(0, "stock")
 		live.Seq = rp.Decimal(1, "seq")
 		live.Status = rp.OptString(2, "status")
-		fence, epoch := rp.OptString(3, "fence"), rp.OptString(7, "epoch")
-		live.Verified = run != "" && fence == run || legacyRun != "" && epoch != "" && fence == legacyRun && epoch == legacyEpoch
+		live.Verified = run != "" && rp.OptString(3, "fence") == run
 		live.Archived = rp.OptString(4, "archived_at") != ""
 		live.Held = optDecimal(rp, 5, "held")
 		live.OpenHolds = optDecimal(rp, 6, "holds")

@@ -3,7 +3,6 @@ package redisinventory
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -221,27 +220,10 @@ func HoldRecord(h domain.Hold) string {
 		h.RequestID, h.OrderID, h.User}, "\n")
 }
 
-// ParseReceipt reads a receipt of the requests hash as receipt.lua does:
-// the compact format ReceiptValue writes, or the previous version's cjson
-// object. A value in neither format is ErrScript.
+// ParseReceipt reads a receipt of the requests hash as receipt.lua does,
+// in the format ReceiptValue writes. Any other value is ErrScript.
 func ParseReceipt(raw string) (domain.Purchase, error) {
 	var p domain.Purchase
-	if strings.HasPrefix(raw, "{") {
-		var v struct {
-			User           string `json:"user"`
-			Qty            int64  `json:"qty"`
-			EventID        string `json:"event_id"`
-			Seq            int64  `json:"seq"`
-			Remaining      int64  `json:"remaining"`
-			Released       bool   `json:"released"`
-			ReleaseEventID string `json:"release_event_id"`
-			ReleaseSeq     int64  `json:"release_seq"`
-		}
-		if err := json.Unmarshal([]byte(raw), &v); err != nil {
-			return p, fmt.Errorf("receipt %q: %w: %w", raw, ErrScript, err)
-		}
-		return domain.Purchase(v), nil
-	}
 	bad := func() (domain.Purchase, error) {
 		return domain.Purchase{}, fmt.Errorf("receipt %q: %w: not seq:remaining:qty:event_id:user", raw, ErrScript)
 	}

@@ -12,7 +12,7 @@
 local sku_key, buyers_key, requests_key, tombstones = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, seq = ARGV[1], ARGV[2]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'status', 'archived_at', 'fence', 'epoch')
+local live = redis.call('HMGET', sku_key, 'seq', 'status', 'archived_at', 'fence')
 if not live[1] then
   if redis.call('SISMEMBER', tombstones, sku) == 1 then
     return {2}
@@ -21,7 +21,7 @@ if not live[1] then
 end
 -- A SKU being restored, or not verified under this node's run (node.lua),
 -- may not match the ledger that was checked.
-if not fence_holds(live[4], live[5]) then
+if not fence_holds(live[4]) then
   return {-4}
 end
 if live[2] ~= 'closed' then

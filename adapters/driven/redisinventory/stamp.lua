@@ -9,6 +9,4 @@ if refused then
   return refused
 end
 redis.call('HSET', KEYS[1], 'fence', node_run())
--- Fences written before node.lua kept LASTSAVE beside them; a stamp drops it.
-redis.call('HDEL', KEYS[1], 'epoch')
 return 1
