@@ -1,5 +1,5 @@
 -- entry.lua: prepended to every script that appends an event (see
--- inventory.go). A stream entry carries only what the projector cannot
+-- scripts.go). A stream entry carries only what the projector cannot
 -- compute: field e packs the event id, type, sku, seq, qty and the balance
 -- after, space-separated (none of them can hold a space); user, request_id,
 -- actor and reason, which may hold any printable character, are fields of

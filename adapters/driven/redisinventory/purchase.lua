@@ -1,5 +1,5 @@
 -- purchase.lua: prepended to the scripts that sell or hold units (see
--- inventory.go), so that deduct and reserve refuse exactly alike and the
+-- scripts.go), so that deduct and reserve refuse exactly alike and the
 -- scripts that end a hold check the SKU as they do. The functions only
 -- read; each script does every check before its first write.
 

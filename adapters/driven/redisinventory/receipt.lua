@@ -1,5 +1,5 @@
 -- receipt.lua: prepended to deduct.lua, release.lua and the hold scripts
--- (see inventory.go).
+-- (see scripts.go).
 -- A deduction's receipt in the requests hash is one string in a fixed field
 -- order, no JSON:
 --   seq:remaining:qty:event_id:user

@@ -2,7 +2,6 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,19 +11,6 @@ import (
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
-)
-
-var (
-	//go:embed stamp.lua
-	stampSource string
-	//go:embed fence.lua
-	fenceSource string
-	//go:embed correct.lua
-	correctSource string
-
-	stampScript   = redis.NewScript(nodeSource + seqGuardSource + stampSource)
-	fenceScript   = redis.NewScript(seqGuardSource + fenceSource)
-	correctScript = redis.NewScript(nodeSource + seqGuardSource + correctSource)
 )
 
 // ReconcileSourceConfig configures a RedisReconcileSource.
@@ -310,11 +296,9 @@ func (r *RedisReconcileSource) StampMany(ctx context.Context, skus []domain.SKUI
 	}
 	stamped = make([]bool, len(skus))
 	for i, c := range cmds {
-		n, err := c.Int64()
-		if err != nil {
-			return nil, fmt.Errorf("stamp %s: %w: %w", skus[i], ErrScript, err)
+		if stamped[i], err = casOutcome("stamp "+skus[i].String(), skus[i], c); err != nil {
+			return nil, err
 		}
-		stamped[i] = n == 1
 	}
 	return stamped, nil
 }
@@ -333,13 +317,23 @@ func (r *RedisReconcileSource) Correct(ctx context.Context, sku domain.SKUID, se
 	return r.casScript(ctx, correctScript, "correct", sku, seq, stock)
 }
 
-func (r *RedisReconcileSource) casScript(ctx context.Context, s *redis.Script, name string, sku domain.SKUID, seq int64, args ...any) (bool, error) {
-	n, err := s.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, append([]any{seq}, args...)...).Int64()
+func (r *RedisReconcileSource) casScript(ctx context.Context, s *luaScript, name string, sku domain.SKUID, seq int64, args ...any) (bool, error) {
+	return casOutcome(name+" "+sku.String(), sku, s.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, append([]any{seq}, args...)...))
+}
+
+// casOutcome reads the answer of a compare-and-set script (stamp, fence,
+// correct): done is false when the seq moved or a restore owns the SKU.
+func casOutcome(op string, sku domain.SKUID, c *redis.Cmd) (done bool, err error) {
+	n, err := c.Int64()
 	if err != nil {
-		return false, fmt.Errorf("%s %s: %w", name, sku, err)
+		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	if n == -1 {
-		return false, domain.ErrNotWarmed
+	switch code := replyCode(n); code {
+	case codeDone:
+		return true, nil
+	case codeSeqMoved:
+		return false, nil
+	default:
+		return false, refusal(newReply(op, []any{n}), code, subject{sku: sku.String()})
 	}
-	return n == 1, nil
 }

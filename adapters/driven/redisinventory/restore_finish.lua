@@ -9,17 +9,17 @@
 -- ARGV[7] archived_at ('' unless the buyers were archived to SQL),
 -- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] sku id,
 -- ARGV[11..] deadline, "<sku> <hold_id>" of each open hold, for the expiry set.
--- Reply: {1} stamped; {0} the fence no longer holds the token (another
--- restore or a stamp took over): nothing written; {-2, buyers, requests}
+-- Reply: {1} stamped; {-17} the fence no longer holds the token (another
+-- restore or a stamp took over): nothing written; {-18, buyers, requests}
 -- the hashes do not hold what was written: nothing written, the SKU stays
 -- fenced until a restore completes.
 local live = redis.call('HMGET', KEYS[1], 'fence', 'status', 'closed_at')
 if live[1] ~= ARGV[1] then
-  return {0}
+  return {-17}
 end
 local buyers, requests = redis.call('HLEN', KEYS[2]), redis.call('HLEN', KEYS[3])
 if buyers ~= tonumber(ARGV[8]) or requests ~= tonumber(ARGV[9]) then
-  return {-2, buyers, requests}
+  return {-18, buyers, requests}
 end
 -- A close that ran during the restore wins over the ledger's open state:
 -- closing only ever refuses sales, and SQL records it right after.

@@ -2,7 +2,6 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,22 +12,6 @@ import (
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-)
-
-var (
-	//go:embed restore_begin.lua
-	restoreBeginSource string
-	//go:embed restore_chunk.lua
-	restoreChunkSource string
-	//go:embed restore_finish.lua
-	restoreFinishSource string
-	//go:embed entomb.lua
-	entombSource string
-
-	restoreBeginScript  = redis.NewScript(restoreBeginSource)
-	restoreChunkScript  = redis.NewScript(restoreChunkSource)
-	restoreFinishScript = redis.NewScript(nodeSource + restoreFinishSource)
-	entombScript        = redis.NewScript(entombSource)
 )
 
 const (
@@ -97,17 +80,12 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
 	}
 	rp := newReply("fence "+st.SKU+" for restore", v)
-	switch code := rp.Int(0, "code"); {
-	case rp.Err() != nil:
-		return rp.Err()
-	case code == 0:
-		seq := rp.Int(1, "seq")
-		if err := rp.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: Redis holds seq %d, the ledger %d", ledger.ErrRedisAhead, seq, st.Seq)
-	case code != 1:
-		return fmt.Errorf("fence %s for restore: %w: %v", st.SKU, ErrScript, v)
+	code := rp.Code()
+	if err := rp.Err(); err != nil {
+		return err
+	}
+	if code != codeDone {
+		return fmt.Errorf("fence %s for restore from the ledger's seq %d: %w", st.SKU, st.Seq, refusal(rp, code, subject{sku: st.SKU}))
 	}
 
 	w := chunkWriter{client: r.client, skuKey: keys[0], token: token, sku: st.SKU}
@@ -165,20 +143,12 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
 	rp = newReply("finish restore of "+st.SKU, v)
-	switch code := rp.Int(0, "code"); {
-	case rp.Err() != nil:
-		return rp.Err()
-	case code == 0:
-		return errFenceLost(st.SKU)
-	case code == -2:
-		heldBuyers, heldRequests := rp.Int(1, "buyers"), rp.Int(2, "requests")
-		if err := rp.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("finish restore of %s: Redis holds %d buyers and %d requests, %d and %d were written; "+
-			"the sku stays fenced: run the restore again", st.SKU, heldBuyers, heldRequests, buyers, requests)
-	case code != 1:
-		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, v)
+	code = rp.Code()
+	if err := rp.Err(); err != nil {
+		return err
+	}
+	if code != codeDone {
+		return fmt.Errorf("finish restore of %s, %d buyers and %d requests written: %w", st.SKU, buyers, requests, refusal(rp, code, subject{sku: st.SKU}))
 	}
 	return nil
 }
@@ -189,16 +159,16 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 func (r *RedisRestorer) Entomb(ctx context.Context, sku domain.SKUID) (present bool, err error) {
 	defer translateInto(&err)
 	s := sku.String()
-	n, err := entombScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.SKUTombstoneKey(s)}, s).Int()
+	n, err := entombScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.SKUTombstoneKey(s)}, s).Int64()
 	if err != nil {
 		return false, fmt.Errorf("tombstone %s: %w", s, err)
 	}
-	return n == 0, nil
-}
-
-func errFenceLost(sku string) error {
-	return fmt.Errorf("%w: the restore fence of sku %s was replaced while it was being written (a second restore, or a stamp); "+
-		"run the restore again", domain.ErrConflict, sku)
+	switch code := replyCode(n); code {
+	case codeDone, codeLive:
+		return code == codeLive, nil
+	default:
+		return false, refusal(newReply("tombstone "+s, []any{n}), code, subject{sku: s})
+	}
 }
 
 // ReceiptValue renders a deduction as receipt.lua writes it in the
@@ -325,11 +295,12 @@ func (w *chunkWriter) send(ctx context.Context) error {
 		return fmt.Errorf("restore %s: write buyers and requests: %w", w.sku, err)
 	}
 	for _, c := range cmds {
-		if n, err := c.(*redis.Cmd).Int64(); err != nil || n != 1 {
-			if err == nil {
-				return errFenceLost(w.sku)
-			}
+		n, err := c.(*redis.Cmd).Int64()
+		if err != nil {
 			return fmt.Errorf("restore %s: write buyers and requests: %w", w.sku, err)
+		}
+		if code := replyCode(n); code != codeDone {
+			return refusal(newReply("restore "+w.sku, []any{n}), code, subject{sku: w.sku})
 		}
 	}
 	return nil
