@@ -41,12 +41,9 @@ func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID, eventID,
 		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
 	}
 	rp := newReply("close "+s, v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
+	code, err := rp.outcome(subject{sku: s})
+	if err != nil {
 		return time.Time{}, false, err
-	}
-	if code != codeDone && code != codeDoneBefore {
-		return time.Time{}, false, refusal(rp, code, subject{sku: s})
 	}
 	at := rp.Micros(1, "closed_at")
 	if err := rp.Err(); err != nil {
@@ -99,15 +96,8 @@ func (r *RedisArchiver) DropBuyers(ctx context.Context, sku domain.SKUID, seq in
 	if err != nil {
 		return fmt.Errorf("drop buyers of %s: %w", s, err)
 	}
-	rp := newReply("drop buyers of "+s, v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
-		return err
-	}
-	if code != codeDone && code != codeDoneBefore {
-		return refusal(rp, code, subject{sku: s})
-	}
-	return nil
+	_, err = newReply("drop buyers of "+s, v).outcome(subject{sku: s})
+	return err
 }
 
 // Retire removes the keys of a closed, archived SKU and tombstones it,
@@ -121,12 +111,9 @@ func (r *RedisArchiver) Retire(ctx context.Context, sku domain.SKUID, seq int64)
 		return false, fmt.Errorf("retire %s: %w", s, err)
 	}
 	rp := newReply("retire "+s, v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
+	code, err := rp.outcome(subject{sku: s})
+	if err != nil {
 		return false, err
-	}
-	if code != codeDone && code != codeDoneBefore {
-		return false, refusal(rp, code, subject{sku: s})
 	}
 	return code == codeDoneBefore, nil
 }

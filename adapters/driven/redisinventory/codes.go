@@ -49,9 +49,9 @@ type subject struct {
 
 // refusal is the error of code in the script reply rp, which holds the
 // figures some codes carry: the one mapping of the codes to errors, which
-// every decoder uses once it has handled the codes that are outcomes to
-// it, not errors (codeDone, codeDoneBefore, a compare-and-set's
-// codeSeqMoved). A code no script gives is ErrScript.
+// every decoder uses, through outcome or once it has handled the codes
+// that are outcomes to it (a compare-and-set's codeSeqMoved, entomb's
+// codeLive). A code no script gives is ErrScript.
 func refusal(rp *reply, code replyCode, s subject) error {
 	switch code {
 	case codeSoldOut:
@@ -107,6 +107,20 @@ func refusal(rp *reply, code replyCode, s subject) error {
 			buyers, requests, s.sku)
 	}
 	return fmt.Errorf("%s: %w: code %d", rp.what, ErrScript, code)
+}
+
+// outcome reads the code of a script reply that is done now or done
+// before, and returns it, or the error of a refusal or of a malformed
+// reply.
+func (r *reply) outcome(s subject) (replyCode, error) {
+	code := r.Code()
+	if err := r.Err(); err != nil {
+		return code, err
+	}
+	if code != codeDone && code != codeDoneBefore {
+		return code, refusal(r, code, s)
+	}
+	return code, nil
 }
 
 // errNotDue is an expire that reached a hold before its deadline: the

@@ -43,7 +43,7 @@ func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user dom
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	if err := holdRefusal(op, v, code, subject{sku: s, req: req}); err != nil {
+	if err := holdRefusal(op, v, subject{sku: s, req: req}); err != nil {
 		return domain.Hold{}, err
 	}
 	h.Replayed = code == codeDoneBefore
@@ -86,11 +86,11 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 	if err != nil {
 		return domain.Hold{}, time.Time{}, err
 	}
-	h, code, now, err := parseHold(op, s, hold.String(), replies[0])
+	h, _, now, err := parseHold(op, s, hold.String(), replies[0])
 	if err != nil {
 		return domain.Hold{}, time.Time{}, err
 	}
-	return h, now, holdRefusal(op, v, code, subject{sku: s, hold: hold, status: h.Status})
+	return h, now, holdRefusal(op, replies[0], subject{sku: s, hold: hold, status: h.Status})
 }
 
 // Hold reads a hold's state by Redis's clock: a held hold past its
@@ -104,20 +104,18 @@ func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain
 	if err != nil {
 		return domain.Hold{}, r.failed(ctx, op, err)
 	}
-	h, code, _, err := parseHold(op, s, hold.String(), v)
+	h, _, _, err := parseHold(op, s, hold.String(), v)
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	return h, holdRefusal(op, v, code, subject{sku: s, hold: hold, status: h.Status})
+	return h, holdRefusal(op, v, subject{sku: s, hold: hold, status: h.Status})
 }
 
-// holdRefusal is the error of a hold script's answer v with code: nil
-// when the hold is in the state asked for.
-func holdRefusal(op string, v []any, code replyCode, s subject) error {
-	if code == codeDone || code == codeDoneBefore {
-		return nil
-	}
-	return refusal(newReply(op, v), code, s)
+// holdRefusal is the error of a hold script's answer v: nil when the hold
+// is in the state asked for.
+func holdRefusal(op string, v []any, s subject) error {
+	_, err := newReply(op, v).outcome(s)
+	return err
 }
 
 // holdEndReplies splits hold_end.lua's reply into its answers, one per

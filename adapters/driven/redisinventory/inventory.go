@@ -182,7 +182,10 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 		return domain.StockState{}, false, r.failed(ctx, "warm "+sku, err)
 	}
 	rp := newReply("warm "+sku, v)
-	code := rp.Code()
+	code, err := rp.outcome(subject{sku: sku})
+	if err != nil {
+		return domain.StockState{}, false, err
+	}
 	state = domain.StockState{SKU: sku, Limit: def.PerUserLimit()}
 	state.Stock = rp.Int(1, "stock")
 	state.Seq = rp.Int(2, "seq")
@@ -222,12 +225,9 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 		return domain.Receipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("deduct "+s, v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
+	code, err := rp.outcome(subject{sku: s, req: req})
+	if err != nil {
 		return domain.Receipt{}, err
-	}
-	if code != codeDone && code != codeDoneBefore {
-		return domain.Receipt{}, refusal(rp, code, subject{sku: s, req: req})
 	}
 	rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
 	rc.EventID = rp.String(1, "event_id")
@@ -288,12 +288,9 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("release "+s, v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
+	code, err := rp.outcome(subject{sku: s, req: req})
+	if err != nil {
 		return domain.ReleaseReceipt{}, err
-	}
-	if code != codeDone && code != codeDoneBefore {
-		return domain.ReleaseReceipt{}, refusal(rp, code, subject{sku: s, req: req})
 	}
 	res := domain.ReleaseReceipt{SKU: s, RequestID: req.String(), AlreadyReleased: code == codeDoneBefore}
 	res.EventID = rp.String(1, "event_id")
@@ -321,12 +318,9 @@ func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmen
 		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
 	}
 	rp := newReply("adjust "+s, v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
+	_, err = rp.outcome(subject{sku: s})
+	if err != nil {
 		return domain.Receipt{}, err
-	}
-	if code != codeDone && code != codeDoneBefore {
-		return domain.Receipt{}, refusal(rp, code, subject{sku: s})
 	}
 	rc := domain.Receipt{SKU: s, Qty: delta}
 	rc.EventID = rp.String(1, "event_id")

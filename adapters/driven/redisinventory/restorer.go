@@ -79,13 +79,8 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	if err != nil {
 		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
 	}
-	rp := newReply("fence "+st.SKU+" for restore", v)
-	code := rp.Code()
-	if err := rp.Err(); err != nil {
-		return err
-	}
-	if code != codeDone {
-		return fmt.Errorf("fence %s for restore from the ledger's seq %d: %w", st.SKU, st.Seq, refusal(rp, code, subject{sku: st.SKU}))
+	if _, err := newReply("fence "+st.SKU+" for restore", v).outcome(subject{sku: st.SKU}); err != nil {
+		return fmt.Errorf("fence %s for restore from the ledger's seq %d: %w", st.SKU, st.Seq, err)
 	}
 
 	w := chunkWriter{client: r.client, skuKey: keys[0], token: token, sku: st.SKU}
@@ -142,13 +137,8 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
-	rp = newReply("finish restore of "+st.SKU, v)
-	code = rp.Code()
-	if err := rp.Err(); err != nil {
-		return err
-	}
-	if code != codeDone {
-		return fmt.Errorf("finish restore of %s, %d buyers and %d requests written: %w", st.SKU, buyers, requests, refusal(rp, code, subject{sku: st.SKU}))
+	if _, err := newReply("finish restore of "+st.SKU, v).outcome(subject{sku: st.SKU}); err != nil {
+		return fmt.Errorf("finish restore of %s, %d buyers and %d requests written: %w", st.SKU, buyers, requests, err)
 	}
 	return nil
 }
