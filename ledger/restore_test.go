@@ -66,7 +66,6 @@ func readRedisSKU(t *testing.T, s *stacktest.Stack, sku string) redisSKU {
 		t.Fatal(err)
 	}
 	delete(hash, "fence")
-	delete(hash, "epoch")
 	buyers, err := s.RedisClient.HGetAll(ctx, s.Keyspace.BuyersKey(sku)).Result()
 	if err != nil {
 		t.Fatal(err)

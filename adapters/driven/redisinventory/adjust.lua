@@ -13,7 +13,7 @@ local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, delta, event_id, actor, reason = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local marker = 'adjustment:' .. ARGV[6]
 
-local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'seq', marker, 'epoch')
+local live = redis.call('HMGET', sku_key, 'stock', 'fence', 'seq', marker)
 if not live[1] then
   return {-1}
 end
@@ -21,7 +21,7 @@ if live[4] then
   local done = cjson.decode(live[4])
   return {2, done.event_id, done.seq, done.stock}
 end
-if not fence_holds(live[2], live[5]) then
+if not fence_holds(live[2]) then
   return {-4}
 end
 local stock = tonumber(live[1])

@@ -2,7 +2,6 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,19 +10,6 @@ import (
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-)
-
-var (
-	//go:embed close.lua
-	closeSource string
-	//go:embed drop_buyers.lua
-	dropBuyersSource string
-	//go:embed retire.lua
-	retireSource string
-
-	closeScript      = redis.NewScript(nodeSource + entrySource + closeSource)
-	dropBuyersScript = redis.NewScript(dropBuyersSource)
-	retireScript     = redis.NewScript(nodeSource + retireSource)
 )
 
 // RedisArchiver closes sales in Redis, drops their buyers once they are
@@ -55,23 +41,15 @@ func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID, eventID,
 		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
 	}
 	rp := newReply("close "+s, v)
-	code := rp.Int(0, "code")
+	code, err := rp.outcome(subject{sku: s})
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	at := rp.Micros(1, "closed_at")
 	if err := rp.Err(); err != nil {
 		return time.Time{}, false, err
 	}
-	switch code {
-	case 1, 2:
-		at := rp.Micros(1, "closed_at")
-		if err := rp.Err(); err != nil {
-			return time.Time{}, false, err
-		}
-		return at, code == 2, nil
-	case -1:
-		return time.Time{}, false, domain.ErrNotWarmed
-	case -4:
-		return time.Time{}, false, errRecovering(s)
-	}
-	return time.Time{}, false, fmt.Errorf("close %s: %w: code %d", sku, ErrScript, code)
+	return at, code == codeDoneBefore, nil
 }
 
 // Buyers reads a SKU's buyers hash in pages (HSCAN), so a large hash never
@@ -118,22 +96,8 @@ func (r *RedisArchiver) DropBuyers(ctx context.Context, sku domain.SKUID, seq in
 	if err != nil {
 		return fmt.Errorf("drop buyers of %s: %w", s, err)
 	}
-	rp := newReply("drop buyers of "+s, v)
-	code := rp.Int(0, "code")
-	if err := rp.Err(); err != nil {
-		return err
-	}
-	switch code {
-	case 1, 2:
-		return nil
-	case 0:
-		return ledger.ErrSeqMoved
-	case -1:
-		return domain.ErrNotWarmed
-	case -2:
-		return ledger.ErrSKUOpen
-	}
-	return fmt.Errorf("drop buyers of %s: %w: code %d", s, ErrScript, code)
+	_, err = newReply("drop buyers of "+s, v).outcome(subject{sku: s})
+	return err
 }
 
 // Retire removes the keys of a closed, archived SKU and tombstones it,
@@ -147,23 +111,9 @@ func (r *RedisArchiver) Retire(ctx context.Context, sku domain.SKUID, seq int64)
 		return false, fmt.Errorf("retire %s: %w", s, err)
 	}
 	rp := newReply("retire "+s, v)
-	code := rp.Int(0, "code")
-	if err := rp.Err(); err != nil {
+	code, err := rp.outcome(subject{sku: s})
+	if err != nil {
 		return false, err
 	}
-	switch code {
-	case 1, 2:
-		return code == 2, nil
-	case 0:
-		return false, ledger.ErrSeqMoved
-	case -1:
-		return false, domain.ErrNotWarmed
-	case -2:
-		return false, ledger.ErrSKUOpen
-	case -3:
-		return false, ledger.ErrNotArchived
-	case -4:
-		return false, errRecovering(s)
-	}
-	return false, fmt.Errorf("retire %s: %w: code %d", s, ErrScript, code)
+	return code == codeDoneBefore, nil
 }

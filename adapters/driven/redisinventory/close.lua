@@ -11,14 +11,14 @@
 -- closed_at is Redis TIME in microseconds, like the events' ts.
 local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, event_id, actor = ARGV[1], ARGV[2], ARGV[3]
-local live = redis.call('HMGET', sku_key, 'stock', 'status', 'closed_at', 'seq', 'fence', 'epoch')
+local live = redis.call('HMGET', sku_key, 'stock', 'status', 'closed_at', 'seq', 'fence')
 if not live[1] then
   return {-1}
 end
 if live[2] == 'closed' and live[3] then
   return {2, live[3]}
 end
-if not fence_holds(live[5], live[6]) then
+if not fence_holds(live[5]) then
   return {-4}
 end
 

@@ -3,6 +3,16 @@
 // appends its event to the SKU's partition stream, so a deduction and its
 // event can never drift apart.
 //
+// # Scripts
+//
+// scripts.go is the table of the scripts: each script file with the
+// fragments (files that only define functions: node.lua, entry.lua,
+// receipt.lua, purchase.lua, hold.lua, seqguard.lua) prepended to it. Load
+// preloads every script of the table, and a test fails for a .lua file
+// that is in it neither way. A script answers with a reply code, which
+// means the same in every script that gives it; codes.go names the codes
+// and maps each refusal to its error once, for every decoder.
+//
 // It owns the Redis key layout (Keyspace: a partition hash tag on every
 // key, so one script's keys share a Redis Cluster slot) and the stream
 // entry format, which ParseEntry decodes for the projector and the
@@ -23,15 +33,12 @@
 // Every script on the purchase path, and any new one (holds: reserve,
 // confirm, cancel, expire), follows the same rule:
 //
-//   - prepend nodeSource to the script, and check the fence with
-//     fence_holds(fence, epoch) before the first write, answering
-//     recovering (-4, which Go maps to domain.ErrRecovering) when it does
-//     not hold; a fence of "restoring:..." or "repairing" never holds, so a
-//     SKU being restored or repaired refuses too. fence_holds accepts
-//     node_run(), and, for a rolling deploy from the version before it,
-//     that version's fence (the node's run_id, with its LASTSAVE in field
-//     "epoch", both read in the script); RedisReconcileSource counts the
-//     same two as verified;
+//   - build the script on nodeLua in the table, and check the fence with
+//     fence_holds(fence) before the first write, answering recovering
+//     (codeRecovering, -4: domain.ErrRecovering) when it does not hold; a fence
+//     of "restoring:..." or "repairing" never holds, so a SKU being
+//     restored or repaired refuses too. RedisReconcileSource counts the
+//     same fence as verified;
 //   - never take the node's identity as an argument from the caller: a
 //     caller's view of the topology can be stale for a moment (a retried
 //     command, a pool connection to the new master), and a promoted

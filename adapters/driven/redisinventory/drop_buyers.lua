@@ -5,7 +5,7 @@
 -- KEYS[1] sku hash, KEYS[2] buyers hash
 -- ARGV[1] the seq at which the buyers were checked
 -- Reply: {1, archived_at} dropped now; {2, archived_at} dropped before;
--- {0} seq moved; {-1} not warmed; {-2} the SKU is not closed.
+-- {-13} seq moved; {-1} not warmed; {-14} the SKU is not closed.
 local live = redis.call('HMGET', KEYS[1], 'stock', 'seq', 'status', 'archived_at')
 if not live[1] then
   return {-1}
@@ -14,10 +14,10 @@ if live[4] then
   return {2, live[4]}
 end
 if live[3] ~= 'closed' then
-  return {-2}
+  return {-14}
 end
 if live[2] ~= ARGV[1] then
-  return {0}
+  return {-13}
 end
 
 -- All checks done; writes follow.

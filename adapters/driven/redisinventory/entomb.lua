@@ -3,9 +3,9 @@
 -- and stays so.
 -- KEYS[1] sku hash, KEYS[2] the partition's tombstone set
 -- ARGV[1] sku id
--- Reply: 1 tombstoned; 0 the SKU is in Redis: nothing written.
+-- Reply: 1 tombstoned; -19 the SKU is in Redis: nothing written.
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return -19
 end
 
 -- All checks done; writes follow.

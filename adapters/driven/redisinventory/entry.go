@@ -24,19 +24,15 @@ const StreamIDField = "_stream_id"
 var ErrMalformedEntry = errors.New("malformed stream entry")
 
 // ParseEntry turns the fields the Lua scripts write, plus StreamIDField,
-// into an event. It is the one decoder of the stream format, and reads both
-// formats: the packed one (field e, see entry.lua), whose time is the entry's
-// stream id and whose chain is sealed in the ledger, and the previous
-// version's one field per value, which carries its own time and SHA-1 chain
-// link from Redis. Every problem is an ErrMalformedEntry naming the field.
+// into an event. It is the one decoder of the stream format (field e, see
+// entry.lua), whose time is the entry's stream id. Every problem is an
+// ErrMalformedEntry naming the field.
 func ParseEntry(fields map[string]string) (domain.Event, error) {
 	p := entryParser{fields: fields}
 	var e domain.Event
 	e.StreamID = p.str(StreamIDField, true)
-	if packed, ok := fields["e"]; ok {
+	if packed := p.str("e", true); packed != "" {
 		p.packed(&e, packed)
-	} else {
-		p.previous(&e)
 	}
 	if e.ID != "" {
 		if id, err := uuid.Parse(e.ID); err != nil {
@@ -128,31 +124,6 @@ func (p *entryParser) packed(e *domain.Event, v string) {
 	ms, _, _ := strings.Cut(e.StreamID, "-")
 	if n, err := strconv.ParseInt(ms, 10, 64); err == nil && n > 0 {
 		e.OccurredAt = time.UnixMilli(n).UTC()
-	}
-}
-
-// previous reads the previous version's entry: one field per value, Redis
-// TIME in ts, and the SHA-1 chain link Redis computed.
-func (p *entryParser) previous(e *domain.Event) {
-	num := func(name string) int64 {
-		if v := p.str(name, true); v != "" {
-			return p.num(name, v)
-		}
-		return 0
-	}
-	e.ID = p.str("event_id", true)
-	if t := p.str("type", true); t != "" {
-		e.Type = p.eventType(t)
-	}
-	e.SKU = p.str("sku", true)
-	e.Seq = num("seq")
-	e.Qty = num("qty")
-	e.Delta = num("delta")
-	e.Balance = num("balance")
-	if ts := num("ts"); ts > 0 {
-		e.OccurredAt = time.UnixMicro(ts).UTC()
-	} else if p.fields["ts"] != "" {
-		p.fail("ts: must be positive microseconds")
 	}
 }
 

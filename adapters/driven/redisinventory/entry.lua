@@ -1,12 +1,12 @@
 -- entry.lua: prepended to every script that appends an event (see
--- inventory.go). A stream entry carries only what the projector cannot
+-- scripts.go). A stream entry carries only what the projector cannot
 -- compute: field e packs the event id, type, sku, seq, qty and the balance
 -- after, space-separated (none of them can hold a space); user, request_id,
 -- actor and reason, which may hold any printable character, are fields of
 -- their own, and so is tp, the W3C traceparent of a purchase made in a
 -- sampled trace (deduct.lua). The event's time is the entry's stream id, its delta follows
 -- from type and qty, and the tamper-evident chain is sealed in the ledger.
--- redisinventory.ParseEntry reads this format and the previous one.
+-- redisinventory.ParseEntry reads it.
 local function entry(event_id, type, sku, seq, qty, balance)
   return event_id .. ' ' .. type .. ' ' .. sku .. ' ' .. seq .. ' ' .. qty .. ' ' .. balance
 end

@@ -3,7 +3,7 @@
 -- fences only the state it checked.
 -- KEYS[1] sku hash
 -- ARGV[1] the seq the reconciler checked
--- Reply: 1 fenced; 0 seq moved or a restore is running; -1 not warmed.
+-- Reply: 1 fenced; -13 seq moved or a restore is running; -1 not warmed.
 local refused = guard_seq(KEYS[1], ARGV[1])
 if refused then
   return refused

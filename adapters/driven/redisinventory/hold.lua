@@ -1,4 +1,4 @@
--- hold.lua: prepended to the hold scripts (see holds.go). A hold's record
+-- hold.lua: prepended to the hold scripts (see scripts.go). A hold's record
 -- is field hold:<hold_id> of its SKU hash, so a hold id sent with another
 -- SKU finds nothing, and retiring the SKU removes its holds with it. The
 -- record is its values in a fixed order, separated by newlines, which no

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 // A call that names a hold twice would end it twice; hold_end.lua refuses
@@ -16,12 +14,7 @@ import (
 func TestHoldEndRefusesAHoldNamedTwiceBeforeAnyWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: localstacktest.Redis(t).Addr()})
-	t.Cleanup(func() { _ = client.Close() })
-	keys, err := NewKeyspace(DefaultPartitions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, keys := privateRedis(t)
 	hk := keys.HoldKeys("sku-1")
 	if err := client.ZAdd(ctx, hk[3], redis.Z{Score: 1, Member: "sku-1 h1"}).Err(); err != nil {
 		t.Fatal(err)

@@ -2,33 +2,10 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/invledger/invledger/domain"
-)
-
-var (
-	// holdSource defines the hold record format, Redis's clock and the
-	// reply every hold script gives about a hold.
-	//go:embed hold.lua
-	holdSource string
-	//go:embed reserve.lua
-	reserveSource string
-	//go:embed hold_end.lua
-	holdEndSource string
-	//go:embed hold_show.lua
-	holdShowSource string
-	//go:embed due.lua
-	dueSource string
-
-	reserveScript  = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + holdSource + reserveSource)
-	holdEndScript  = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + holdSource + holdEndSource)
-	holdShowScript = redis.NewScript(holdSource + holdShowSource)
-	dueScript      = redis.NewScript(holdSource + dueSource)
 )
 
 // holdAction is what hold_end.lua does to a held hold.
@@ -62,14 +39,14 @@ func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user dom
 	if err != nil {
 		return domain.Hold{}, r.failed(ctx, op, err)
 	}
-	h, code, _, err := parseHold("reserve "+s, s, holdID, v)
+	h, code, _, err := parseHold(op, s, holdID, v)
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	if code != 1 && code != 2 {
-		return domain.Hold{}, purchaseRefusal("reserve", s, req, code)
+	if err := holdRefusal(op, v, subject{sku: s, req: req}); err != nil {
+		return domain.Hold{}, err
 	}
-	h.Replayed = code == 2
+	h.Replayed = code == codeDoneBefore
 	return h, nil
 }
 
@@ -109,11 +86,11 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 	if err != nil {
 		return domain.Hold{}, time.Time{}, err
 	}
-	h, code, now, err := parseHold(op, s, hold.String(), replies[0])
+	h, _, now, err := parseHold(op, s, hold.String(), replies[0])
 	if err != nil {
 		return domain.Hold{}, time.Time{}, err
 	}
-	return h, now, holdRefusal(op, s, hold, code, h.Status)
+	return h, now, holdRefusal(op, replies[0], subject{sku: s, hold: hold, status: h.Status})
 }
 
 // Hold reads a hold's state by Redis's clock: a held hold past its
@@ -127,35 +104,19 @@ func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain
 	if err != nil {
 		return domain.Hold{}, r.failed(ctx, op, err)
 	}
-	h, code, _, err := parseHold(op, s, hold.String(), v)
+	h, _, _, err := parseHold(op, s, hold.String(), v)
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	return h, holdRefusal(op, s, hold, code, h.Status)
+	return h, holdRefusal(op, v, subject{sku: s, hold: hold, status: h.Status})
 }
 
-// holdRefusal is the error of a hold script's code: nil for 1 and 2.
-func holdRefusal(op, sku string, hold domain.HoldID, code int64, status domain.HoldStatus) error {
-	switch code {
-	case 1, 2:
-		return nil
-	case -1:
-		return domain.ErrNotWarmed
-	case -4:
-		return errRecovering(sku)
-	case -9:
-		return fmt.Errorf("%w: sku %s has no hold %s", domain.ErrHoldNotFound, sku, hold)
-	case -10:
-		return fmt.Errorf("%w: hold %s of %s", domain.ErrHoldEnded(status), hold, sku)
-	case -11:
-		return errNotDue
-	}
-	return fmt.Errorf("%s: %w: code %d", op, ErrScript, code)
+// holdRefusal is the error of a hold script's answer v: nil when the hold
+// is in the state asked for.
+func holdRefusal(op string, v []any, s subject) error {
+	_, err := newReply(op, v).outcome(s)
+	return err
 }
-
-// errNotDue is an expire that reached a hold before its deadline: the
-// sweeper leaves it for a later pass.
-var errNotDue = fmt.Errorf("hold not yet due: %w", domain.ErrConflict)
 
 // holdEndReplies splits hold_end.lua's reply into its answers, one per
 // hold it was given.
@@ -176,10 +137,10 @@ func holdEndReplies(op string, v []any, holds int) ([][]any, error) {
 
 // parseHold decodes hold_reply (hold.lua), or a refusal, which has no hold
 // and only a code. It also returns the Redis clock the script read.
-func parseHold(op, sku, holdID string, v []any) (domain.Hold, int64, time.Time, error) {
+func parseHold(op, sku, holdID string, v []any) (domain.Hold, replyCode, time.Time, error) {
 	rp := newReply(op, v)
-	code := rp.Int(0, "code")
-	if err := rp.Err(); err != nil || len(v) == 1 || code == 0 {
+	code := rp.Code()
+	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut {
 		return domain.Hold{}, code, time.Time{}, err
 	}
 	h := domain.Hold{HoldID: holdID, SKU: sku}

@@ -2,7 +2,6 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,47 +19,6 @@ import (
 	"github.com/invledger/invledger/adapters/support/tracing"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-)
-
-var (
-	// entrySource defines entry, the stream entry format of the scripts
-	// that append events.
-	//go:embed entry.lua
-	entrySource string
-	// receiptSource defines read_receipt and write_receipt, the receipt
-	// format of the requests hash.
-	//go:embed receipt.lua
-	receiptSource string
-	// nodeSource defines node_run, which every script that writes or checks
-	// a SKU's fence compares the fence with (see the package doc).
-	//go:embed node.lua
-	nodeSource string
-	// purchaseSource defines live_sku, allowance and free_allowance, the
-	// checks and the allowance bookkeeping that deduct, release and the
-	// hold scripts share.
-	//go:embed purchase.lua
-	purchaseSource string
-	// seqGuardSource defines guard_seq, shared by the compare-and-set scripts.
-	//go:embed seqguard.lua
-	seqGuardSource string
-	//go:embed warm.lua
-	warmSource string
-	//go:embed deduct.lua
-	deductSource string
-	//go:embed release.lua
-	releaseSource string
-	//go:embed state.lua
-	stateSource string
-	//go:embed adjust.lua
-	adjustSource string
-
-	// redis.Script runs EVALSHA and falls back to EVAL only on NOSCRIPT, so the
-	// hot path sends the 40-byte digest, not the script body.
-	warmScript    = redis.NewScript(nodeSource + entrySource + warmSource)
-	deductScript  = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + deductSource)
-	releaseScript = redis.NewScript(nodeSource + entrySource + receiptSource + purchaseSource + releaseSource)
-	stateScript   = redis.NewScript(nodeSource + stateSource)
-	adjustScript  = redis.NewScript(nodeSource + entrySource + adjustSource)
 )
 
 // DefaultTimeout is InventoryConfig.Timeout's default.
@@ -170,18 +128,17 @@ func (r *RedisInventory) failed(ctx context.Context, op string, err error) error
 	return fmt.Errorf("%s: %w", op, translate(err))
 }
 
-// Load preloads the purchase scripts and the reconciler's compare-and-set
-// scripts, so the first purchases and repairs do not pay for EVAL. In a
+// Load preloads every script of the table (scripts.go), so the first
+// purchases, holds and repairs do not pay for EVAL. In a
 // cluster, a master that cannot be reached is skipped: preloading only
 // saves time, since a script missing on a node is sent whole on its first
 // call (EVALSHA falls back to EVAL). unreachable lists what was skipped.
 func (r *RedisInventory) Load(ctx context.Context) (unreachable []string, err error) {
 	defer translateInto(&err)
 	load := func(ctx context.Context, node redis.Scripter) error {
-		for _, s := range []*redis.Script{warmScript, deductScript, releaseScript, stateScript, stampScript, fenceScript, correctScript, adjustScript,
-			reserveScript, holdEndScript, holdShowScript} {
+		for _, s := range scripts {
 			if err := s.Load(ctx, node).Err(); err != nil {
-				return fmt.Errorf("load redis scripts: %w", err)
+				return fmt.Errorf("load redis script %s: %w", s.file, err)
 			}
 		}
 		return nil
@@ -222,7 +179,10 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 		return domain.StockState{}, false, r.failed(ctx, "warm "+sku, err)
 	}
 	rp := newReply("warm "+sku, v)
-	code := rp.Int(0, "code")
+	code, err := rp.outcome(subject{sku: sku})
+	if err != nil {
+		return domain.StockState{}, false, err
+	}
 	state = domain.StockState{SKU: sku, Limit: def.PerUserLimit()}
 	state.Stock = rp.Int(1, "stock")
 	state.Seq = rp.Int(2, "seq")
@@ -230,7 +190,7 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 	if err := rp.Err(); err != nil {
 		return domain.StockState{}, false, err
 	}
-	return state, code == 1, nil
+	return state, code == codeDone, nil
 }
 
 // Deduct runs one purchase attempt. A replay of an earlier request id returns
@@ -262,18 +222,15 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 		return domain.Receipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("deduct "+s, v)
-	code := rp.Int(0, "code")
-	if err := rp.Err(); err != nil {
+	code, err := rp.outcome(subject{sku: s, req: req})
+	if err != nil {
 		return domain.Receipt{}, err
-	}
-	if code != 1 && code != 2 {
-		return domain.Receipt{}, purchaseRefusal("deduct", s, req, code)
 	}
 	rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
 	rc.EventID = rp.String(1, "event_id")
 	rc.Seq = rp.Int(2, "seq")
 	rc.Remaining = rp.Int(3, "remaining")
-	if code == 2 {
+	if code == codeDoneBefore {
 		rc.Replayed = true
 		rc.Released = rp.Int(4, "released") == 1
 	}
@@ -283,28 +240,6 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	return rc, nil
 }
 
-// purchaseRefusal is the error of a refusal code of purchase.lua's checks,
-// which deduct and reserve share.
-func purchaseRefusal(op, sku string, req domain.RequestID, code int64) error {
-	switch code {
-	case 0:
-		return domain.ErrSoldOut
-	case -1:
-		return domain.ErrNotWarmed
-	case -2:
-		return domain.ErrAlreadyPurchased
-	case -3:
-		return domain.NewFieldError("qty", domain.ErrQuantityOverLimit)
-	case -4:
-		return errRecovering(sku)
-	case -5:
-		return domain.ErrClosed
-	case -6:
-		return fmt.Errorf("%w: request_id %q was used by another user, quantity or purchase", domain.ErrConflict, req.String())
-	}
-	return fmt.Errorf("%s %s: %w: code %d", op, sku, ErrScript, code)
-}
-
 // runPurchaseScript runs a purchase-path script by EVALSHA, through the
 // auto-pipeliner outside a cluster. A queued command cannot be cancelled,
 // so the wait, not the command, is bounded by ctx: a call cut by the
@@ -312,7 +247,7 @@ func purchaseRefusal(op, sku string, req domain.RequestID, code int64) error {
 // retry with the same request id replays its receipt. NOSCRIPT (a Redis
 // restarted or flushed since Load) falls back to the direct call, which
 // sends the body.
-func (r *RedisInventory) runPurchaseScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (r *RedisInventory) runPurchaseScript(ctx context.Context, script *luaScript, keys []string, args ...any) *redis.Cmd {
 	if r.pipe == nil {
 		return script.Run(ctx, r.client, keys, args...)
 	}
@@ -334,10 +269,6 @@ func (r *RedisInventory) runPurchaseScript(ctx context.Context, script *redis.Sc
 	return cmd
 }
 
-func errRecovering(sku string) error {
-	return fmt.Errorf("%w: sku %s is being verified after a Redis restart", domain.ErrRecovering, sku)
-}
-
 // Release returns the units of the deduction made by req to stock, exactly
 // once. Unknown deductions are ErrNotFound; a deduction of another user is ErrConflict.
 func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error) {
@@ -354,31 +285,17 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
 	}
 	rp := newReply("release "+s, v)
-	code := rp.Int(0, "code")
+	code, err := rp.outcome(subject{sku: s, req: req})
+	if err != nil {
+		return domain.ReleaseReceipt{}, err
+	}
+	res := domain.ReleaseReceipt{SKU: s, RequestID: req.String(), AlreadyReleased: code == codeDoneBefore}
+	res.EventID = rp.String(1, "event_id")
+	res.Seq = rp.Int(2, "seq")
 	if err := rp.Err(); err != nil {
 		return domain.ReleaseReceipt{}, err
 	}
-	switch code {
-	case 1, 2:
-		res := domain.ReleaseReceipt{SKU: s, RequestID: req.String(), AlreadyReleased: code == 2}
-		res.EventID = rp.String(1, "event_id")
-		res.Seq = rp.Int(2, "seq")
-		if err := rp.Err(); err != nil {
-			return domain.ReleaseReceipt{}, err
-		}
-		return res, nil
-	case -1:
-		return domain.ReleaseReceipt{}, domain.ErrNotWarmed
-	case -4:
-		return domain.ReleaseReceipt{}, errRecovering(s)
-	case -6:
-		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q belongs to another user", domain.ErrConflict, req.String())
-	case -7:
-		return domain.ReleaseReceipt{}, fmt.Errorf("%w: no deduction with request_id %q", domain.ErrNotFound, req.String())
-	case -10:
-		return domain.ReleaseReceipt{}, fmt.Errorf("%w: request_id %q reserved a hold that is not confirmed: cancel the hold instead", domain.ErrConflict, req.String())
-	}
-	return domain.ReleaseReceipt{}, fmt.Errorf("release %s: %w: code %d", s, ErrScript, code)
+	return res, nil
 }
 
 // Adjust applies an approved adjustment to the SKU's stock and appends its
@@ -398,32 +315,18 @@ func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmen
 		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
 	}
 	rp := newReply("adjust "+s, v)
-	code := rp.Int(0, "code")
+	_, err = rp.outcome(subject{sku: s})
+	if err != nil {
+		return domain.Receipt{}, err
+	}
+	rc := domain.Receipt{SKU: s, Qty: delta}
+	rc.EventID = rp.String(1, "event_id")
+	rc.Seq = rp.Int(2, "seq")
+	rc.Remaining = rp.Int(3, "stock")
 	if err := rp.Err(); err != nil {
 		return domain.Receipt{}, err
 	}
-	switch code {
-	case 1, 2:
-		rc := domain.Receipt{SKU: s, Qty: delta}
-		rc.EventID = rp.String(1, "event_id")
-		rc.Seq = rp.Int(2, "seq")
-		rc.Remaining = rp.Int(3, "stock")
-		if err := rp.Err(); err != nil {
-			return domain.Receipt{}, err
-		}
-		return rc, nil
-	case -1:
-		return domain.Receipt{}, domain.ErrNotWarmed
-	case -4:
-		return domain.Receipt{}, errRecovering(s)
-	case -8:
-		stock := rp.Int(1, "stock")
-		if err := rp.Err(); err != nil {
-			return domain.Receipt{}, err
-		}
-		return domain.Receipt{}, fmt.Errorf("%w: stock is %d, delta %d", domain.ErrInsufficientStock, stock, delta)
-	}
-	return domain.Receipt{}, fmt.Errorf("adjust %s: %w: code %d", s, ErrScript, code)
+	return rc, nil
 }
 
 // Applied reads the marker adjust.lua leaves on the SKU hash when it

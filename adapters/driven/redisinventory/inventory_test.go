@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -450,11 +449,7 @@ func TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
 // rawDeduct runs deduct.lua by hand over client, outside RedisInventory and
 // its tracker.
 func rawDeduct(ctx context.Context, client *redis.Client, keys redisinventory.Keyspace, sku, user, req string) ([]any, error) {
-	body := ""
-	for _, f := range []string{"node.lua", "entry.lua", "receipt.lua", "purchase.lua", "deduct.lua"} {
-		body += string(must(os.ReadFile(f)))
-	}
-	return redis.NewScript(body).Run(ctx, client,
+	return redisinventory.DeductScript.Run(ctx, client,
 		[]string{keys.SKUKey(sku), keys.BuyersKey(sku), keys.RequestsKey(sku), keys.SKUStreamKey(sku)},
 		sku, user, 1, req, uuid.NewString()).Slice()
 }

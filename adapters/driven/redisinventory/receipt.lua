@@ -1,5 +1,5 @@
 -- receipt.lua: prepended to deduct.lua, release.lua and the hold scripts
--- (see inventory.go).
+-- (see scripts.go).
 -- A deduction's receipt in the requests hash is one string in a fixed field
 -- order, no JSON:
 --   seq:remaining:qty:event_id:user
@@ -7,20 +7,12 @@
 -- front:
 --   R<release_seq>:<release_event_id>:seq:remaining:qty:event_id:user
 -- user comes last because it is the one field that may hold a colon.
--- Receipts the previous version wrote are cjson objects (they start with
--- '{'); read_receipt reads both, so a retry of a purchase made before the
--- upgrade gets its original receipt.
 -- A request id that reserved a hold, until the hold is confirmed, maps to
 -- H<hold_id> (hold.lua), read as {hold_id = ...}; confirm replaces it with
 -- the purchase receipt.
 local function read_receipt(raw)
   if string.byte(raw, 1) == 72 then
     return {hold_id = string.sub(raw, 2)}
-  end
-  if string.byte(raw, 1) == 123 then
-    local p = cjson.decode(raw)
-    return {user = p.user, qty = p.qty, event_id = p.event_id, seq = p.seq, remaining = p.remaining,
-      released = p.released, release_seq = p.release_seq, release_event_id = p.release_event_id}
   end
   local p, rest = {}, raw
   if string.byte(raw, 1) == 82 then

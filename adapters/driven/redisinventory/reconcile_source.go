@@ -2,30 +2,15 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
-)
-
-var (
-	//go:embed stamp.lua
-	stampSource string
-	//go:embed fence.lua
-	fenceSource string
-	//go:embed correct.lua
-	correctSource string
-
-	stampScript   = redis.NewScript(nodeSource + seqGuardSource + stampSource)
-	fenceScript   = redis.NewScript(seqGuardSource + fenceSource)
-	correctScript = redis.NewScript(nodeSource + seqGuardSource + correctSource)
 )
 
 // ReconcileSourceConfig configures a RedisReconcileSource.
@@ -148,15 +133,13 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		receipts = make([]*redis.IntCmd, len(skus))
 		retired  = make([]*redis.BoolCmd, len(skus))
 		node     *redis.StringCmd
-		server   *redis.StringCmd
-		lastSave *redis.IntCmd
 		entries  *redis.XMessageSliceCmd
 		holds    *redis.StringSliceCmd
 	)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		node, server, lastSave = p.Info(ctx, "replication"), p.Info(ctx, "server"), p.LastSave(ctx)
+		node = p.Info(ctx, "replication")
 		for i, sku := range skus {
-			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at", "held", "holds", "epoch")
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at", "held", "holds")
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
 			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
@@ -170,14 +153,11 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		return fmt.Errorf("snapshot of partition %d: %w", partition, err)
 	}
 	run := parseReplID(node.Val())
-	// The previous version's fence: this node's run_id, with its LASTSAVE
-	// as epoch (fence_holds in node.lua accepts it too).
-	legacyRun, legacyEpoch := infoField(server.Val(), "run_id"), strconv.FormatInt(lastSave.Val(), 10)
 	truncated := len(entries.Val()) > r.cfg.TailLimit
 	open, openRead := openHoldsBySKU(holds.Val(), r.cfg.HoldsLimit)
 	for i, sku := range skus {
 		v := states[i].Val()
-		if len(v) == 8 && v[0] == nil {
+		if len(v) == 7 && v[0] == nil {
 			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
@@ -186,8 +166,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		live.Stock = rp.Decimal(0, "stock")
 		live.Seq = rp.Decimal(1, "seq")
 		live.Status = rp.OptString(2, "status")
-		fence, epoch := rp.OptString(3, "fence"), rp.OptString(7, "epoch")
-		live.Verified = run != "" && fence == run || legacyRun != "" && epoch != "" && fence == legacyRun && epoch == legacyEpoch
+		live.Verified = run != "" && rp.OptString(3, "fence") == run
 		live.Archived = rp.OptString(4, "archived_at") != ""
 		live.Held = optDecimal(rp, 5, "held")
 		live.OpenHolds = optDecimal(rp, 6, "holds")
@@ -317,11 +296,9 @@ func (r *RedisReconcileSource) StampMany(ctx context.Context, skus []domain.SKUI
 	}
 	stamped = make([]bool, len(skus))
 	for i, c := range cmds {
-		n, err := c.Int64()
-		if err != nil {
-			return nil, fmt.Errorf("stamp %s: %w: %w", skus[i], ErrScript, err)
+		if stamped[i], err = casOutcome("stamp "+skus[i].String(), skus[i], c); err != nil {
+			return nil, err
 		}
-		stamped[i] = n == 1
 	}
 	return stamped, nil
 }
@@ -340,13 +317,23 @@ func (r *RedisReconcileSource) Correct(ctx context.Context, sku domain.SKUID, se
 	return r.casScript(ctx, correctScript, "correct", sku, seq, stock)
 }
 
-func (r *RedisReconcileSource) casScript(ctx context.Context, s *redis.Script, name string, sku domain.SKUID, seq int64, args ...any) (bool, error) {
-	n, err := s.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, append([]any{seq}, args...)...).Int64()
+func (r *RedisReconcileSource) casScript(ctx context.Context, s *luaScript, name string, sku domain.SKUID, seq int64, args ...any) (bool, error) {
+	return casOutcome(name+" "+sku.String(), sku, s.Run(ctx, r.client, []string{r.keys.SKUKey(sku.String())}, append([]any{seq}, args...)...))
+}
+
+// casOutcome reads the answer of a compare-and-set script (stamp, fence,
+// correct): done is false when the seq moved or a restore owns the SKU.
+func casOutcome(op string, sku domain.SKUID, c *redis.Cmd) (done bool, err error) {
+	n, err := c.Int64()
 	if err != nil {
-		return false, fmt.Errorf("%s %s: %w", name, sku, err)
+		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	if n == -1 {
-		return false, domain.ErrNotWarmed
+	switch code := replyCode(n); code {
+	case codeDone:
+		return true, nil
+	case codeSeqMoved:
+		return false, nil
+	default:
+		return false, refusal(newReply(op, []any{n}), code, subject{sku: sku.String()})
 	}
-	return n == 1, nil
 }

@@ -4,7 +4,7 @@
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason
 -- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
 -- (the original release event); {-1} not warmed; {-4} recovering (see purchase.lua); {-6} the deduction belongs
--- to another user; {-7} no deduction with that request id; {-10} the request id reserved a hold
+-- to another user; {-7} no deduction with that request id; {-12} the request id reserved a hold
 -- that is not confirmed: only a sale can be released.
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, user, request_id, event_id, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -19,7 +19,7 @@ if not raw then
 end
 local p = read_receipt(raw)
 if p.hold_id then
-  return {-10}
+  return {-12}
 end
 if p.user ~= user then
   return {-6}

@@ -42,6 +42,9 @@ func (r *reply) fail(i int, field, want string) {
 	r.err = fmt.Errorf("%s: %w: %s (element %d) is %T %v, want %s", r.what, ErrScript, field, i, r.v[i], r.v[i], want)
 }
 
+// Code reads element 0, a script's reply code.
+func (r *reply) Code() replyCode { return replyCode(r.Int(0, "code")) }
+
 // Int reads element i as a Lua integer.
 func (r *reply) Int(i int, field string) int64 {
 	v, ok := r.element(i, field)

@@ -6,11 +6,11 @@
 -- ARGV[1] restore token, ARGV[2] the ledger's seq, ARGV[3] the ledger's stock,
 -- ARGV[4] per-user limit
 -- Reply: {1} fenced, buyers and requests emptied for rewriting;
--- {0, seq} Redis holds the SKU at a higher seq than the ledger: its newer
+-- {-16, seq} Redis holds the SKU at a higher seq than the ledger: its newer
 -- events are not projected yet, and nothing is written.
 local seq = redis.call('HGET', KEYS[1], 'seq')
 if seq and tonumber(seq) > tonumber(ARGV[2]) then
-  return {0, tonumber(seq)}
+  return {-16, tonumber(seq)}
 end
 
 -- All checks done; writes follow.

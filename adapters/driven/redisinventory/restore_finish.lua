@@ -9,19 +9,17 @@
 -- ARGV[7] archived_at ('' unless the buyers were archived to SQL),
 -- ARGV[8] buyers written, ARGV[9] requests written, ARGV[10] sku id,
 -- ARGV[11..] deadline, "<sku> <hold_id>" of each open hold, for the expiry set.
--- The tamper-evident chain is sealed in the ledger, so nothing of it lives
--- in Redis; the 'hash' field the previous version kept is dropped.
--- Reply: {1} stamped; {0} the fence no longer holds the token (another
--- restore or a stamp took over): nothing written; {-2, buyers, requests}
+-- Reply: {1} stamped; {-17} the fence no longer holds the token (another
+-- restore or a stamp took over): nothing written; {-18, buyers, requests}
 -- the hashes do not hold what was written: nothing written, the SKU stays
 -- fenced until a restore completes.
 local live = redis.call('HMGET', KEYS[1], 'fence', 'status', 'closed_at')
 if live[1] ~= ARGV[1] then
-  return {0}
+  return {-17}
 end
 local buyers, requests = redis.call('HLEN', KEYS[2]), redis.call('HLEN', KEYS[3])
 if buyers ~= tonumber(ARGV[8]) or requests ~= tonumber(ARGV[9]) then
-  return {-2, buyers, requests}
+  return {-18, buyers, requests}
 end
 -- A close that ran during the restore wins over the ledger's open state:
 -- closing only ever refuses sales, and SQL records it right after.
@@ -35,7 +33,6 @@ end
 -- All checks done; writes follow.
 redis.call('HSET', KEYS[1], 'stock', ARGV[2], 'seq', ARGV[3], 'limit', ARGV[4], 'status', status,
   'stocked_event_id', ARGV[5], 'fence', node_run())
-redis.call('HDEL', KEYS[1], 'hash', 'epoch')
 if closed_at then
   redis.call('HSET', KEYS[1], 'closed_at', closed_at)
 else

@@ -2,8 +2,6 @@ package redisinventory
 
 import (
 	"context"
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,22 +12,6 @@ import (
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
-)
-
-var (
-	//go:embed restore_begin.lua
-	restoreBeginSource string
-	//go:embed restore_chunk.lua
-	restoreChunkSource string
-	//go:embed restore_finish.lua
-	restoreFinishSource string
-	//go:embed entomb.lua
-	entombSource string
-
-	restoreBeginScript  = redis.NewScript(restoreBeginSource)
-	restoreChunkScript  = redis.NewScript(restoreChunkSource)
-	restoreFinishScript = redis.NewScript(nodeSource + restoreFinishSource)
-	entombScript        = redis.NewScript(entombSource)
 )
 
 const (
@@ -97,18 +79,8 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	if err != nil {
 		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
 	}
-	rp := newReply("fence "+st.SKU+" for restore", v)
-	switch code := rp.Int(0, "code"); {
-	case rp.Err() != nil:
-		return rp.Err()
-	case code == 0:
-		seq := rp.Int(1, "seq")
-		if err := rp.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: Redis holds seq %d, the ledger %d", ledger.ErrRedisAhead, seq, st.Seq)
-	case code != 1:
-		return fmt.Errorf("fence %s for restore: %w: %v", st.SKU, ErrScript, v)
+	if _, err := newReply("fence "+st.SKU+" for restore", v).outcome(subject{sku: st.SKU}); err != nil {
+		return fmt.Errorf("fence %s for restore from the ledger's seq %d: %w", st.SKU, st.Seq, err)
 	}
 
 	w := chunkWriter{client: r.client, skuKey: keys[0], token: token, sku: st.SKU}
@@ -165,21 +137,8 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	if err != nil {
 		return fmt.Errorf("finish restore of %s: %w", st.SKU, err)
 	}
-	rp = newReply("finish restore of "+st.SKU, v)
-	switch code := rp.Int(0, "code"); {
-	case rp.Err() != nil:
-		return rp.Err()
-	case code == 0:
-		return errFenceLost(st.SKU)
-	case code == -2:
-		heldBuyers, heldRequests := rp.Int(1, "buyers"), rp.Int(2, "requests")
-		if err := rp.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("finish restore of %s: Redis holds %d buyers and %d requests, %d and %d were written; "+
-			"the sku stays fenced: run the restore again", st.SKU, heldBuyers, heldRequests, buyers, requests)
-	case code != 1:
-		return fmt.Errorf("finish restore of %s: %w: %v", st.SKU, ErrScript, v)
+	if _, err := newReply("finish restore of "+st.SKU, v).outcome(subject{sku: st.SKU}); err != nil {
+		return fmt.Errorf("finish restore of %s, %d buyers and %d requests written: %w", st.SKU, buyers, requests, err)
 	}
 	return nil
 }
@@ -190,16 +149,16 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 func (r *RedisRestorer) Entomb(ctx context.Context, sku domain.SKUID) (present bool, err error) {
 	defer translateInto(&err)
 	s := sku.String()
-	n, err := entombScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.SKUTombstoneKey(s)}, s).Int()
+	n, err := entombScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.SKUTombstoneKey(s)}, s).Int64()
 	if err != nil {
 		return false, fmt.Errorf("tombstone %s: %w", s, err)
 	}
-	return n == 0, nil
-}
-
-func errFenceLost(sku string) error {
-	return fmt.Errorf("%w: the restore fence of sku %s was replaced while it was being written (a second restore, or a stamp); "+
-		"run the restore again", domain.ErrConflict, sku)
+	switch code := replyCode(n); code {
+	case codeDone, codeLive:
+		return code == codeLive, nil
+	default:
+		return false, refusal(newReply("tombstone "+s, []any{n}), code, subject{sku: s})
+	}
 }
 
 // ReceiptValue renders a deduction as receipt.lua writes it in the
@@ -221,27 +180,10 @@ func HoldRecord(h domain.Hold) string {
 		h.RequestID, h.OrderID, h.User}, "\n")
 }
 
-// ParseReceipt reads a receipt of the requests hash as receipt.lua does:
-// the compact format ReceiptValue writes, or the previous version's cjson
-// object. A value in neither format is ErrScript.
+// ParseReceipt reads a receipt of the requests hash as receipt.lua does,
+// in the format ReceiptValue writes. Any other value is ErrScript.
 func ParseReceipt(raw string) (domain.Purchase, error) {
 	var p domain.Purchase
-	if strings.HasPrefix(raw, "{") {
-		var v struct {
-			User           string `json:"user"`
-			Qty            int64  `json:"qty"`
-			EventID        string `json:"event_id"`
-			Seq            int64  `json:"seq"`
-			Remaining      int64  `json:"remaining"`
-			Released       bool   `json:"released"`
-			ReleaseEventID string `json:"release_event_id"`
-			ReleaseSeq     int64  `json:"release_seq"`
-		}
-		if err := json.Unmarshal([]byte(raw), &v); err != nil {
-			return p, fmt.Errorf("receipt %q: %w: %w", raw, ErrScript, err)
-		}
-		return domain.Purchase(v), nil
-	}
 	bad := func() (domain.Purchase, error) {
 		return domain.Purchase{}, fmt.Errorf("receipt %q: %w: not seq:remaining:qty:event_id:user", raw, ErrScript)
 	}
@@ -343,11 +285,12 @@ func (w *chunkWriter) send(ctx context.Context) error {
 		return fmt.Errorf("restore %s: write buyers and requests: %w", w.sku, err)
 	}
 	for _, c := range cmds {
-		if n, err := c.(*redis.Cmd).Int64(); err != nil || n != 1 {
-			if err == nil {
-				return errFenceLost(w.sku)
-			}
+		n, err := c.(*redis.Cmd).Int64()
+		if err != nil {
 			return fmt.Errorf("restore %s: write buyers and requests: %w", w.sku, err)
+		}
+		if code := replyCode(n); code != codeDone {
+			return refusal(newReply("restore "+w.sku, []any{n}), code, subject{sku: w.sku})
 		}
 	}
 	return nil

@@ -7,12 +7,12 @@
 -- retired, never half.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] the partition's tombstone set
 -- ARGV[1] sku id, ARGV[2] the seq at which the ledger was checked
--- Reply: {1} retired now; {2} retired before; {0, seq} seq moved; {-1} not warmed;
--- {-2} not closed; {-3} buyers not archived; {-4} not verified under this node's run.
+-- Reply: {1} retired now; {2} retired before; {-13, seq} seq moved; {-1} not warmed;
+-- {-14} not closed; {-15} buyers not archived; {-4} not verified under this node's run.
 local sku_key, buyers_key, requests_key, tombstones = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sku, seq = ARGV[1], ARGV[2]
 
-local live = redis.call('HMGET', sku_key, 'seq', 'status', 'archived_at', 'fence', 'epoch')
+local live = redis.call('HMGET', sku_key, 'seq', 'status', 'archived_at', 'fence')
 if not live[1] then
   if redis.call('SISMEMBER', tombstones, sku) == 1 then
     return {2}
@@ -21,19 +21,19 @@ if not live[1] then
 end
 -- A SKU being restored, or not verified under this node's run (node.lua),
 -- may not match the ledger that was checked.
-if not fence_holds(live[4], live[5]) then
+if not fence_holds(live[4]) then
   return {-4}
 end
 if live[2] ~= 'closed' then
-  return {-2}
+  return {-14}
 end
 if not live[3] or redis.call('EXISTS', buyers_key) == 1 then
-  return {-3}
+  return {-15}
 end
 -- Holds (once they exist) are checked here: an open hold refuses, as its
 -- units are neither sold nor back in stock.
 if live[1] ~= seq then
-  return {0, tonumber(live[1])}
+  return {-13, tonumber(live[1])}
 end
 
 -- All checks done; writes follow.

@@ -3,12 +3,10 @@
 -- slipped in since the check, nothing is written and the verifier looks again.
 -- KEYS[1] sku hash
 -- ARGV[1] the seq the verifier checked
--- Reply: 1 stamped; 0 seq moved or a restore is running; -1 not warmed.
+-- Reply: 1 stamped; -13 seq moved or a restore is running; -1 not warmed.
 local refused = guard_seq(KEYS[1], ARGV[1])
 if refused then
   return refused
 end
 redis.call('HSET', KEYS[1], 'fence', node_run())
--- Fences written before node.lua kept LASTSAVE beside them; a stamp drops it.
-redis.call('HDEL', KEYS[1], 'epoch')
 return 1

@@ -187,10 +187,10 @@ func (s *Stack) SKU(t testing.TB, sku string, stock, limit int64) {
 }
 
 // StreamEvents returns the fields of every entry of the SKU's partition
-// stream that belongs to the SKU, in stream order, named as the previous
-// version's one field per value (event_id, type, sku, seq, qty, delta,
-// balance, user, request_id, actor, reason) whichever format the entry is
-// in. An entry that cannot be decoded, a dead letter, keeps its raw fields.
+// stream that belongs to the SKU, in stream order, one field per value
+// (event_id, type, sku, seq, qty, delta, balance, user, request_id, actor,
+// reason). An entry that cannot be decoded, a dead letter, keeps its raw
+// fields, and belongs to the SKU by its field sku.
 func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	t.Helper()
 	msgs, err := s.App.Redis.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()

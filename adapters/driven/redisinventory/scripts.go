@@ -1,0 +1,100 @@
+package redisinventory
+
+import (
+	"embed"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// luaFiles holds every script and fragment of the package.
+//
+//go:embed *.lua
+var luaFiles embed.FS
+
+// fragment names a Lua file that only defines local functions, for the
+// scripts it is prepended to.
+type fragment string
+
+const (
+	// nodeLua defines node_run and fence_holds, with which every script
+	// that writes or checks a SKU's fence compares it (see the package
+	// doc, "Fencing").
+	nodeLua fragment = "node.lua"
+	// entryLua defines entry, the stream entry format of the scripts that
+	// append events.
+	entryLua fragment = "entry.lua"
+	// receiptLua defines read_receipt and write_receipt, the receipt format
+	// of the requests hash.
+	receiptLua fragment = "receipt.lua"
+	// purchaseLua defines live_sku, allowance and free_allowance, the
+	// checks and the allowance bookkeeping that deduct, release and the
+	// hold scripts share. It calls fence_holds (nodeLua).
+	purchaseLua fragment = "purchase.lua"
+	// holdLua defines the hold record format, Redis's clock and the reply
+	// every hold script gives about a hold.
+	holdLua fragment = "hold.lua"
+	// seqGuardLua defines guard_seq, shared by the compare-and-set scripts.
+	seqGuardLua fragment = "seqguard.lua"
+)
+
+// The scripts: each is its file with its fragments prepended, in the order
+// given, so a fragment may call the ones before it. This table is the one
+// place a script is put together; Load preloads every script in it. Each
+// runs by EVALSHA and falls back to EVAL only on NOSCRIPT, so the hot path
+// sends the 40-byte digest, not the body.
+var (
+	warmScript     = newScript("warm.lua", nodeLua, entryLua)
+	deductScript   = newScript("deduct.lua", nodeLua, entryLua, receiptLua, purchaseLua)
+	releaseScript  = newScript("release.lua", nodeLua, entryLua, receiptLua, purchaseLua)
+	adjustScript   = newScript("adjust.lua", nodeLua, entryLua)
+	stateScript    = newScript("state.lua", nodeLua)
+	reserveScript  = newScript("reserve.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
+	holdEndScript  = newScript("hold_end.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
+	holdShowScript = newScript("hold_show.lua", holdLua)
+	dueScript      = newScript("due.lua", holdLua)
+
+	closeScript      = newScript("close.lua", nodeLua, entryLua)
+	dropBuyersScript = newScript("drop_buyers.lua")
+	retireScript     = newScript("retire.lua", nodeLua)
+
+	stampScript   = newScript("stamp.lua", nodeLua, seqGuardLua)
+	fenceScript   = newScript("fence.lua", seqGuardLua)
+	correctScript = newScript("correct.lua", nodeLua, seqGuardLua)
+
+	restoreBeginScript  = newScript("restore_begin.lua")
+	restoreChunkScript  = newScript("restore_chunk.lua")
+	restoreFinishScript = newScript("restore_finish.lua", nodeLua)
+	entombScript        = newScript("entomb.lua")
+)
+
+// luaScript is one script of the table.
+type luaScript struct {
+	*redis.Script
+	file      string
+	fragments []fragment
+}
+
+// scripts lists the table's scripts in its order; newScript adds each.
+var scripts []*luaScript
+
+func newScript(file string, fragments ...fragment) *luaScript {
+	var body strings.Builder
+	for _, f := range fragments {
+		body.WriteString(luaFile(string(f)))
+	}
+	body.WriteString(luaFile(file))
+	s := &luaScript{Script: redis.NewScript(body.String()), file: file, fragments: fragments}
+	scripts = append(scripts, s)
+	return s
+}
+
+// luaFile returns an embedded file; a name the table misspells stops the
+// program at start, before any script runs.
+func luaFile(name string) string {
+	b, err := luaFiles.ReadFile(name)
+	if err != nil {
+		panic("redisinventory: " + err.Error())
+	}
+	return string(b)
+}
