@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 // ourMetric matches the families the README's table lists: invledger's
@@ -25,9 +26,7 @@ var ourMetric = regexp.MustCompile(`^(invledger_[a-z_]+|go_build_info)$`)
 // "from the start" exactly when it is already there.
 func TestREADMEListsEveryMetric(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts Redis and PostgreSQL")
-	}
+	localstacktest.SkipShort(t)
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -20,15 +20,19 @@ import (
 )
 
 const (
-	dirPrefix    = "localstacktest-pg-"
+	dirPrefix    = "localstacktest-"
 	ownerFile    = "owner.pid"
 	startTimeout = 60 * time.Second
 	stopTimeout  = 10 * time.Second
 )
 
-// skipShort skips t under -short: `make check` runs the tests that need no
+// SkipShort skips t under -short: `make check` runs the tests that need no
 // server in seconds, and every test that starts one is an integration test.
-func skipShort(t testing.TB) {
+// Every helper here calls it; a test that starts a server some other way
+// (through `invledger demo`, `dev` or `bench`, or a browser) calls it, or
+// ServerDir, first. localstack panics when a server starts under -short,
+// so a test that forgets fails rather than slowing the fast loop.
+func SkipShort(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a server: integration test, skipped with -short")
@@ -77,7 +81,7 @@ func Sentinel(t testing.TB) *localstack.SentinelSet {
 // and stops it when the test ends.
 func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what string, start func(context.Context) (T, error)) T {
 	t.Helper()
-	skipShort(t)
+	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	v, err := start(ctx)
@@ -108,7 +112,7 @@ var shared struct {
 // PostgreSQL must use PrivatePostgres instead.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	skipShort(t)
+	SkipShort(t)
 	srv, err := sharedPostgres()
 	if err != nil {
 		t.Fatalf("localstacktest: start shared postgres: %v", err)
@@ -191,12 +195,7 @@ func Main(m *testing.M) {
 // postgres OS user cannot reach when tests run as root).
 func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
 	t.Helper()
-	skipShort(t)
-	dir, err := makeDir()
-	if err != nil {
-		t.Fatalf("localstacktest: %v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := ServerDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
@@ -211,6 +210,36 @@ func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
 		}
 	})
 	return srv
+}
+
+// ServerDir returns a new directory for a server's data that the postgres
+// OS user can reach when tests run as root, and removes it when the test
+// ends. Only a server needs one, so it skips t under -short.
+func ServerDir(t testing.TB) string {
+	t.Helper()
+	SkipShort(t)
+	dir, err := makeDir()
+	if err != nil {
+		t.Fatalf("localstacktest: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// Stack starts a redis-server and a PostgreSQL with a database named
+// invledger (what `invledger dev` serves on) in a ServerDir, and stops them
+// when the test ends.
+func Stack(t testing.TB) *localstack.Stack {
+	t.Helper()
+	dir := ServerDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatalf("localstacktest: start stack: %v", err)
+	}
+	t.Cleanup(s.Stop) // runs before ServerDir's removal
+	return s
 }
 
 // makeDir creates a 0755 directory under os.TempDir() that records this
