@@ -1,4 +1,4 @@
-.PHONY: all build check test demo dev deps screenshots
+.PHONY: all build check test demo dev deps screenshots fresh-check
 
 all: build
 
@@ -24,6 +24,12 @@ test:
 # make demo: a simulated flash sale against private servers.
 demo: deps
 	go run ./cmd/invledger demo
+
+# make fresh-check (as root, not part of make test): make demo from a clone
+# of the current commit on a bare Debian 12 root filesystem (debootstrap
+# minbase) with only Go copied in, in a chroot.
+fresh-check:
+	scripts/fresh-check.sh
 
 # make dev: a private stack under ./.invledger serving the API.
 dev: deps
