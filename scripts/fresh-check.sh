@@ -46,6 +46,7 @@ if [[ ! -f $tarball ]]; then
 fi
 
 root=$(mktemp -d /var/tmp/invledger-fresh.XXXXXX)
+chmod 755 "$root" # it is / in the chroot: apt's _apt and postgres's users must traverse it
 mounts=()
 cleanup() {
   # Whatever the demo left running in the chroot (it should leave nothing:
