@@ -39,14 +39,13 @@ if [[ ! -f $tarball ]]; then
   trap 'rm -rf "$build"' EXIT
   debootstrap --variant=minbase --include=make bookworm "$build" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
     { tail -20 "$cache/debootstrap.log" >&2; exit 1; }
-  tar -C "$build" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+  tar --numeric-owner -C "$build" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
   rm -rf "$build"
   trap - EXIT
   echo "fresh-check: root filesystem ready at ${SECONDS}s" >&2
 fi
 
 root=$(mktemp -d /var/tmp/invledger-fresh.XXXXXX)
-chmod 755 "$root" # it is / in the chroot: apt's _apt and postgres's users must traverse it
 mounts=()
 cleanup() {
   # Whatever the demo left running in the chroot (it should leave nothing:
@@ -72,7 +71,8 @@ bind() { # bind SRC DST [ro]
   if [[ ${3:-} == ro ]]; then mount -o remount,bind,ro "$2"; fi
 }
 
-tar -C "$root" -xzf "$tarball"
+tar --numeric-owner -C "$root" -xzf "$tarball"
+chmod 755 "$root" # it is / in the chroot (mktemp made it 0700): apt's _apt and postgres must traverse it
 cp -a "$(go env GOROOT)/." "$root/usr/local/go"
 git clone -q --no-hardlinks "$PWD" "$root/root/invledger"
 git -C "$root/root/invledger" checkout -q --detach "$commit"
