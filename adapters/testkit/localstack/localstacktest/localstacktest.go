@@ -51,7 +51,8 @@ func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.Redi
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return startForTest(t, "redis", func(ctx context.Context) (*localstack.RedisServer, error) { return localstack.StartRedis(ctx, cfg) })
+	return startForTest(t, "redis", func(ctx context.Context) (*localstack.RedisServer, error) { return localstack.StartRedis(ctx, cfg) },
+		(*localstack.RedisServer).Stop)
 }
 
 // RedisCluster starts a private Redis Cluster (3 masters unless opts say
@@ -64,7 +65,7 @@ func RedisCluster(t testing.TB, opts ...func(*localstack.ClusterConfig)) *locals
 	}
 	return startForTest(t, "redis cluster", func(ctx context.Context) (*localstack.RedisCluster, error) {
 		return localstack.StartRedisCluster(ctx, cfg)
-	})
+	}, (*localstack.RedisCluster).Stop)
 }
 
 // Sentinel starts a private Sentinel-managed master and replica in
@@ -74,12 +75,12 @@ func Sentinel(t testing.TB) *localstack.SentinelSet {
 	cfg := localstack.SentinelConfig{Dir: t.TempDir(), Logger: quiet}
 	return startForTest(t, "sentinel", func(ctx context.Context) (*localstack.SentinelSet, error) {
 		return localstack.StartSentinel(ctx, cfg)
-	})
+	}, (*localstack.SentinelSet).Stop)
 }
 
 // startForTest starts what with start, failing the test if it cannot,
-// and stops it when the test ends.
-func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what string, start func(context.Context) (T, error)) T {
+// and stops it with stop when the test ends.
+func startForTest[T any](t testing.TB, what string, start func(context.Context) (T, error), stop func(T, context.Context) error) T {
 	t.Helper()
 	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -91,7 +92,7 @@ func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer cancel()
-		if err := v.Stop(ctx); err != nil {
+		if err := stop(v, ctx); err != nil {
 			t.Logf("localstacktest: stop %s: %v", what, err)
 		}
 	})
@@ -195,21 +196,10 @@ func Main(m *testing.M) {
 // postgres OS user cannot reach when tests run as root).
 func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
 	t.Helper()
-	dir := ServerDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
-	if err != nil {
-		t.Fatalf("localstacktest: start postgres: %v", err)
-	}
-	t.Cleanup(func() { // runs before the RemoveAll above
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := srv.StopImmediate(ctx); err != nil {
-			t.Logf("localstacktest: stop postgres: %v", err)
-		}
-	})
-	return srv
+	cfg := localstack.PostgresConfig{Dir: ServerDir(t), Logger: quiet}
+	return startForTest(t, "postgres", func(ctx context.Context) (*localstack.PostgresServer, error) {
+		return localstack.StartPostgres(ctx, cfg)
+	}, (*localstack.PostgresServer).StopImmediate) // stopped before ServerDir's removal
 }
 
 // ServerDir returns a new directory for a server's data that the postgres
@@ -231,15 +221,9 @@ func ServerDir(t testing.TB) string {
 // when the test ends.
 func Stack(t testing.TB) *localstack.Stack {
 	t.Helper()
-	dir := ServerDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	s, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: dir, Logger: quiet})
-	if err != nil {
-		t.Fatalf("localstacktest: start stack: %v", err)
-	}
-	t.Cleanup(s.Stop) // runs before ServerDir's removal
-	return s
+	cfg := localstack.StackConfig{Dir: ServerDir(t), Logger: quiet}
+	return startForTest(t, "stack", func(ctx context.Context) (*localstack.Stack, error) { return localstack.StartStack(ctx, cfg) },
+		func(s *localstack.Stack, _ context.Context) error { s.Stop(); return nil }) // stopped before ServerDir's removal
 }
 
 // makeDir creates a 0755 directory under os.TempDir() that records this
