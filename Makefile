@@ -11,7 +11,10 @@ build:
 deps:
 	scripts/install-deps.sh
 
-# make check: vet and the tests that need no server (-short), in seconds.
+# make check: vet and the tests that need no server (-short): 23 s on a
+# 2-core machine with a warm build cache (most of it linking the test
+# binaries; no package's tests take 2 s), 5 min on a first build. Under
+# -short no test starts a server: localstack panics if one does.
 check:
 	go vet ./...
 	go test -short -count=1 ./...
