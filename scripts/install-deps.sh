@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what invledger's demo and tests need and the
-# machine lacks: redis-server, PostgreSQL, promtool (package prometheus) and
-# chromium (the console's browser tests)
+# machine lacks: redis-server, PostgreSQL, gcc and the C headers (cgo),
+# promtool (package prometheus) and chromium (the console's browser tests)
 # from Debian's packages. Tests and the demo start private instances of their
 # own; nothing here configures or relies on the machine's default services.
 set -euo pipefail
@@ -14,6 +14,12 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null && ! command -v 
 fi
 command -v go >/dev/null 2>&1 || { echo "install-deps: Go is not installed; install Go 1.26 from https://go.dev/dl/" >&2; exit 1; }
 command -v gcc >/dev/null 2>&1 || missing+=(gcc) # go test -race needs cgo
+# With gcc on PATH cgo is on, and the build compiles C (runtime/cgo, net)
+# against the C library's headers, which gcc only recommends: without them
+# the first build stops at "stdlib.h: No such file or directory".
+[[ -e /usr/include/stdlib.h ]] || missing+=(libc6-dev)
+# Go downloads modules over HTTPS (minbase Debian has no CA certificates).
+[[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in the tests
 # The console's end-to-end tests and `make screenshots` drive Debian's chromium.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

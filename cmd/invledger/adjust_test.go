@@ -15,6 +15,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/runtime/server"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
@@ -36,11 +37,7 @@ func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func
 func startServeStack(t *testing.T, tokens string) (api string, stack *localstack.Stack, stop func() error) {
 	t.Helper()
 	ctx := context.Background()
-	stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: stackDir(t), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stack.Stop)
+	stack = localstacktest.Stack(t)
 	cfg := Config{RedisURL: stack.Redis.URL(), DatabaseURL: stack.DatabaseURL, LogLevel: "error"}
 	cfg.setDefaults()
 	if err := app.Migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {

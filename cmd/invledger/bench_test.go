@@ -25,7 +25,7 @@ func TestBenchCompareNeverOversells(t *testing.T) {
 	} else {
 		t.Log("redis-benchmark not installed: the raw ceiling is not exercised")
 	}
-	bc := bench.Config{Compare: true, Targets: targets, Dir: stackDir(t), Concurrency: 16, Requests: 600, Stock: 200,
+	bc := bench.Config{Compare: true, Targets: targets, Dir: localstacktest.ServerDir(t), Concurrency: 16, Requests: 600, Stock: 200,
 		Duration: 10 * time.Second, Users: 1000, RetryShare: 0.2, RepeatShare: 0.1, JSON: true}
 	start := time.Now()
 	var out bytes.Buffer

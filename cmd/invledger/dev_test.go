@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 // syncBuffer is a bytes.Buffer that dev may write while the test reads it.
@@ -69,7 +71,7 @@ func runDev(t *testing.T, dir string) string {
 // valid (issue 17, F4 and F5).
 func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
 	t.Parallel()
-	dir := stackDir(t)
+	dir := localstacktest.ServerDir(t)
 	banner := runDev(t, dir)
 	env, err := os.ReadFile(filepath.Join(dir, "env"))
 	if err != nil {

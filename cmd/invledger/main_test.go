@@ -25,21 +25,10 @@ func TestMain(m *testing.M) {
 	localstacktest.Main(m)
 }
 
-// stackDir is a directory the postgres OS user can reach when tests run as root.
-func stackDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "invledger-cmd-test-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
 func TestDemoSellsEverythingAndNeverOversells(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	dc := demo.Config{Dir: stackDir(t), Stock: 150, Buyers: 1500, Concurrency: 64, RetryShare: 0.2, RepeatShare: 0.2}
+	dc := demo.Config{Dir: localstacktest.ServerDir(t), Stock: 150, Buyers: 1500, Concurrency: 64, RetryShare: 0.2, RepeatShare: 0.2}
 	if err := demo.Run(context.Background(), dc, &out, io.Discard); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}

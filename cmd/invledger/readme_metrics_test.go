@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 // ourMetric matches the families docs/observability.md's table lists: invledger's
@@ -25,9 +26,7 @@ var ourMetric = regexp.MustCompile(`^(invledger_[a-z_]+|go_build_info)$`)
 // "from the start" exactly when it is already there.
 func TestDocsListEveryMetric(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts Redis and PostgreSQL")
-	}
+	localstacktest.SkipShort(t)
 	doc, err := os.ReadFile("../../docs/observability.md")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 // readmeCLIEnv, set to 1, makes the test binary run as the invledger CLI:
@@ -219,9 +221,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	}
 
 	// The markers and annotations are checked above even with -short.
-	if testing.Short() {
-		t.Skip("starts Redis and PostgreSQL")
-	}
+	localstacktest.SkipShort(t)
 	api, stack, _ := startServeStack(t, strings.Join(tokens, ","))
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = dir

@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -62,15 +63,8 @@ func serveProcess(t *testing.T, stack *localstack.Stack, tokens string) (api str
 // retired in Redis, never half.
 func TestKillServeDuringRetirement(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts Redis, PostgreSQL and serve processes")
-	}
 	ctx := context.Background()
-	stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: stackDir(t), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stack.Stop)
+	stack := localstacktest.Stack(t)
 	if err := app.Migrate(ctx, stack.DatabaseURL, quietLogger()); err != nil {
 		t.Fatal(err)
 	}

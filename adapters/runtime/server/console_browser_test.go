@@ -191,9 +191,6 @@ func (p *page) setCookie(c *network.Cookie) {
 // old cookie refused after sign-out and after the idle timeout, a form
 // without its CSRF token refused, and axe-core on every page.
 func TestConsoleInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
 	t.Parallel()
 	began := time.Now()
 	axe, err := os.ReadFile("../../http/console/testdata/axe-4.10.3.min.js")

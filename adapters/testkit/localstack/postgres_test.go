@@ -125,9 +125,6 @@ func TestPostgresKeepsCommittedDataAcrossKillAndStops(t *testing.T) {
 
 func TestStartPostgresAsRootNeedsReachableDir(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts a server")
-	}
 	if os.Geteuid() != 0 {
 		t.Skip("only root drops to the postgres user")
 	}

@@ -3,6 +3,7 @@ package localstack
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -45,6 +46,14 @@ func spawn(cmd *exec.Cmd) error {
 	return <-res
 }
 
+// underShortTest reports whether this is a test binary run with -short. It
+// looks the flag up rather than calling testing.Short, which panics outside
+// a test binary, so that invledger's own binary does not link testing.
+func underShortTest() bool {
+	f := flag.Lookup("test.short")
+	return f != nil && f.Value.String() == "true"
+}
+
 // proc is a running child process whose stdout and stderr go to a log file.
 type proc struct {
 	name    string
@@ -65,6 +74,10 @@ type procSpec struct {
 }
 
 func startProc(s procSpec) (*proc, error) {
+	if underShortTest() {
+		panic("localstack: a test run with -short started " + s.name + ": `go test -short` (make check) starts no server, " +
+			"so a test that needs one must skip first (localstacktest.SkipShort or ServerDir; its other helpers do)")
+	}
 	f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("localstack: open log for %s: %w", s.name, err)

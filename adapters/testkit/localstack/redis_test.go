@@ -3,6 +3,7 @@ package localstack_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -88,9 +89,7 @@ func TestRedisKeepsAcknowledgedWritesAcrossKill(t *testing.T) {
 
 func TestRedisStartFailureShowsLog(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts a server")
-	}
+	localstacktest.SkipShort(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,13 +127,29 @@ func TestRedisConfigValidate(t *testing.T) {
 	}
 }
 
+// TestServersRefuseToStartUnderShort: under -short (make check) starting a
+// server panics, so a test that forgets to skip fails instead of starting
+// one. It runs only under -short, the case it checks.
+func TestServersRefuseToStartUnderShort(t *testing.T) {
+	if !testing.Short() {
+		t.Skip("checks what -short does")
+	}
+	defer func() {
+		if r := recover(); !strings.Contains(fmt.Sprint(r), "test run with -short started redis-server") {
+			t.Fatalf("StartRedis under -short: recovered %v, want the panic naming redis-server", r)
+		}
+	}()
+	srv, err := localstack.StartRedis(context.Background(), localstack.RedisConfig{Dir: t.TempDir()})
+	if err == nil {
+		_ = srv.Kill()
+	}
+}
+
 // TestRedisDiesWithParent checks Pdeathsig: a redis-server started by a
 // process that is killed with SIGKILL goes away too.
 func TestRedisDiesWithParent(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts a server")
-	}
+	localstacktest.SkipShort(t)
 	if dir := os.Getenv("LOCALSTACK_TEST_HELPER_DIR"); dir != "" {
 		srv, err := localstack.StartRedis(context.Background(), localstack.RedisConfig{Dir: dir})
 		if err != nil {

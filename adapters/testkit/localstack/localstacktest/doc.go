@@ -3,7 +3,7 @@
 //
 // Postgres hands out a fresh database on one PostgreSQL shared by the whole
 // test binary, started lazily on first use (about 1-3s, once). That server
-// lives in a directory from os.MkdirTemp("", "localstacktest-pg-*") (mode
+// lives in a directory from os.MkdirTemp("", "localstacktest-*") (mode
 // 0755, so the postgres OS user can reach it when tests run as root) and
 // dies with the test binary through Pdeathsig. Its directory is removed by
 // StopShared, which TestMain should call (Main does); directories left by

@@ -20,15 +20,19 @@ import (
 )
 
 const (
-	dirPrefix    = "localstacktest-pg-"
+	dirPrefix    = "localstacktest-"
 	ownerFile    = "owner.pid"
 	startTimeout = 60 * time.Second
 	stopTimeout  = 10 * time.Second
 )
 
-// skipShort skips t under -short: `make check` runs the tests that need no
+// SkipShort skips t under -short: `make check` runs the tests that need no
 // server in seconds, and every test that starts one is an integration test.
-func skipShort(t testing.TB) {
+// Every helper here calls it; a test that starts a server some other way
+// (through `invledger demo`, `dev` or `bench`, or a browser) calls it, or
+// ServerDir, first. localstack panics when a server starts under -short,
+// so a test that forgets fails rather than slowing the fast loop.
+func SkipShort(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a server: integration test, skipped with -short")
@@ -47,7 +51,8 @@ func Redis(t testing.TB, opts ...func(*localstack.RedisConfig)) *localstack.Redi
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return startForTest(t, "redis", func(ctx context.Context) (*localstack.RedisServer, error) { return localstack.StartRedis(ctx, cfg) })
+	return startForTest(t, "redis", func(ctx context.Context) (*localstack.RedisServer, error) { return localstack.StartRedis(ctx, cfg) },
+		(*localstack.RedisServer).Stop)
 }
 
 // RedisCluster starts a private Redis Cluster (3 masters unless opts say
@@ -60,7 +65,7 @@ func RedisCluster(t testing.TB, opts ...func(*localstack.ClusterConfig)) *locals
 	}
 	return startForTest(t, "redis cluster", func(ctx context.Context) (*localstack.RedisCluster, error) {
 		return localstack.StartRedisCluster(ctx, cfg)
-	})
+	}, (*localstack.RedisCluster).Stop)
 }
 
 // Sentinel starts a private Sentinel-managed master and replica in
@@ -70,14 +75,14 @@ func Sentinel(t testing.TB) *localstack.SentinelSet {
 	cfg := localstack.SentinelConfig{Dir: t.TempDir(), Logger: quiet}
 	return startForTest(t, "sentinel", func(ctx context.Context) (*localstack.SentinelSet, error) {
 		return localstack.StartSentinel(ctx, cfg)
-	})
+	}, (*localstack.SentinelSet).Stop)
 }
 
 // startForTest starts what with start, failing the test if it cannot,
-// and stops it when the test ends.
-func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what string, start func(context.Context) (T, error)) T {
+// and stops it with stop when the test ends.
+func startForTest[T any](t testing.TB, what string, start func(context.Context) (T, error), stop func(T, context.Context) error) T {
 	t.Helper()
-	skipShort(t)
+	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	v, err := start(ctx)
@@ -87,7 +92,7 @@ func startForTest[T interface{ Stop(context.Context) error }](t testing.TB, what
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		defer cancel()
-		if err := v.Stop(ctx); err != nil {
+		if err := stop(v, ctx); err != nil {
 			t.Logf("localstacktest: stop %s: %v", what, err)
 		}
 	})
@@ -108,7 +113,7 @@ var shared struct {
 // PostgreSQL must use PrivatePostgres instead.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	skipShort(t)
+	SkipShort(t)
 	srv, err := sharedPostgres()
 	if err != nil {
 		t.Fatalf("localstacktest: start shared postgres: %v", err)
@@ -191,26 +196,34 @@ func Main(m *testing.M) {
 // postgres OS user cannot reach when tests run as root).
 func PrivatePostgres(t testing.TB) *localstack.PostgresServer {
 	t.Helper()
-	skipShort(t)
+	cfg := localstack.PostgresConfig{Dir: ServerDir(t), Logger: quiet}
+	return startForTest(t, "postgres", func(ctx context.Context) (*localstack.PostgresServer, error) {
+		return localstack.StartPostgres(ctx, cfg)
+	}, (*localstack.PostgresServer).StopImmediate) // stopped before ServerDir's removal
+}
+
+// ServerDir returns a new directory for a server's data that the postgres
+// OS user can reach when tests run as root, and removes it when the test
+// ends. Only a server needs one, so it skips t under -short.
+func ServerDir(t testing.TB) string {
+	t.Helper()
+	SkipShort(t)
 	dir, err := makeDir()
 	if err != nil {
 		t.Fatalf("localstacktest: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	srv, err := localstack.StartPostgres(ctx, localstack.PostgresConfig{Dir: dir, Logger: quiet})
-	if err != nil {
-		t.Fatalf("localstacktest: start postgres: %v", err)
-	}
-	t.Cleanup(func() { // runs before the RemoveAll above
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := srv.StopImmediate(ctx); err != nil {
-			t.Logf("localstacktest: stop postgres: %v", err)
-		}
-	})
-	return srv
+	return dir
+}
+
+// Stack starts a redis-server and a PostgreSQL with a database named
+// invledger (what `invledger dev` serves on) in a ServerDir, and stops them
+// when the test ends.
+func Stack(t testing.TB) *localstack.Stack {
+	t.Helper()
+	cfg := localstack.StackConfig{Dir: ServerDir(t), Logger: quiet}
+	return startForTest(t, "stack", func(ctx context.Context) (*localstack.Stack, error) { return localstack.StartStack(ctx, cfg) },
+		func(s *localstack.Stack, _ context.Context) error { s.Stop(); return nil }) // stopped before ServerDir's removal
 }
 
 // makeDir creates a 0755 directory under os.TempDir() that records this
