@@ -218,7 +218,8 @@ func (n *WebhookNotifier) post(ctx context.Context, id string, body []byte) erro
 		return fmt.Errorf("alert webhook: %w", err)
 	}
 	resp.Body.Close() // only the status counts; closing frees the connection
-	if resp.StatusCode >= 300 { // a redirect too: it is not followed
+	// A redirect fails too: the client does not follow it.
+	if resp.StatusCode >= 300 {
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return nil

@@ -37,7 +37,7 @@ type Store interface {
 	// PendingSKUs lists the SKUs whose ledger goes past the subscription's cursor.
 	PendingSKUs(ctx context.Context, id string) ([]ledger.WebhookCursor, error)
 	// EventsAfter returns up to limit events of sku after seq, stopping at
-	// the first gap.
+	// the first gap; every event of a hold carries the hold's deadline.
 	EventsAfter(ctx context.Context, sku string, seq int64, limit int) ([]domain.Event, error)
 	// AdvanceCursor records that every event of sku up to seq was delivered.
 	AdvanceCursor(ctx context.Context, id, sku string, seq int64) error
@@ -311,7 +311,8 @@ func (d *Deliverer) post(ctx context.Context, sub domain.WebhookSubscription, id
 		return err
 	}
 	resp.Body.Close() // only the status counts
-	if resp.StatusCode/100 != 2 { // a redirect too: it is not followed
+	// A redirect fails too: the client does not follow it.
+	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return nil

@@ -17,10 +17,10 @@ import (
 
 	"github.com/invledger/invledger/adapters/driven/alertwebhook"
 	"github.com/invledger/invledger/adapters/driven/eventwebhook"
-	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/driven/refusals"
+	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/adapters/support/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/driven/redisbatch"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 

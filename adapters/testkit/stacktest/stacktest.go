@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/driven/pgstore"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/driven/pgstore"
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/ledger"
 )
 
