@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +81,8 @@ func (r *redirector) requests() []string {
 // in any spelling, or with user:password@, is 400 naming url and stores
 // nothing; a subscription the API never checked (one named localhost,
 // written to the store as a subscription from before the rule would be,
-// or a name whose DNS answer changed) is refused by the dialer, and its
+// or a name whose DNS answer changed) is listed without its
+// user:password@ and refused by the dialer, and its
 // receiver on 127.0.0.1 sees no request while failed attempts are
 // counted. Then a process that allows 127.0.0.0/8 delivers to it, and a
 // receiver answering 307 to another receiver is a failed attempt, retried,
@@ -107,9 +109,13 @@ func TestWebhooksReachNoInternalAddress(t *testing.T) {
 		}
 		want(t, "list after the refusals", call(t, "GET", api+"/v1/webhooks", conOp, ""), 200, `{"webhooks":[]}`)
 
-		if err := st.App.Adapters.Webhooks.CreateWebhook(ctx, domain.WebhookSubscription{ID: "wh_by_name", URL: "http://localhost:" + port + "/hooks",
+		// With user:password@, as only the store takes it: the list never shows it.
+		if err := st.App.Adapters.Webhooks.CreateWebhook(ctx, domain.WebhookSubscription{ID: "wh_by_name", URL: "http://olga:pw-123@localhost:" + port + "/hooks",
 			EventTypes: []string{"deducted"}, Secret: secret, CreatedBy: "olga", CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
+		}
+		if l := call(t, "GET", api+"/v1/webhooks", conOp, ""); strings.Contains(l.body, "pw-123") || !strings.Contains(l.body, `"url":"http://localhost:`+port+`/hooks"`) {
+			t.Fatalf("the list shows the URL's user:password@, or not the URL: %s", l.body)
 		}
 		createWarm(t, api, "eg-1", `{"stock":5,"per_user_limit":5}`)
 		want(t, "deduct", call(t, "POST", api+"/v1/skus/eg-1/deduct", conGW, `{"user_id":"u1","qty":1,"request_id":"r1"}`), 200)
