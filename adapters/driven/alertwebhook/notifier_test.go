@@ -102,6 +102,26 @@ func loopbackClient() *http.Client {
 	return egress.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).Client()
 }
 
+// deliverOne runs n for one alert until its delivery is counted as result
+// (delivered or failed), then stops it.
+func deliverOne(t *testing.T, n *WebhookNotifier, m *Metrics, result string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(ctx) }()
+	n.Fenced(ctx, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(m.deliveries.WithLabelValues(result)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the alert was not counted %s (delivered %v, failed %v)", result,
+				testutil.ToFloat64(m.deliveries.WithLabelValues("delivered")), testutil.ToFloat64(m.deliveries.WithLabelValues("failed")))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
 // TestAlertsReachNoInternalAddressAndFollowNoRedirect: by default an alert
 // for a receiver on 127.0.0.1, named localhost so that only the dialer sees
 // the address, never arrives; with loopback allowed, a receiver's 307 is a
@@ -131,19 +151,7 @@ func TestAlertsReachNoInternalAddressAndFollowNoRedirect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); n.Run(ctx) }()
-		n.Fenced(ctx, 1)
-		deadline := time.Now().Add(10 * time.Second)
-		for testutil.ToFloat64(m.deliveries.WithLabelValues("failed")) != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the alert was not counted failed (delivered %v)", tc.name, testutil.ToFloat64(m.deliveries.WithLabelValues("delivered")))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-		<-done
+		deliverOne(t, n, m, "failed")
 		if hits.Load() != tc.hits || targetHits.Load() != 0 {
 			t.Fatalf("%s: receiver saw %d requests (want %d), the redirect's target %d (want 0)", tc.name, hits.Load(), tc.hits, targetHits.Load())
 		}
@@ -255,19 +263,7 @@ func TestSignedAlertsVerifyTheStandardWebhooksWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); n.Run(ctx) }()
-	n.Fenced(ctx, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(m.deliveries.WithLabelValues("delivered")) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the signed alert was not delivered")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
+	deliverOne(t, n, m, "delivered")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] {

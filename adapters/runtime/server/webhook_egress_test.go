@@ -17,6 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 )
@@ -37,18 +38,6 @@ func failedAttempts(t *testing.T, api string) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
-}
-
-// waitFor polls cond every 20 ms until it holds, failing after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // redirector is a real receiver that answers every request 307 to target
@@ -119,7 +108,7 @@ func TestWebhooksReachNoInternalAddress(t *testing.T) {
 		}
 		createWarm(t, api, "eg-1", `{"stock":5,"per_user_limit":5}`)
 		want(t, "deduct", call(t, "POST", api+"/v1/skus/eg-1/deduct", conGW, `{"user_id":"u1","qty":1,"request_id":"r1"}`), 200)
-		waitFor(t, "failed attempts to reach localhost", 20*time.Second, func() bool { return failedAttempts(t, api) >= 3 })
+		localstacktest.WaitFor(t, "failed attempts to reach localhost", 20*time.Second, func() bool { return failedAttempts(t, api) >= 3 })
 		if n := recv.count(); n != 0 {
 			t.Fatalf("the receiver on 127.0.0.1 got %d messages through the name localhost", n)
 		}
@@ -148,7 +137,7 @@ func TestWebhooksReachNoInternalAddress(t *testing.T) {
 		before := failedAttempts(t, api)
 		want(t, "deduct", call(t, "POST", api+"/v1/skus/eg-1/deduct", conGW, `{"user_id":"u2","qty":1,"request_id":"r2"}`), 200)
 		recv.waitCount(t, 2, 20*time.Second)
-		waitFor(t, "the redirector asked three times", 20*time.Second, func() bool { return len(redir.requests()) >= 3 })
+		localstacktest.WaitFor(t, "the redirector asked three times", 20*time.Second, func() bool { return len(redir.requests()) >= 3 })
 		ids := redir.requests()
 		if ids[0] == "" || ids[0] != ids[1] || ids[1] != ids[2] {
 			t.Fatalf("the redirector saw webhook-ids %q: want one message retried", ids)
