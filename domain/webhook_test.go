@@ -18,6 +18,8 @@ func TestValidateWebhookNamesTheField(t *testing.T) {
 	}{
 		{"ftp://shop.example/", []string{"deducted"}, "url"},
 		{"/hooks", []string{"deducted"}, "url"},
+		{"https://user:secret@shop.example/hooks", []string{"deducted"}, "url"},
+		{"https://token@shop.example/hooks", []string{"deducted"}, "url"},
 		{"https://shop.example/", nil, "event_types"},
 		{"https://shop.example/", []string{"stocked"}, "event_types"},
 	} {

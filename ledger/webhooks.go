@@ -43,6 +43,10 @@ type WebhooksConfig struct {
 	// RotationOverlap is how long a rotated-out secret keeps signing
 	// deliveries beside the new one. Default 24 h.
 	RotationOverlap time.Duration
+	// CheckURL, if set, refuses a URL whose destination deliveries may
+	// not reach (an internal address), so the operator learns it when
+	// subscribing rather than from deliveries that never arrive.
+	CheckURL func(rawURL string) error
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
@@ -91,6 +95,11 @@ func (w *Webhooks) Create(ctx context.Context, url string, types []string) (doma
 	types, err := domain.ValidateWebhook(url, types)
 	if err != nil {
 		return domain.WebhookSubscription{}, err
+	}
+	if w.cfg.CheckURL != nil {
+		if err := w.cfg.CheckURL(url); err != nil {
+			return domain.WebhookSubscription{}, domain.NewFieldError("url", err)
+		}
 	}
 	secret, err := newWebhookSecret()
 	if err != nil {

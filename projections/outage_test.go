@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
@@ -23,7 +24,7 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		sale(t, s, sku, 3000, 3000) // continues while PostgreSQL is down
 	}()
-	waitFor(t, "projection before the outage", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 100 })
+	localstacktest.WaitFor(t, "projection before the outage", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 100 })
 	ctx := context.Background()
 	if err := s.Postgres.StopImmediate(ctx); err != nil {
 		t.Fatal(err)
@@ -34,6 +35,6 @@ func TestPostgresOutageLosesNothing(t *testing.T) {
 	}
 	<-saleDone
 	want := streamLen(t, s, sku)
-	waitFor(t, "backlog to drain after the outage", 90*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
+	localstacktest.WaitFor(t, "backlog to drain after the outage", 90*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
 	assertLedgerEqualsStream(t, s, sku)
 }

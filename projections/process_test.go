@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/driven/pgstore"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -232,7 +233,7 @@ func TestProjectorProcessKilledBetweenCommitAndAck(t *testing.T) {
 	p.kill(t)
 
 	startProjectorProcess(t, s, "crashy", "", 0)
-	waitFor(t, "the restarted process to take back and ack its 500 entries", 30*time.Second,
+	localstacktest.WaitFor(t, "the restarted process to take back and ack its 500 entries", 30*time.Second,
 		func() bool { return pendingOf(t, s, sku, "") == 0 })
 	assertLedgerEqualsStream(t, s, sku)
 }
@@ -262,7 +263,7 @@ func TestTwoProjectorProcessesOneKilledMidSale(t *testing.T) {
 	}
 	<-saleDone
 	want := streamLen(t, s, sku)
-	waitFor(t, "the survivor to claim the dead process's entries and catch up", 60*time.Second,
+	localstacktest.WaitFor(t, "the survivor to claim the dead process's entries and catch up", 60*time.Second,
 		func() bool { return ledgerCount(t, s.Pool, sku) == want && pendingOf(t, s, sku, "") == 0 })
 	if pending := pendingOf(t, s, sku, "victim-0"); pending != 0 {
 		t.Fatalf("%d entries still pending on the dead process", pending)

@@ -46,16 +46,6 @@ func ledgerCount(t *testing.T, pool *pgxpool.Pool, sku string) int {
 	return n
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // assertLedgerEqualsStream checks the projection invariants for sku: one row
 // per stream event, seqs 1..N without gaps, and SUM(delta) equal to both the
@@ -151,7 +141,7 @@ func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
 	sale(t, s, "proj-other", 100, 200)
 	for _, sku := range []string{"proj-sku", "proj-other"} {
 		want := streamLen(t, s, sku)
-		waitFor(t, "ledger to catch up with "+sku, 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
+		localstacktest.WaitFor(t, "ledger to catch up with "+sku, 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
 		assertLedgerEqualsStream(t, s, sku)
 	}
 }
@@ -181,11 +171,11 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 
 	saleDone := make(chan struct{})
 	go func() { defer close(saleDone); sale(t, s, sku, 4000, 4000) }()
-	waitFor(t, "some projection", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 200 })
+	localstacktest.WaitFor(t, "some projection", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 200 })
 	// Crash: batches in flight fail and nothing more commits; the process is
 	// gone before any retry can succeed, leaving its entries pending.
 	flaky.armed.Store(true)
-	waitFor(t, "a batch to fail mid-flight", 10*time.Second, func() bool { return flaky.refused.Load() > 0 })
+	localstacktest.WaitFor(t, "a batch to fail mid-flight", 10*time.Second, func() bool { return flaky.refused.Load() > 0 })
 	stop()
 	pending, err := s.RedisClient.XPending(context.Background(), s.Keyspace.SKUStreamKey(sku), projections.ConsumerGroup).Result()
 	if err != nil {
@@ -198,7 +188,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 	s.RunProjector(t, stacktest.ProjectorName("crashy"))
 	<-saleDone
 	want := streamLen(t, s, sku)
-	waitFor(t, "ledger to catch up after the restart", 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
+	localstacktest.WaitFor(t, "ledger to catch up after the restart", 60*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == want })
 	assertLedgerEqualsStream(t, s, sku)
 }
 
@@ -219,10 +209,10 @@ func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
 		}
 	}
 	s.RunProjector(t)
-	waitFor(t, "the entries after the bad one", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == 6 })
+	localstacktest.WaitFor(t, "the entries after the bad one", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) == 6 })
 	var gotStream, gotID, reason string
 	var fields map[string]string
-	waitFor(t, "the dead letter", 10*time.Second, func() bool {
+	localstacktest.WaitFor(t, "the dead letter", 10*time.Second, func() bool {
 		return s.Pool.QueryRow(ctx, `SELECT stream, stream_id, error, fields FROM dead_letters`).Scan(&gotStream, &gotID, &reason, &fields) == nil
 	})
 	if gotStream != stream || gotID != badID || fields["e"] == "" {
@@ -234,7 +224,7 @@ func TestMalformedEntryGoesToDeadLettersAndProjectionContinues(t *testing.T) {
 		}
 	}
 	// Entries are acked after their commit, asynchronously: wait for it.
-	waitFor(t, "no entry left pending after dead-lettering", 10*time.Second, func() bool {
+	localstacktest.WaitFor(t, "no entry left pending after dead-lettering", 10*time.Second, func() bool {
 		pending, err := s.RedisClient.XPending(ctx, stream, projections.ConsumerGroup).Result()
 		return err == nil && pending.Count == 0
 	})

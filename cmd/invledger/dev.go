@@ -70,9 +70,15 @@ valid. Delete the directory to start over.`,
 	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")
 	ss.ArchiveAfter = 24 * time.Hour
 	ss.RetireAfter = 24 * time.Hour
+	// Receivers on this machine are what one tries webhooks with; the
+	// banner says that serve refuses them.
+	ss.WebhookAllowNets = devWebhookAllowNets
 	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
 	return cmd
 }
+
+// devWebhookAllowNets are the internal networks dev's webhooks may reach.
+var devWebhookAllowNets = []string{"127.0.0.0/8"}
 
 // printDevBanner prints where the stack listens, and the export lines that
 // the examples of docs/api.md and docs/cli.md and the CLI need, which it also writes to dir/env.
@@ -82,7 +88,9 @@ func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) erro
 	fmt.Fprintf(w, "  API          http://%s\n", addr)
 	fmt.Fprintf(w, "  metrics      http://%s/metrics\n", addr)
 	fmt.Fprintf(w, "  Redis        %s\n", c.RedisURL)
-	fmt.Fprintf(w, "  PostgreSQL   %s\n\n", c.DatabaseURL)
+	fmt.Fprintf(w, "  PostgreSQL   %s\n", c.DatabaseURL)
+	fmt.Fprintf(w, "  Webhooks     may reach %s (serve reaches no internal address unless --webhook-allow-nets names it)\n\n",
+		strings.Join(devWebhookAllowNets, ", "))
 	fmt.Fprintf(w, "Tokens (name:role:secret):\n")
 	for _, t := range strings.Split(tokens, "\n") {
 		fmt.Fprintf(w, "  %s\n", t)

@@ -124,6 +124,10 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		{"INVLEDGER_LOG_FORMAT", "xml", "migrate", "INVLEDGER_LOG_FORMAT"},
 		{"INVLEDGER_ALERT_WEBHOOK_SECRET", "not base64!", "serve", "INVLEDGER_ALERT_WEBHOOK_SECRET"},
 		{"INVLEDGER_DURABILITY", "maybe", "serve", "INVLEDGER_DURABILITY"},
+		{"INVLEDGER_WEBHOOK_ALLOW_NETS", "10.0.0.0/33", "serve", "INVLEDGER_WEBHOOK_ALLOW_NETS"},
+		// The cloud metadata address, refused before anything starts.
+		{"INVLEDGER_ALERT_WEBHOOK", "http://169.254.169.254/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 169.254.169.254 is a link-local address"},
+		{"INVLEDGER_ALERT_WEBHOOK", "http://0x7f000001:9/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 127.0.0.1 is a loopback address"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv("INVLEDGER_DATABASE_URL", "postgres://127.0.0.1:1/x")

@@ -16,6 +16,7 @@ type serveSettings struct {
 	server.Config
 	Durability                       string
 	AlertWebhook, AlertWebhookSecret string
+	WebhookAllowNets                 []string
 }
 
 func newServeCmd(config func() (Config, error)) *cobra.Command {
@@ -60,6 +61,8 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Duration(&ss.ReconcileInterval, "reconcile-interval", "INVLEDGER_RECONCILE_INTERVAL", time.Minute, "time between reconciliations with repair")
 	env.Secret(&ss.AlertWebhook, "alert-webhook", "INVLEDGER_ALERT_WEBHOOK", "URL that receives a JSON POST per reconciliation finding")
 	env.Secret(&ss.AlertWebhookSecret, "alert-webhook-secret", "INVLEDGER_ALERT_WEBHOOK_SECRET", "base64 key (whsec_...) that signs each alert the Standard Webhooks way")
+	env.StringSlice(&ss.WebhookAllowNets, "webhook-allow-nets", "INVLEDGER_WEBHOOK_ALLOW_NETS",
+		"internal networks (CIDRs, comma-separated) that webhooks may reach; all others are refused")
 	env.Duration(&ss.ArchiveAfter, "archive-after", "INVLEDGER_ARCHIVE_AFTER", 24*time.Hour, "archive the buyers of SKUs closed this long ago (0 disables)")
 	env.Duration(&ss.RetireAfter, "retire-after", "INVLEDGER_RETIRE_AFTER", 24*time.Hour, "retire SKUs closed (or restored) this long ago from Redis: the retry window of gateways (0 disables)")
 	env.String(&ss.RedisConfig, "redis-config", "INVLEDGER_REDIS_CONFIG", server.RedisConfigCheck,
@@ -78,7 +81,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 func serve(ctx context.Context, c Config, ss serveSettings) error {
 	c.Durability = ss.Durability
 	ac := c.appConfig()
-	ac.AlertWebhook, ac.AlertWebhookSecret = ss.AlertWebhook, ss.AlertWebhookSecret
+	ac.AlertWebhook, ac.AlertWebhookSecret, ac.WebhookAllowNets = ss.AlertWebhook, ss.AlertWebhookSecret, ss.WebhookAllowNets
 	if err := errors.Join(ac.Validate(), server.Check(ss.Config)); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/adapters/support/webhooksign"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -38,7 +39,8 @@ type Config struct {
 	Metrics *Metrics
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Client defaults to a new http.Client.
+	// Client defaults to an egress guard's client that reaches no internal
+	// address and follows no redirect.
 	Client *http.Client
 }
 
@@ -56,7 +58,7 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	if c.Client == nil {
-		c.Client = &http.Client{}
+		c.Client = egress.New(nil).Client()
 	}
 }
 
@@ -216,6 +218,7 @@ func (n *WebhookNotifier) post(ctx context.Context, id string, body []byte) erro
 		return fmt.Errorf("alert webhook: %w", err)
 	}
 	resp.Body.Close() // only the status counts; closing frees the connection
+	// A redirect fails too: the client does not follow it.
 	if resp.StatusCode >= 300 {
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}

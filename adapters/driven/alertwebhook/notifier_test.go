@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -42,7 +46,7 @@ func TestWebhookReceivesOneAlertPerFindingWithTheDocumentedSchema(t *testing.T) 
 	}))
 	defer srv.Close()
 	m := NewMetrics(prometheus.NewRegistry())
-	n, err := NewWebhookNotifier(Config{URL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
+	n, err := NewWebhookNotifier(Config{URL: srv.URL, Client: loopbackClient(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +96,68 @@ func TestWebhookReceivesOneAlertPerFindingWithTheDocumentedSchema(t *testing.T) 
 	}
 }
 
+// loopbackClient reaches the tests' receivers on 127.0.0.1, which the
+// default client refuses.
+func loopbackClient() *http.Client {
+	return egress.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).Client()
+}
+
+// deliverOne runs n for one alert until its delivery is counted as result
+// (delivered or failed), then stops it.
+func deliverOne(t *testing.T, n *WebhookNotifier, m *Metrics, result string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(ctx) }()
+	n.Fenced(ctx, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(m.deliveries.WithLabelValues(result)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the alert was not counted %s (delivered %v, failed %v)", result,
+				testutil.ToFloat64(m.deliveries.WithLabelValues("delivered")), testutil.ToFloat64(m.deliveries.WithLabelValues("failed")))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
+// TestAlertsReachNoInternalAddressAndFollowNoRedirect: by default an alert
+// for a receiver on 127.0.0.1, named localhost so that only the dialer sees
+// the address, never arrives; with loopback allowed, a receiver's 307 is a
+// failed delivery whose target never gets the alert.
+func TestAlertsReachNoInternalAddressAndFollowNoRedirect(t *testing.T) {
+	var hits, targetHits atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { targetHits.Add(1) }))
+	defer target.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for _, tc := range []struct {
+		name   string
+		url    string
+		client *http.Client
+		hits   int64
+	}{
+		{"default client, localhost", "http://localhost:" + u.Port() + "/alerts", nil, 0},
+		{"loopback allowed, 307", srv.URL, loopbackClient(), 1},
+	} {
+		hits.Store(0)
+		m := NewMetrics(prometheus.NewRegistry())
+		n, err := NewWebhookNotifier(Config{URL: tc.url, Client: tc.client, Attempts: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliverOne(t, n, m, "failed")
+		if hits.Load() != tc.hits || targetHits.Load() != 0 {
+			t.Fatalf("%s: receiver saw %d requests (want %d), the redirect's target %d (want 0)", tc.name, hits.Load(), tc.hits, targetHits.Load())
+		}
+	}
+}
+
 func TestHangingWebhookNeverBlocksTheReconciler(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +169,7 @@ func TestHangingWebhookNeverBlocksTheReconciler(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	m := NewMetrics(prometheus.NewRegistry())
-	n, err := NewWebhookNotifier(Config{URL: srv.URL, Timeout: 200 * time.Millisecond, Attempts: 2, QueueSize: 10,
+	n, err := NewWebhookNotifier(Config{URL: srv.URL, Client: loopbackClient(), Timeout: 200 * time.Millisecond, Attempts: 2, QueueSize: 10,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
@@ -193,23 +259,11 @@ func TestSignedAlertsVerifyTheStandardWebhooksWay(t *testing.T) {
 	}))
 	defer srv.Close()
 	m := NewMetrics(prometheus.NewRegistry())
-	n, err := NewWebhookNotifier(Config{URL: srv.URL, Secret: secret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
+	n, err := NewWebhookNotifier(Config{URL: srv.URL, Client: loopbackClient(), Secret: secret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); n.Run(ctx) }()
-	n.Fenced(ctx, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(m.deliveries.WithLabelValues("delivered")) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the signed alert was not delivered")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
+	deliverOne(t, n, m, "delivered")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] {

@@ -24,6 +24,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/adapters/support/webhooksign"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -36,7 +37,7 @@ type Store interface {
 	// PendingSKUs lists the SKUs whose ledger goes past the subscription's cursor.
 	PendingSKUs(ctx context.Context, id string) ([]ledger.WebhookCursor, error)
 	// EventsAfter returns up to limit events of sku after seq, stopping at
-	// the first gap.
+	// the first gap; every event of a hold carries the hold's deadline.
 	EventsAfter(ctx context.Context, sku string, seq int64, limit int) ([]domain.Event, error)
 	// AdvanceCursor records that every event of sku up to seq was delivered.
 	AdvanceCursor(ctx context.Context, id, sku string, seq int64) error
@@ -45,7 +46,8 @@ type Store interface {
 // Config configures a Deliverer.
 type Config struct {
 	Store Store
-	// Client sends the deliveries. Default: a new http.Client.
+	// Client sends the deliveries. Default: an egress guard's client that
+	// reaches no internal address and follows no redirect.
 	Client *http.Client
 	// Timeout bounds one attempt. Default 5 s.
 	Timeout time.Duration
@@ -67,7 +69,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Client == nil {
-		c.Client = &http.Client{}
+		c.Client = egress.New(nil).Client()
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 5 * time.Second
@@ -271,6 +273,11 @@ func (d *Deliverer) deliver(ctx context.Context, s *subscription, e domain.Event
 		}
 		if attempt == 1 {
 			record()
+			if errors.Is(err, egress.ErrRefused) {
+				// Retried like any failure, since the allow-list may change
+				// with a restart; said once, as it is a setting to fix.
+				d.cfg.Logger.WarnContext(ctx, "event webhooks: destination refused", "webhook", s.get().ID, "err", err)
+			}
 		}
 		d.cfg.Logger.DebugContext(ctx, "event webhooks: delivery failed; retrying", "webhook", s.get().ID, "message", m.ID,
 			"attempt", attempt, "retry_in", backoff, "err", err)
@@ -304,6 +311,7 @@ func (d *Deliverer) post(ctx context.Context, sub domain.WebhookSubscription, id
 		return err
 	}
 	resp.Body.Close() // only the status counts
+	// A redirect fails too: the client does not follow it.
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}

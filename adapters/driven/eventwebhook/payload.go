@@ -16,7 +16,8 @@ type Payload struct {
 }
 
 // EventData is a ledger event in a delivery. Balance is the available
-// stock after it.
+// stock after it. HoldID and ExpiresAt are set on a hold's events, OrderID
+// when the hold is a line of an order.
 type EventData struct {
 	EventID    string    `json:"event_id"`
 	Type       string    `json:"type"`
@@ -30,10 +31,14 @@ type EventData struct {
 	Actor      string    `json:"actor,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	OccurredAt time.Time `json:"occurred_at"`
+	HoldID     string    `json:"hold_id,omitempty"`
+	OrderID    string    `json:"order_id,omitempty"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 }
 
 func newPayload(e domain.Event, m domain.WebhookMessage) Payload {
 	return Payload{Type: m.Type, Timestamp: e.OccurredAt.UTC(), Data: EventData{
 		EventID: e.ID, Type: string(e.Type), SKU: e.SKU, Seq: e.Seq, Qty: e.Qty, Delta: e.Delta, Balance: e.Balance,
-		UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason, OccurredAt: e.OccurredAt.UTC()}}
+		UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason, OccurredAt: e.OccurredAt.UTC(),
+		HoldID: e.HoldID, OrderID: e.OrderID, ExpiresAt: e.ExpiresAt.UTC()}} // the zero time stays zero, and is left out
 }

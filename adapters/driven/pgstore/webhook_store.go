@@ -118,18 +118,47 @@ WHERE b.last_seq > COALESCE(c.seq, 0) ORDER BY b.sku`, id)
 
 // EventsAfter returns up to limit of sku's ledger events following seq
 // without a gap: the projector may write a later seq first, and a
-// subscription must not pass an event that is still on its way.
+// subscription must not pass an event that is still on its way. Every
+// event of a hold carries the hold's deadline: the ledger keeps it on the
+// reserved event only, and the end of a hold gets it from there.
 func (s *PostgresWebhookStore) EventsAfter(ctx context.Context, sku string, seq int64, limit int) ([]domain.Event, error) {
-	var out []domain.Event
+	var (
+		out   []domain.Event
+		ended []string // hold ids of the end events in out
+	)
 	err := scanEvents(ctx, s.pool, func(e domain.Event) error {
 		if e.Seq != seq+int64(len(out))+1 {
 			return errGap
+		}
+		if e.HoldID != "" && e.ExpiresAt.IsZero() {
+			ended = append(ended, e.HoldID)
 		}
 		out = append(out, e)
 		return nil
 	}, `SELECT `+eventColumns+` FROM ledger_entries e WHERE sku = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sku, seq, limit)
 	if err != nil && !errors.Is(err, errGap) {
 		return nil, err
+	}
+	if len(ended) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT hold_id::text, expires_at FROM ledger_entries
+WHERE hold_id = ANY($1::uuid[]) AND type = 'reserved'`, ended)
+	if err != nil {
+		return nil, fmt.Errorf("read the deadlines of ended holds: %w", translate(err))
+	}
+	deadlines := map[string]time.Time{}
+	var (
+		id string
+		at time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { deadlines[id] = at; return nil }); err != nil {
+		return nil, fmt.Errorf("read the deadlines of ended holds: %w", translate(err))
+	}
+	for i := range out {
+		if out[i].HoldID != "" && out[i].ExpiresAt.IsZero() {
+			out[i].ExpiresAt = deadlines[out[i].HoldID]
+		}
 	}
 	return out, nil
 }

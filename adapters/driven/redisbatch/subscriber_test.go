@@ -117,17 +117,6 @@ func pendingCount(t *testing.T, c *redis.Client, stream string) int64 {
 	return p.Count
 }
 
-// waitFor polls cond every 20ms until it holds or within passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // xackCounter is a go-redis hook that records the number of ids of every
 // XACK command.
@@ -181,7 +170,7 @@ func TestOneMultiIDXAckPerRead(t *testing.T) {
 	for range 250 {
 		receive(t, msgs, 5*time.Second).Ack()
 	}
-	waitFor(t, 5*time.Second, "every entry acked", func() bool { return pendingCount(t, admin, "s") == 0 })
+	localstacktest.WaitFor(t, "every entry acked", 5*time.Second, func() bool { return pendingCount(t, admin, "s") == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	// Two reads may be in flight at once, so their XACKs may come in either
@@ -230,7 +219,7 @@ func TestNackedMessageIsResentAfterTheDelayWithoutHoldingTheOthers(t *testing.T)
 		t.Fatalf("XACK sent before every message of the read was acked: %v", got)
 	}
 	again.Ack()
-	waitFor(t, 5*time.Second, "the read acked", func() bool { return pendingCount(t, admin, "s") == 0 })
+	localstacktest.WaitFor(t, "the read acked", 5*time.Second, func() bool { return pendingCount(t, admin, "s") == 0 })
 	if got := counter.snapshot(); fmt.Sprint(got) != "[3]" {
 		t.Fatalf("XACKs of %v ids, want one of 3", got)
 	}
@@ -273,7 +262,7 @@ func TestClaimsTheIdlePendingEntriesOfADeadConsumer(t *testing.T) {
 		seen[msg.Metadata.Get(redisbatch.DefaultStreamIDKey)] = true
 		msg.Ack()
 	}
-	waitFor(t, 5*time.Second, "every claimed entry acked", func() bool { return pendingCount(t, admin, "s") == 0 })
+	localstacktest.WaitFor(t, "every claimed entry acked", 5*time.Second, func() bool { return pendingCount(t, admin, "s") == 0 })
 	if claimed.Load() != 250 || claims.Load() < 3 {
 		t.Fatalf("claimed %d entries in %d XAUTOCLAIMs, want 250 in batches of at most 100", claimed.Load(), claims.Load())
 	}
@@ -314,7 +303,7 @@ func TestTakesBackItsOwnPendingEntriesAtStart(t *testing.T) {
 		}
 		msg.Ack()
 	}
-	waitFor(t, 5*time.Second, "every entry acked", func() bool { return pendingCount(t, admin, "s") == 0 })
+	localstacktest.WaitFor(t, "every entry acked", 5*time.Second, func() bool { return pendingCount(t, admin, "s") == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if fmt.Sprint(sources) != "[pending:3 new:2]" {
@@ -353,7 +342,7 @@ func TestCloseReturnsPromptlyWhileReadsAreBlocked(t *testing.T) {
 		}
 		outs = append(outs, msgs)
 	}
-	waitFor(t, 5*time.Second, "4 blocked reads", func() bool { _, b := subConnections(t, admin); return b == 4 })
+	localstacktest.WaitFor(t, "4 blocked reads", 5*time.Second, func() bool { _, b := subConnections(t, admin); return b == 4 })
 	start := time.Now()
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
@@ -387,7 +376,7 @@ func TestCancelledContextEndsTheSubscriptionPromptly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a blocked read", func() bool { _, b := subConnections(t, admin); return b == 1 })
+	localstacktest.WaitFor(t, "a blocked read", 5*time.Second, func() bool { _, b := subConnections(t, admin); return b == 1 })
 	start := time.Now()
 	cancel()
 	select {
@@ -466,7 +455,7 @@ func TestConnectionsStayFew(t *testing.T) {
 	for i := range streams {
 		xadd(t, admin, fmt.Sprintf("s%d", i), 500)
 	}
-	waitFor(t, 10*time.Second, "every entry acked", func() bool {
+	localstacktest.WaitFor(t, "every entry acked", 10*time.Second, func() bool {
 		for i := range streams {
 			if pendingCount(t, admin, fmt.Sprintf("s%d", i)) != 0 {
 				return false
@@ -514,7 +503,7 @@ func TestDeletedPendingEntriesAreAckedWithoutDelivery(t *testing.T) {
 		}
 		msg.Ack()
 	}
-	waitFor(t, 5*time.Second, "every entry acked", func() bool { return pendingCount(t, admin, "s") == 0 })
+	localstacktest.WaitFor(t, "every entry acked", 5*time.Second, func() bool { return pendingCount(t, admin, "s") == 0 })
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -576,15 +565,15 @@ func TestAFailingXAckHoldsNoOtherStream(t *testing.T) {
 	}
 	xadd(t, admin, "down", 1)
 	receive(t, down, 5*time.Second).Ack()
-	waitFor(t, 5*time.Second, "a failed XACK on the stream that is down", func() bool { return hook.failed.Load() > 0 })
+	localstacktest.WaitFor(t, "a failed XACK on the stream that is down", 5*time.Second, func() bool { return hook.failed.Load() > 0 })
 	xadd(t, admin, "up", 5)
 	for range 5 {
 		receive(t, up, 5*time.Second).Ack()
 	}
-	waitFor(t, 2*time.Second, "the other stream's entries acked", func() bool { return pendingCount(t, admin, "up") == 0 })
+	localstacktest.WaitFor(t, "the other stream's entries acked", 2*time.Second, func() bool { return pendingCount(t, admin, "up") == 0 })
 	if n := pendingCount(t, admin, "down"); n != 1 {
 		t.Fatalf("%d entries pending on the stream that is down, want 1", n)
 	}
 	hook.down.Store(false)
-	waitFor(t, 5*time.Second, "the parked XACK retried", func() bool { return pendingCount(t, admin, "down") == 0 })
+	localstacktest.WaitFor(t, "the parked XACK retried", 5*time.Second, func() bool { return pendingCount(t, admin, "down") == 0 })
 }

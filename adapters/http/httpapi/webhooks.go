@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
@@ -20,14 +21,25 @@ type WebhookManager interface {
 
 var _ WebhookManager = (*ledger.Webhooks)(nil)
 
-// NewWebhookJSON maps w into its JSON shape, without its secrets.
+// NewWebhookJSON maps w into its JSON shape, without its secrets: nor
+// the user:password@ of a URL subscribed before such URLs were refused.
 func NewWebhookJSON(w domain.WebhookSubscription) apiwire.WebhookJSON {
-	j := apiwire.WebhookJSON{ID: w.ID, URL: w.URL, EventTypes: w.EventTypes, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt}
+	j := apiwire.WebhookJSON{ID: w.ID, URL: withoutUserinfo(w.URL), EventTypes: w.EventTypes, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt}
 	if w.PreviousSecret != "" {
 		at := w.PreviousExpiresAt
 		j.PreviousSecretExpiresAt = &at
 	}
 	return j
+}
+
+// withoutUserinfo is rawURL without its user:password@.
+func withoutUserinfo(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	u.User = nil
+	return u.String()
 }
 
 // newWebhookWithSecret is NewWebhookJSON with the current secret, for

@@ -20,6 +20,7 @@ import (
 	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/driven/refusals"
+	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/adapters/support/requestid"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -138,6 +139,10 @@ type Application struct {
 	Webhooks *ledger.Webhooks
 	// Webhook POSTs alerts to Config.AlertWebhook once Run; nil without one.
 	Webhook *alertwebhook.WebhookNotifier
+	// Egress guards every webhook request, the alert webhook's and the
+	// business-event deliveries alike: Config.WebhookAllowNets are the
+	// only internal networks they reach.
+	Egress *egress.Guard
 	// Journal remembers acknowledged receipts; nil in strict mode, where
 	// Redis cannot lose one.
 	Journal *ledger.ReceiptJournal
@@ -282,7 +287,11 @@ func (a *Application) wire() error {
 	}
 	a.Refusals = refusals.NewCounter(refusals.DefaultMaxSKUs)
 	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(a.Refusals.Wrap(inventory)), ad.SKUs, ad.Ledger, ad.Operations)
-	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks}); err != nil {
+	a.Egress, _ = cfg.egressGuard() // checked by Validate
+	if nets := a.Egress.Nets(); len(nets) > 0 {
+		a.Log.Info("webhooks may reach these internal networks (--webhook-allow-nets)", "nets", fmt.Sprint(nets))
+	}
+	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks, CheckURL: a.Egress.CheckURL}); err != nil {
 		return err
 	}
 	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
@@ -307,7 +316,7 @@ func (a *Application) wire() error {
 	var webhook reconcile.Notifier
 	if cfg.AlertWebhook != "" {
 		if a.Webhook, err = alertwebhook.NewWebhookNotifier(alertwebhook.Config{URL: cfg.AlertWebhook, Secret: cfg.AlertWebhookSecret, Logger: a.Log,
-			Metrics: a.Metrics.Alerts}); err != nil {
+			Metrics: a.Metrics.Alerts, Client: a.Egress.Client()}); err != nil {
 			return err
 		}
 		webhook = a.Webhook

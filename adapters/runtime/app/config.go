@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/driven/alertwebhook"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/support/egress"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -60,6 +61,12 @@ type Config struct {
 	// AlertWebhookSecret when that is set (see alertwebhook.Config.Secret).
 	AlertWebhook       string
 	AlertWebhookSecret string
+	// WebhookAllowNets are the internal networks (CIDRs) that the alert
+	// webhook and the business-event webhooks may still reach; every other
+	// loopback, link-local, private, unspecified or multicast address is
+	// refused (see egress.Guard). Empty in serve; dev and the test kit
+	// allow 127.0.0.0/8.
+	WebhookAllowNets []string
 	// Alerter, if set, receives reconciliation findings instead of
 	// Application.Alerts; the CLI, which prints findings itself, silences
 	// them.
@@ -131,9 +138,17 @@ func (c Config) Validate() error {
 	if c.Durability != "" && c.Durability != DurabilityStrict && c.Durability != DurabilityEverysec {
 		errs = append(errs, fmt.Errorf("--durability (INVLEDGER_DURABILITY) must be strict or everysec, got %q", c.Durability))
 	}
+	guard, err := c.egressGuard()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if c.AlertWebhook != "" {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
+		} else if guard != nil {
+			if err := guard.CheckURL(c.AlertWebhook); err != nil {
+				errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK): %w", err))
+			}
 		}
 	}
 	if c.AlertWebhookSecret != "" {
@@ -150,6 +165,16 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))
 	}
 	return errors.Join(errs...)
+}
+
+// egressGuard is the guard of every webhook request, allowing
+// WebhookAllowNets; its error names the flag.
+func (c Config) egressGuard() (*egress.Guard, error) {
+	nets, err := egress.ParseNets(c.WebhookAllowNets)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-allow-nets (INVLEDGER_WEBHOOK_ALLOW_NETS): %w", err)
+	}
+	return egress.New(nets), nil
 }
 
 // NewLogger returns a logger that writes to w the records at level (debug,

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/driven/redisbatch"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
@@ -32,6 +32,9 @@ type childConfig struct {
 	Components        []string
 	ReconcileInterval time.Duration
 	DataDir           string
+	// WebhookAllowNets are app.Config's: those of the stack the child
+	// serves.
+	WebhookAllowNets []string
 	// ReclaimAfter is the projector's ReclaimAfter; 0 keeps its default.
 	ReclaimAfter time.Duration
 	// PauseOrderAfterLines, if not zero, makes every order placing stop
@@ -58,7 +61,8 @@ func serveChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(ctx, app.Config{RedisCluster: cc.RedisCluster, RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL, Logger: log})
+	a, err := app.New(ctx, app.Config{RedisCluster: cc.RedisCluster, RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL,
+		WebhookAllowNets: cc.WebhookAllowNets, Logger: log})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -121,7 +125,7 @@ func startServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration
 // LISTENING or ERR line arrives on lines.
 func spawnServeProcess(t *testing.T, st *stacktest.Stack, interval time.Duration, components ...string) (*serveProcess, <-chan string) {
 	t.Helper()
-	cc := childConfig{DatabaseURL: st.DatabaseURL, Components: components,
+	cc := childConfig{DatabaseURL: st.DatabaseURL, Components: components, WebhookAllowNets: st.App.Config().WebhookAllowNets,
 		ReconcileInterval: interval, DataDir: t.TempDir(), ReclaimAfter: childReclaimAfter}
 	if st.Cluster != nil {
 		cc.RedisCluster = st.Cluster.Addrs()

@@ -435,7 +435,7 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := eventwebhook.New(eventwebhook.Config{Store: a.Adapters.Webhooks, MinBackoff: sc.WebhookMinBackoff,
+	d, err := eventwebhook.New(eventwebhook.Config{Store: a.Adapters.Webhooks, Client: a.Egress.Client(), MinBackoff: sc.WebhookMinBackoff,
 		MaxBackoff: sc.WebhookMaxBackoff, Metrics: a.Metrics.EventWebhooks, Logger: a.Log})
 	if err != nil {
 		return nil, nil, err

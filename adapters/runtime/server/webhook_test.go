@@ -34,6 +34,7 @@ type webhookReceiver struct {
 	mu       sync.Mutex
 	srv      *http.Server
 	got      map[string]eventwebhook.Payload // webhook-id → first copy
+	bodies   map[string][]byte               // webhook-id → first copy, as sent
 	arrivals map[string][]int64              // sku → seqs of first copies, in arrival order
 	requests int
 	refused  int // failed on purpose
@@ -43,7 +44,7 @@ type webhookReceiver struct {
 
 func newWebhookReceiver(t *testing.T) *webhookReceiver {
 	t.Helper()
-	r := &webhookReceiver{got: map[string]eventwebhook.Payload{}, arrivals: map[string][]int64{}}
+	r := &webhookReceiver{got: map[string]eventwebhook.Payload{}, bodies: map[string][]byte{}, arrivals: map[string][]int64{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +111,7 @@ func (r *webhookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.got[id] = p
+	r.bodies[id] = body
 	if p.Type == p.Data.Type {
 		r.arrivals[p.Data.SKU] = append(r.arrivals[p.Data.SKU], p.Data.Seq)
 	}

@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/driven/pgstore"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/driven/pgstore"
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -136,8 +136,11 @@ func New(t testing.TB, opts ...Option) *Stack {
 	// cores, where waiting for one of the pool's connections alone can take
 	// seconds: the purchase deadline is generous here, and a test of the
 	// deadline itself sets a short one WithAppConfig.
+	// Webhook receivers of tests listen on 127.0.0.1, which serve refuses
+	// by default: the stack allows WebhookAllowNets, and a test of the
+	// refusal clears them WithAppConfig.
 	cfg := app.Config{DatabaseURL: s.DatabaseURL, Durability: durability,
-		RedisPoolSize: 256, RedisTimeout: 10 * time.Second, Logger: quiet}
+		RedisPoolSize: 256, RedisTimeout: 10 * time.Second, WebhookAllowNets: WebhookAllowNets, Logger: quiet}
 	switch {
 	case s.Cluster != nil:
 		cfg.RedisCluster = s.Cluster.Addrs()
@@ -165,6 +168,10 @@ func New(t testing.TB, opts ...Option) *Stack {
 	s.Service, s.Journal = a.Service, a.Journal
 	return s
 }
+
+// WebhookAllowNets are the internal networks a stack's webhooks may reach:
+// the loopback network its tests' receivers listen on.
+var WebhookAllowNets = []string{"127.0.0.0/8"}
 
 // Migrate applies every migration to the database at url.
 func Migrate(t testing.TB, url string) {

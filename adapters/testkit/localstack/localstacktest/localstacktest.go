@@ -269,3 +269,18 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// WaitFor polls cond every 20 ms until it holds, failing t once timeout
+// passed: the tests over real servers wait for what those do on their own
+// (a projector's write, a delivery), and a fixed sleep would be either
+// slow or flaky.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
