@@ -87,8 +87,18 @@ type Config struct {
 	// SetReadDeadline and SetWriteDeadline with no deadline (a read
 	// deadline passing while the feed runs would cancel its request).
 	LiftDeadlines func(w http.ResponseWriter) error
-	Logger        *slog.Logger
+	// SignInFailed is told of every refused sign-in, with its reason
+	// (SignInBadToken, SignInGatewayToken, SignInThrottled), for a metric.
+	SignInFailed func(reason string)
+	Logger       *slog.Logger
 }
+
+// Reasons a sign-in is refused, as Config.SignInFailed gets them.
+const (
+	SignInBadToken     = "bad_token"
+	SignInGatewayToken = "gateway_token"
+	SignInThrottled    = "throttled"
+)
 
 func (c *Config) setDefaults() {
 	if c.IdleTimeout == 0 {
@@ -99,6 +109,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.SignInFailed == nil {
+		c.SignInFailed = func(string) {}
 	}
 	if c.LiftDeadlines == nil {
 		c.LiftDeadlines = func(w http.ResponseWriter) error {
@@ -141,6 +154,9 @@ type Console struct {
 	pages map[string]*template.Template
 	hub   *hub
 	mux   *http.ServeMux
+	// handler is mux with the API's request id and access line.
+	handler  http.Handler
+	throttle *throttle
 }
 
 // New validates cfg and builds the console. Close stops its live readers.
@@ -157,9 +173,10 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, codec: codec, pages: pages, mux: http.NewServeMux()}
+	c := &Console{cfg: cfg, codec: codec, pages: pages, mux: http.NewServeMux(), throttle: newThrottle()}
 	c.hub = newHub(cfg)
 	c.routes()
+	c.handler = httpapi.AccessLog(cfg.Logger, c.mux)
 	return c, nil
 }
 
@@ -241,7 +258,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, Prefix+"assets/") {
 		h.Set("Cache-Control", "no-store")
 	}
-	c.mux.ServeHTTP(w, r)
+	c.handler.ServeHTTP(w, r)
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, s session)
@@ -305,6 +322,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, redirect bool)
 	s, err := c.readSession(r)
 	switch {
 	case err == nil:
+		httpapi.SetPrincipal(w, s.Name)
 		return s, true
 	case errors.Is(err, errNoSession):
 		c.clearSession(w, r)

@@ -39,7 +39,8 @@ func newConsole(a *app.Application, sc Config, tokens *httpapi.TokenSet, api htt
 		Refusals: func(ctx context.Context, sku string) (map[string]int64, error) {
 			return refusals.Read(ctx, a.Redis, a.Keys, sku)
 		},
-		Logger: a.Log,
+		SignInFailed: func(reason string) { a.Metrics.ConsoleSignInFailures.WithLabelValues(reason).Inc() },
+		Logger:       a.Log,
 	})
 }
 

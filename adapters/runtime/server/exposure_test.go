@@ -1,10 +1,19 @@
 package server
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
 // TestMetricsNameNoSKU: after a full reconciliation of two SKUs with open
@@ -50,4 +59,54 @@ func TestConsoleShowsNoTextFromTheLink(t *testing.T) {
 	if again := b.do("GET", back.header.Get("Location"), nil); strings.Contains(again.body, "delta: a whole number") {
 		t.Fatal("the outcome is shown again on the next visit")
 	}
+}
+
+// TestConsoleSignInFailuresAreSlowedLoggedAndCounted: wrong tokens from
+// one address are logged with the address and counted; after five the
+// next try is answered 429 with Retry-After without being looked at (the
+// right token too), while another address signs in. Console routes get
+// the API's access line.
+func TestConsoleSignInFailuresAreSlowedLoggedAndCounted(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	logs := &logLines{seen: make(chan struct{}, 1)}
+	st.App.Log = slog.New(logs)
+	base := startServe(t, st, Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey})
+	addr := strings.TrimPrefix(base, "http://")
+	signIn := func(local, token string) *http.Response {
+		t.Helper()
+		conn := dialFrom(t, addr, local)
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		body := url.Values{"token": {token}, "next": {"/console/sales"}}.Encode()
+		if _, err := io.WriteString(conn, "POST /console/signin HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: same-origin\r\n"+
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 5 {
+		if resp := signIn("127.0.0.1", fmt.Sprintf("wrong-guess-%03d-xxxxxx", i)); resp.StatusCode != 401 {
+			t.Fatalf("wrong token %d = %d, want 401", i, resp.StatusCode)
+		}
+	}
+	logs.waitFor(t, "console sign-in failed: the token is not valid client=127.0.0.1 failures=5")
+	for _, token := range []string{"wrong-guess-006-xxxxxx", conAu} {
+		if resp := signIn("127.0.0.1", token); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a try after five wrong tokens = %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if resp := signIn("127.0.0.2", conAu); resp.StatusCode != 303 {
+		t.Fatalf("another address's sign-in = %d, want 303", resp.StatusCode)
+	}
+	logs.waitFor(t, "http request method=POST route=POST /console/signin status=303")
+	m := call(t, "GET", base+"/metrics", "", "")
+	want(t, "/metrics", m, 200, `invledger_console_signin_failures_total{reason="bad_token"} 5`,
+		`invledger_console_signin_failures_total{reason="throttled"} 2`)
 }

@@ -170,7 +170,7 @@ func rawGet(t *testing.T, conn net.Conn, br *bufio.Reader, path string) *http.Re
 	return resp
 }
 
-// logLines collects log messages for a test to wait on.
+// logLines collects log messages, with their attributes, for a test to wait on.
 type logLines struct {
 	mu   sync.Mutex
 	msgs []string
@@ -181,7 +181,12 @@ func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	line := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	l.msgs = append(l.msgs, line)
 	select {
 	case l.seen <- struct{}{}:
 	default:
