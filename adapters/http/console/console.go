@@ -70,9 +70,14 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxAge bounds a session whatever its use. Default 12h.
 	MaxAge time.Duration
-	// Follow calls fn with each event of sku as Redis appends it, until
-	// ctx ends: the live tail (eventtail.Follow), one reader per watched SKU.
-	Follow func(ctx context.Context, sku string, fn func(domain.Event) error) error
+	// Follow calls fn with each event of partition stream p as Redis
+	// appends it, until ctx ends: the live tail (eventtail.Follow), one
+	// reader per partition with a watched SKU.
+	Follow func(ctx context.Context, p int, fn func(domain.Event) error) error
+	// Partition is the partition stream of a SKU's events.
+	Partition func(sku string) int
+	// FeedLimits cap the live feeds; a zero field takes its default.
+	FeedLimits FeedLimits
 	// State reads a SKU's figures in Redis and the ledger, once a second
 	// per watched SKU.
 	State func(ctx context.Context, sku string) (ledger.SKUView, error)
@@ -93,6 +98,16 @@ type Config struct {
 	Logger       *slog.Logger
 }
 
+// FeedLimits cap the live feeds of one process, each a connection held
+// open: in all, so most of the connection cap stays for purchases, and per
+// session and per principal (role and name), so one user cannot take them
+// all. A feed over the total is answered 503, over the others 429. The
+// defaults (for a zero field): 256 in all, 4 a session, 8 a principal; a
+// user watches a few SKUs.
+type FeedLimits struct {
+	Total, PerSession, PerPrincipal int
+}
+
 // Reasons a sign-in is refused, as Config.SignInFailed gets them.
 const (
 	SignInBadToken     = "bad_token"
@@ -109,6 +124,14 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	for _, d := range []struct {
+		field *int
+		def   int
+	}{{&c.FeedLimits.Total, 256}, {&c.FeedLimits.PerSession, 4}, {&c.FeedLimits.PerPrincipal, 8}} {
+		if *d.field == 0 {
+			*d.field = d.def
+		}
 	}
 	if c.SignInFailed == nil {
 		c.SignInFailed = func(string) {}
@@ -129,7 +152,7 @@ func (c Config) Validate() error {
 		missing bool
 	}{
 		{"API", c.API == nil}, {"Tokens", c.Tokens == nil}, {"Sessions", c.Sessions == nil},
-		{"Follow", c.Follow == nil}, {"State", c.State == nil}, {"Health", c.Health == nil}, {"Refusals", c.Refusals == nil},
+		{"Follow", c.Follow == nil}, {"Partition", c.Partition == nil}, {"State", c.State == nil}, {"Health", c.Health == nil}, {"Refusals", c.Refusals == nil},
 	} {
 		if f.missing {
 			errs = append(errs, fmt.Errorf("console: Config.%s is required", f.name))
@@ -137,6 +160,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.Key) < MinKeyLen {
 		errs = append(errs, fmt.Errorf("--console-key: %d bytes; at least %d are required", len(c.Key), MinKeyLen))
+	}
+	if l := c.FeedLimits; l.Total < 1 || l.PerSession < 1 || l.PerPrincipal < 1 {
+		errs = append(errs, fmt.Errorf("console: every FeedLimits field must be at least 1, got %+v", l))
 	}
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, errors.New("--console-idle-timeout: must be at least 1s"))
