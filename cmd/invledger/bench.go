@@ -7,10 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 	"github.com/invledger/invledger/cmd/invledger/internal/benchlib"
 	"github.com/invledger/invledger/ledger"
@@ -208,7 +208,9 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		Serve: func(ctx context.Context, tokens string, ready chan<- string) error {
 			return serve(ctx, cfg, serveSettings{Durability: b.durability, Config: server.Config{
 				Listen: "127.0.0.1:0", Tokens: tokens, Components: []string{server.ComponentAPI, server.ComponentProjector}, ConsumerName: "invledger-bench",
-				OnListening: func(addr string) { ready <- addr }}})
+				// Every bench client shares one address: only the global cap applies.
+				MaxConnsPerClient: server.DefaultMaxConns,
+				OnListening:       func(addr string) { ready <- addr }}})
 		},
 		Close: a.Close,
 	}, nil

@@ -17,7 +17,7 @@ type Metrics struct {
 	duration   prometheus.Histogram
 	unverified prometheus.Gauge
 	leader     prometheus.Gauge
-	holdsOpen  *prometheus.GaugeVec
+	holdsOpen  prometheus.Gauge
 }
 
 // NewMetrics creates the reconciler's metrics and registers them on reg.
@@ -49,10 +49,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while this process runs the periodic reconciler, which one process of a deployment does at a time.",
 		}),
 	}
-	m.holdsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	// No per-SKU label: /metrics is open to any scraper, and SKU ids would
+	// name unreleased products and grow the series with the catalogue.
+	m.holdsOpen = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "invledger_holds_open",
-		Help: "Open holds of a SKU in Redis, as of the last reconciliation that checked it.",
-	}, []string{"sku"})
+		Help: "Open holds in Redis over every SKU, as of the last reconciliation of every SKU.",
+	})
 	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader, m.holdsOpen)
 	// Series that exist from the start let increase() see the first finding.
 	for _, c := range driftClasses {

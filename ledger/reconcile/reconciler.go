@@ -210,6 +210,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 	}
 	rep.Unreachable = len(skus) - len(checks)
 	unverified := 0
+	var holdsOpen int64
 	var (
 		stampSKUs []domain.SKUID
 		stampSeqs []int64
@@ -221,7 +222,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 		rep.Checked++
 		if c.live.Present {
-			r.cfg.Metrics.holdsOpen.WithLabelValues(c.sku).Set(float64(c.live.OpenHolds))
+			holdsOpen += c.live.OpenHolds
 		}
 		class, findings := classify(c)
 		if class == ClassRedisBehind {
@@ -287,6 +288,10 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 		}
 	}
 	r.cfg.Metrics.unverified.Set(float64(rep.Unverified))
+	// Only a run that read every SKU knows the whole sum.
+	if len(opts.SKUs) == 0 && rep.Unreachable == 0 {
+		r.cfg.Metrics.holdsOpen.Set(float64(holdsOpen))
+	}
 	if opts.Repair {
 		r.fillAfter(ctx, rep)
 	}

@@ -23,8 +23,12 @@ type Config struct {
 	Client redis.UniversalClient
 	// Keys maps the SKU to its partition stream.
 	Keys redisinventory.Keyspace
-	// SKU is the SKU whose events are followed; required.
+	// SKU is the SKU whose events are followed; required unless Partition
+	// is set.
 	SKU string
+	// Partition, with no SKU, follows every SKU of this partition stream
+	// instead: one reader for all of them.
+	Partition *int
 	// FromStart replays the events the stream still holds (the janitor
 	// keeps acked entries for the stream retention, 1h by default) before
 	// following new ones. Otherwise only events appended after Follow
@@ -52,8 +56,15 @@ func (c Config) Validate() error {
 	if c.Client == nil {
 		errs = append(errs, errors.New("eventtail: Client is required"))
 	}
-	if _, err := domain.NewSKUID(c.SKU); err != nil {
-		errs = append(errs, fmt.Errorf("--sku: %w", err))
+	switch {
+	case c.Partition == nil:
+		if _, err := domain.NewSKUID(c.SKU); err != nil {
+			errs = append(errs, fmt.Errorf("--sku: %w", err))
+		}
+	case c.SKU != "":
+		errs = append(errs, errors.New("eventtail: SKU and Partition are exclusive"))
+	case *c.Partition < 0 || *c.Partition >= c.Keys.Partitions():
+		errs = append(errs, fmt.Errorf("eventtail: Partition %d is not one of the %d", *c.Partition, c.Keys.Partitions()))
 	}
 	if c.BlockTime < time.Millisecond {
 		errs = append(errs, errors.New("eventtail: BlockTime must be at least 1ms"))
@@ -61,8 +72,8 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Follow calls fn with each event of cfg.SKU, in stream order, as it is
-// appended, until ctx is done (then it returns nil) or fn fails (then it
+// Follow calls fn with each event of cfg.SKU (or of cfg.Partition), in
+// stream order, as it is appended, until ctx is done (then it returns nil) or fn fails (then it
 // returns fn's error). Entries of the SKU that cannot be decoded are
 // logged and skipped: the projector sends them to dead_letters.
 func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error {
@@ -89,7 +100,11 @@ func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error 
 	defer sub.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs, err := sub.Subscribe(ctx, cfg.Keys.SKUStreamKey(cfg.SKU))
+	stream := cfg.Keys.SKUStreamKey(cfg.SKU)
+	if cfg.Partition != nil {
+		stream = cfg.Keys.StreamKey(*cfg.Partition)
+	}
+	msgs, err := sub.Subscribe(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("eventtail: subscribe: %w", err)
 	}
@@ -100,7 +115,7 @@ func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error 
 			cfg.Logger.Warn("eventtail: skipping an entry that cannot be decoded", "sku", cfg.SKU, "err", err)
 			continue
 		}
-		if e.SKU != cfg.SKU {
+		if cfg.Partition == nil && e.SKU != cfg.SKU {
 			continue // another SKU of the same partition
 		}
 		if e.OccurredAt.IsZero() {

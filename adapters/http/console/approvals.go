@@ -53,7 +53,7 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s session) {
 func (c *Console) requestAdjustment(w http.ResponseWriter, r *http.Request, s session) {
 	delta, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("delta")), 10, 64)
 	if err != nil {
-		back(w, r, Prefix+"approvals", errors.New("delta: a whole number of units, such as 5 or -3"), "")
+		c.back(w, r, Prefix+"approvals", s, errors.New("delta: a whole number of units, such as 5 or -3"), "")
 		return
 	}
 	body := map[string]any{"sku": strings.TrimSpace(r.PostFormValue("sku")), "delta": delta, "reason": r.PostFormValue("reason")}
@@ -84,5 +84,5 @@ func (c *Console) afterForm(w http.ResponseWriter, r *http.Request, s session, p
 			return
 		}
 	}
-	back(w, r, path, err, done)
+	c.back(w, r, path, s, err, done)
 }

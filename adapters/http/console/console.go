@@ -70,9 +70,14 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxAge bounds a session whatever its use. Default 12h.
 	MaxAge time.Duration
-	// Follow calls fn with each event of sku as Redis appends it, until
-	// ctx ends: the live tail (eventtail.Follow), one reader per watched SKU.
-	Follow func(ctx context.Context, sku string, fn func(domain.Event) error) error
+	// Follow calls fn with each event of partition stream p as Redis
+	// appends it, until ctx ends: the live tail (eventtail.Follow), one
+	// reader per partition with a watched SKU.
+	Follow func(ctx context.Context, p int, fn func(domain.Event) error) error
+	// Partition is the partition stream of a SKU's events.
+	Partition func(sku string) int
+	// FeedLimits cap the live feeds; a zero field takes its default.
+	FeedLimits FeedLimits
 	// State reads a SKU's figures in Redis and the ledger, once a second
 	// per watched SKU.
 	State func(ctx context.Context, sku string) (ledger.SKUView, error)
@@ -87,8 +92,28 @@ type Config struct {
 	// SetReadDeadline and SetWriteDeadline with no deadline (a read
 	// deadline passing while the feed runs would cancel its request).
 	LiftDeadlines func(w http.ResponseWriter) error
-	Logger        *slog.Logger
+	// SignInFailed is told of every refused sign-in, with its reason
+	// (SignInBadToken, SignInGatewayToken, SignInThrottled), for a metric.
+	SignInFailed func(reason string)
+	Logger       *slog.Logger
 }
+
+// FeedLimits cap the live feeds of one process, each a connection held
+// open: in all, so most of the connection cap stays for purchases, and per
+// session and per principal (role and name), so one user cannot take them
+// all. A feed over the total is answered 503, over the others 429. The
+// defaults (for a zero field): 256 in all, 4 a session, 8 a principal; a
+// user watches a few SKUs.
+type FeedLimits struct {
+	Total, PerSession, PerPrincipal int
+}
+
+// Reasons a sign-in is refused, as Config.SignInFailed gets them.
+const (
+	SignInBadToken     = "bad_token"
+	SignInGatewayToken = "gateway_token"
+	SignInThrottled    = "throttled"
+)
 
 func (c *Config) setDefaults() {
 	if c.IdleTimeout == 0 {
@@ -99,6 +124,17 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	for _, d := range []struct {
+		field *int
+		def   int
+	}{{&c.FeedLimits.Total, 256}, {&c.FeedLimits.PerSession, 4}, {&c.FeedLimits.PerPrincipal, 8}} {
+		if *d.field == 0 {
+			*d.field = d.def
+		}
+	}
+	if c.SignInFailed == nil {
+		c.SignInFailed = func(string) {}
 	}
 	if c.LiftDeadlines == nil {
 		c.LiftDeadlines = func(w http.ResponseWriter) error {
@@ -116,7 +152,7 @@ func (c Config) Validate() error {
 		missing bool
 	}{
 		{"API", c.API == nil}, {"Tokens", c.Tokens == nil}, {"Sessions", c.Sessions == nil},
-		{"Follow", c.Follow == nil}, {"State", c.State == nil}, {"Health", c.Health == nil}, {"Refusals", c.Refusals == nil},
+		{"Follow", c.Follow == nil}, {"Partition", c.Partition == nil}, {"State", c.State == nil}, {"Health", c.Health == nil}, {"Refusals", c.Refusals == nil},
 	} {
 		if f.missing {
 			errs = append(errs, fmt.Errorf("console: Config.%s is required", f.name))
@@ -124,6 +160,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.Key) < MinKeyLen {
 		errs = append(errs, fmt.Errorf("--console-key: %d bytes; at least %d are required", len(c.Key), MinKeyLen))
+	}
+	if l := c.FeedLimits; l.Total < 1 || l.PerSession < 1 || l.PerPrincipal < 1 {
+		errs = append(errs, fmt.Errorf("console: every FeedLimits field must be at least 1, got %+v", l))
 	}
 	if c.IdleTimeout < time.Second {
 		errs = append(errs, errors.New("--console-idle-timeout: must be at least 1s"))
@@ -141,6 +180,9 @@ type Console struct {
 	pages map[string]*template.Template
 	hub   *hub
 	mux   *http.ServeMux
+	// handler is mux with the API's request id and access line.
+	handler  http.Handler
+	throttle *throttle
 }
 
 // New validates cfg and builds the console. Close stops its live readers.
@@ -157,9 +199,10 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, codec: codec, pages: pages, mux: http.NewServeMux()}
+	c := &Console{cfg: cfg, codec: codec, pages: pages, mux: http.NewServeMux(), throttle: newThrottle()}
 	c.hub = newHub(cfg)
 	c.routes()
+	c.handler = httpapi.AccessLog(cfg.Logger, c.mux)
 	return c, nil
 }
 
@@ -241,7 +284,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, Prefix+"assets/") {
 		h.Set("Cache-Control", "no-store")
 	}
-	c.mux.ServeHTTP(w, r)
+	c.handler.ServeHTTP(w, r)
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, s session)
@@ -305,6 +348,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request, redirect bool)
 	s, err := c.readSession(r)
 	switch {
 	case err == nil:
+		httpapi.SetPrincipal(w, s.Name)
 		return s, true
 	case errors.Is(err, errNoSession):
 		c.clearSession(w, r)

@@ -55,7 +55,7 @@ type events struct {
 	follows chan struct{}
 }
 
-func (e *events) follow(ctx context.Context, _ string, fn func(domain.Event) error) error {
+func (e *events) follow(ctx context.Context, _ int, fn func(domain.Event) error) error {
 	e.follows <- struct{}{}
 	for {
 		select {
@@ -78,7 +78,7 @@ func newTestConsole(t *testing.T, ev *events) *Console {
 	stock := int64(10)
 	c, err := New(Config{
 		API: http.NotFoundHandler(), Tokens: tokens, Sessions: &memSessions{ended: map[string]bool{}}, Key: GenerateKey(),
-		Follow: ev.follow,
+		Follow: ev.follow, Partition: func(string) int { return 0 },
 		State: func(context.Context, string) (ledger.SKUView, error) {
 			return ledger.SKUView{RedisStock: &stock, Status: domain.StatusOpen}, nil
 		},
@@ -115,9 +115,9 @@ func TestFeedOutlivesTheServerTimeouts(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	open := func() (*http.Response, *bufio.Reader) {
+	open := func(sku string) (*http.Response, *bufio.Reader) {
 		t.Helper()
-		resp, err := client.Get(base + "/console/skus/s-1/feed")
+		resp, err := client.Get(base + "/console/skus/" + sku + "/feed")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,14 +126,16 @@ func TestFeedOutlivesTheServerTimeouts(t *testing.T) {
 		}
 		return resp, bufio.NewReader(resp.Body)
 	}
-	stuck, _ := open() // never read
+	stuck, _ := open("s-1") // never read
 	defer stuck.Body.Close()
-	reader, lines := open()
+	reader, lines := open("s-1")
 	defer reader.Body.Close()
+	other, _ := open("s-2")
+	defer other.Body.Close()
 	<-ev.follows
 	select {
 	case <-ev.follows:
-		t.Fatal("two watchers of one SKU started two readers")
+		t.Fatal("watchers of two SKUs of one partition started two readers")
 	case <-time.After(100 * time.Millisecond):
 	}
 

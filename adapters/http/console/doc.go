@@ -17,7 +17,8 @@
 // a user may read or do is exactly what the API allows that token: the pages
 // only decide which buttons to offer.
 //
-// The SKU page's live feed is Server-Sent Events from one fan-out reader of
-// the SKU's partition stream per watched SKU (eventtail.Follow), shared by
-// every watcher, which never waits for a slow one.
+// The SKU page's live feed is Server-Sent Events from one fan-out reader per
+// partition stream with a watched SKU (eventtail.Follow), shared by every
+// watcher of every SKU of it, which never waits for a slow one. Feeds are
+// capped in all, per session and per principal (FeedLimits).
 package console

@@ -51,16 +51,33 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	next := safeNext(r.PostFormValue("next"))
+	client := clientAddr(r)
+	// A client that keeps guessing is answered without its token being
+	// looked at, so guessing costs it time.
+	if wait := c.throttle.wait(client); wait > 0 {
+		c.cfg.SignInFailed(SignInThrottled)
+		secs := strconv.Itoa(int((wait + time.Second - 1) / time.Second))
+		w.Header().Set("Retry-After", secs)
+		c.render(w, r, http.StatusTooManyRequests, "signin", session{}, signInView{Next: next,
+			Problem: "Too many wrong tokens from your address: try again in " + secs + " s."})
+		return
+	}
 	p, ok := c.cfg.Tokens.Lookup(strings.TrimSpace(r.PostFormValue("token")))
 	switch {
 	case !ok:
+		n := c.throttle.failed(client)
+		c.cfg.SignInFailed(SignInBadToken)
+		c.cfg.Logger.WarnContext(r.Context(), "console sign-in failed: the token is not valid", "client", client, "failures", n)
 		c.render(w, r, http.StatusUnauthorized, "signin", session{}, signInView{Next: next, Problem: "That token is not valid."})
 		return
 	case p.Role == httpapi.RoleGateway:
+		c.cfg.SignInFailed(SignInGatewayToken)
+		c.cfg.Logger.WarnContext(r.Context(), "console sign-in refused: a gateway token", "client", client, "name", p.Name)
 		c.render(w, r, http.StatusForbidden, "signin", session{}, signInView{Next: next,
 			Problem: "Gateway tokens may not sign in to the console: use an auditor, operator or approver token."})
 		return
 	}
+	c.throttle.succeeded(client)
 	s := session{ID: randomToken(), Name: p.Name, Role: p.Role, Secret: strings.TrimSpace(r.PostFormValue("token")),
 		CSRF: randomToken(), Started: time.Now().Unix()}
 	if err := c.cfg.Sessions.Start(r.Context(), s.ID, s.Name, string(s.Role), time.Now().Add(-c.cfg.MaxAge)); err != nil {
@@ -71,7 +88,8 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, session{}, err)
 		return
 	}
-	c.cfg.Logger.InfoContext(r.Context(), "console sign-in", "name", s.Name, "role", s.Role)
+	httpapi.SetPrincipal(w, s.Name)
+	c.cfg.Logger.InfoContext(r.Context(), "console sign-in", "name", s.Name, "role", s.Role, "client", client)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -108,8 +108,10 @@ type errorView struct {
 // render writes page with data for s, buffered so a template error is a
 // clean 500 rather than half a page.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, s session, data any) {
-	v := view{Signed: s.ID != "", Name: s.Name, Role: s.Role, CSRF: s.CSRF, Page: page, Data: data,
-		Flash: r.URL.Query().Get("done"), Problem: r.URL.Query().Get("problem")}
+	v := view{Signed: s.ID != "", Name: s.Name, Role: s.Role, CSRF: s.CSRF, Page: page, Data: data}
+	if f, ok := c.takeFlash(w, r, s); ok {
+		v.Flash, v.Problem = f.Done, f.Problem
+	}
 	var buf bytes.Buffer
 	if err := c.pages[page].Execute(&buf, v); err != nil {
 		c.cfg.Logger.ErrorContext(r.Context(), "console: render "+page, "err", err)
@@ -121,16 +123,43 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	_, _ = buf.WriteTo(w)
 }
 
+// flashCookie carries a form's outcome to the page the browser is sent
+// back to. It is sealed with the session's codec and names the session, so
+// nobody else's text (a link's query, another session's cookie) is shown
+// on a genuine page.
+const flashCookie = "invledger_flash"
+
+// flash is a form's outcome: a refusal as Problem, a success as Done.
+type flash struct {
+	Session, Done, Problem string
+}
+
 // back sends the browser back to the page it came from with a message,
 // after a form: a refusal is shown as a problem, success as done.
-func back(w http.ResponseWriter, r *http.Request, path string, err error, done string) {
-	q := url.Values{}
+func (c *Console) back(w http.ResponseWriter, r *http.Request, path string, s session, err error, done string) {
+	f := flash{Session: s.ID, Done: done}
 	if err != nil {
-		q.Set("problem", err.Error())
-	} else {
-		q.Set("done", done)
+		f = flash{Session: s.ID, Problem: err.Error()}
 	}
-	http.Redirect(w, r, path+"?"+q.Encode(), http.StatusSeeOther)
+	if v, encErr := c.codec.Encode(flashCookie, f); encErr == nil {
+		http.SetCookie(w, c.cookie(r, flashCookie, v, 60))
+	}
+	http.Redirect(w, r, path, http.StatusSeeOther)
+}
+
+// takeFlash reads and clears the flash cookie of s's session; a page's own
+// refresh (htmx) leaves it for the page itself.
+func (c *Console) takeFlash(w http.ResponseWriter, r *http.Request, s session) (flash, bool) {
+	ck, err := r.Cookie(flashCookie)
+	if err != nil || s.ID == "" || r.Header.Get("HX-Request") != "" {
+		return flash{}, false
+	}
+	http.SetCookie(w, c.cookie(r, flashCookie, "", -1))
+	var f flash
+	if c.codec.Decode(flashCookie, ck.Value, &f) != nil || f.Session != s.ID {
+		return flash{}, false
+	}
+	return f, true
 }
 
 // userError is the message of an API refusal, or false when err is not one.

@@ -118,14 +118,19 @@ func (c *Console) writeSession(w http.ResponseWriter, r *http.Request, s session
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v, Path: Prefix, HttpOnly: true,
-		Secure: r.TLS != nil || c.cfg.SecureCookie, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, c.cookie(r, cookieName, v, 0))
 	return nil
 }
 
 func (c *Console) clearSession(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
-		Secure: r.TLS != nil || c.cfg.SecureCookie, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, c.cookie(r, cookieName, "", -1))
+}
+
+// cookie is one of the console's cookies: its pages only, out of reach of
+// scripts and of other sites, Secure over TLS or when told so.
+func (c *Console) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: Prefix, MaxAge: maxAge, HttpOnly: true,
+		Secure: r.TLS != nil || c.cfg.SecureCookie, SameSite: http.SameSiteStrictMode}
 }
 
 // checkCSRF compares the form's csrf field with the session's token.

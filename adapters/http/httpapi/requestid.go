@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/invledger/invledger/adapters/http/apiwire"
+	"github.com/invledger/invledger/adapters/support/requestid"
 )
 
 // requestID is the caller's X-Request-Id when it is 1-128 visible ASCII
@@ -53,15 +54,43 @@ func (w *trackedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // done logs the request's access line and reports it to OnRequest.
 func (s *server) done(r *http.Request, w *trackedWriter, start time.Time) {
 	elapsed := time.Since(start)
+	logAccess(s.log, r, w, elapsed)
+	if s.onRequest != nil {
+		s.onRequest(r.Pattern, w.status, elapsed)
+	}
+}
+
+// logAccess writes the access line of r, answered through w.
+func logAccess(log *slog.Logger, r *http.Request, w *trackedWriter, elapsed time.Duration) {
 	if w.status == 0 {
 		w.status = http.StatusOK // a handler that wrote nothing: net/http sends 200
 	}
-	if s.log.Enabled(r.Context(), slog.LevelInfo) {
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", slog.String("method", r.Method),
+	if log.Enabled(r.Context(), slog.LevelInfo) {
+		log.LogAttrs(r.Context(), slog.LevelInfo, "http request", slog.String("method", r.Method),
 			slog.String("route", r.Pattern), slog.Int("status", w.status), slog.Duration("duration", elapsed),
 			slog.String("principal", w.principal))
 	}
-	if s.onRequest != nil {
-		s.onRequest(r.Pattern, w.status, elapsed)
+}
+
+// AccessLog gives the requests of next, a handler served beside the API
+// (the console), the API's X-Request-Id and access line. next names the
+// principal with SetPrincipal once it knows it.
+func AccessLog(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := requestID(r)
+		w.Header()[apiwire.HeaderRequestID] = []string{id}
+		r = r.WithContext(requestid.NewContext(r.Context(), id))
+		tw := &trackedWriter{ResponseWriter: w}
+		defer func() { logAccess(log, r, tw, time.Since(start)) }()
+		next.ServeHTTP(tw, r)
+	})
+}
+
+// SetPrincipal names who made the request answered through w in its
+// access line, when w came from AccessLog.
+func SetPrincipal(w http.ResponseWriter, name string) {
+	if tw, ok := w.(*trackedWriter); ok {
+		tw.principal = name
 	}
 }

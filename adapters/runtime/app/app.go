@@ -103,6 +103,9 @@ type Metrics struct {
 	HTTPDuration *prometheus.HistogramVec
 	// RedisConfigAssumed is 1 when serve runs with --redis-config=assume.
 	RedisConfigAssumed prometheus.Gauge
+	// ConsoleSignInFailures counts the console's refused sign-ins by
+	// reason (bad_token, gateway_token, throttled): guessing shows here.
+	ConsoleSignInFailures *prometheus.CounterVec
 }
 
 // Application is invledger wired once: the application services over their
@@ -273,7 +276,12 @@ func (a *Application) wire() error {
 		Name: "invledger_redis_config_assumed",
 		Help: "1 when Redis persistence settings are assumed (--redis-config=assume), not read with CONFIG GET.",
 	})
-	reg.MustRegister(a.Metrics.Unavailable, a.Metrics.HTTPRequests, a.Metrics.HTTPDuration, a.Metrics.RedisConfigAssumed)
+	a.Metrics.ConsoleSignInFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "invledger_console_signin_failures_total",
+		Help: "Refused console sign-ins, by reason (bad_token, gateway_token, throttled).",
+	}, []string{"reason"})
+	reg.MustRegister(a.Metrics.Unavailable, a.Metrics.HTTPRequests, a.Metrics.HTTPDuration, a.Metrics.RedisConfigAssumed,
+		a.Metrics.ConsoleSignInFailures)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 

@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -63,5 +67,123 @@ func TestIdleServeHoldsFewRedisConnections(t *testing.T) {
 	if len(clients) > 40 {
 		t.Fatalf("an idle serve holds %d Redis connections (the test's own included), want at most 40; by last command: %s",
 			len(clients), strings.Join(summary, " "))
+	}
+}
+
+// dialFrom connects to addr from the loopback address local (any of
+// 127.0.0.0/8 on Linux), so one test can be several clients.
+func dialFrom(t *testing.T, addr, local string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// holdBusy sends conn a deduct whose body never comes: the connection is
+// busy with a request until the server's read timeout.
+func holdBusy(t *testing.T, conn net.Conn) {
+	t.Helper()
+	if _, err := io.WriteString(conn, "POST /v1/skus/busy-1/deduct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+secretGateway+
+		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getFrom sends GET path from local on a new connection and returns the
+// status and Retry-After.
+func getFrom(t *testing.T, addr, local, path, secret string) (int, string) {
+	t.Helper()
+	conn := dialFrom(t, addr, local)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	auth := ""
+	if secret != "" {
+		auth = "Authorization: Bearer " + secret + "\r\n"
+	}
+	if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("GET %s from %s: %v", path, local, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// TestConnectionCapPerClientAddress: with --max-conns 16 and
+// --max-conns-per-client 4, a client busy on 4 connections is refused a
+// fifth at once (503, Retry-After), while another address is served.
+func TestConnectionCapPerClientAddress(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 16, MaxConnsPerClient: 4}), "http://")
+	for range 4 {
+		holdBusy(t, dialFrom(t, addr, "127.0.0.1"))
+	}
+	start := time.Now()
+	if status, retry := getFrom(t, addr, "127.0.0.1", "/v1/skus", secretAuditor); status != 503 || retry == "" {
+		t.Fatalf("a fifth connection from a client busy on four = %d (Retry-After %q), want 503 with Retry-After", status, retry)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("the refusal took %v; it must not queue", waited)
+	}
+	if status, _ := getFrom(t, addr, "127.0.0.2", "/v1/skus", secretAuditor); status != 200 {
+		t.Fatalf("another client address meanwhile = %d, want 200", status)
+	}
+}
+
+// TestFullAPIStillServesHealthAndNewClients: --max-conns 16 idle
+// keep-alive connections (from 8 addresses, 2 each) do not keep a new
+// client out: the longest idle is closed to make room. 16 busy ones do:
+// the next request is refused 503 with Retry-After, but /healthz and
+// /readyz are still answered.
+func TestFullAPIStillServesHealthAndNewClients(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 16}), "http://")
+	var idle []net.Conn
+	for i := range 16 {
+		conn := dialFrom(t, addr, fmt.Sprintf("127.0.0.%d", 10+i/2))
+		if resp := rawGet(t, conn, bufio.NewReader(conn), "/healthz"); resp.StatusCode != 200 {
+			t.Fatalf("healthz: %d", resp.StatusCode)
+		}
+		idle = append(idle, conn)
+	}
+	if status, _ := getFrom(t, addr, "127.0.0.1", "/v1/skus", secretAuditor); status != 200 {
+		t.Fatalf("a new client with 16 idle connections holding every place = %d, want 200", status)
+	}
+	_ = idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Fatal("the longest-idle connection is still open")
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+
+	for i := range 16 {
+		holdBusy(t, dialFrom(t, addr, fmt.Sprintf("127.0.0.%d", 30+i/2)))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// The idle connections' slots come back as the server sees them close.
+		status, retry := getFrom(t, addr, "127.0.0.1", "/v1/skus", secretAuditor)
+		if status == 503 && retry != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with 16 busy connections a request = %d (Retry-After %q), want 503 with Retry-After", status, retry)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if status, _ := getFrom(t, addr, "127.0.0.1", path, ""); status != 200 {
+			t.Fatalf("%s with every connection busy = %d, want 200", path, status)
+		}
 	}
 }

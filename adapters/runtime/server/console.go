@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/http/console"
 	"github.com/invledger/invledger/adapters/driven/eventtail"
-	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/adapters/driven/refusals"
+	"github.com/invledger/invledger/adapters/http/console"
+	"github.com/invledger/invledger/adapters/http/httpapi"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/projections"
@@ -25,21 +25,26 @@ func newConsole(a *app.Application, sc Config, tokens *httpapi.TokenSet, api htt
 	return console.New(console.Config{
 		API: api, Tokens: tokens, Sessions: a.Adapters.ConsoleSessions, Key: key, IdleTimeout: sc.ConsoleIdleTimeout,
 		SecureCookie: sc.ConsoleSecureCookie,
-		Follow: func(ctx context.Context, sku string, fn func(domain.Event) error) error {
+		Follow: func(ctx context.Context, p int, fn func(domain.Event) error) error {
 			// The tail owns its client (the subscriber closes it): one
-			// small pool per watched SKU, beside the purchase path's.
+			// small pool per watched partition, beside the purchase path's.
 			client, err := app.NewRedisClient(a.Config(), 2, nil)
 			if err != nil {
 				return err
 			}
-			return eventtail.Follow(ctx, eventtail.Config{Client: client, Keys: a.Keys, SKU: sku, Logger: a.Log}, fn)
+			return eventtail.Follow(ctx, eventtail.Config{Client: client, Keys: a.Keys, Partition: &p, Logger: a.Log}, fn)
 		},
-		State:  a.Service.State,
-		Health: consoleHealth(a),
+		Partition: a.Keys.Partition,
+		// A quarter of the connection cap at most is held by feeds: the
+		// rest stays for purchases and pages.
+		FeedLimits: console.FeedLimits{Total: max(1, sc.MaxConns/4)},
+		State:      a.Service.State,
+		Health:     consoleHealth(a),
 		Refusals: func(ctx context.Context, sku string) (map[string]int64, error) {
 			return refusals.Read(ctx, a.Redis, a.Keys, sku)
 		},
-		Logger: a.Log,
+		SignInFailed: func(reason string) { a.Metrics.ConsoleSignInFailures.WithLabelValues(reason).Inc() },
+		Logger:       a.Log,
 	})
 }
 

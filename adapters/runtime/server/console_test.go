@@ -231,9 +231,7 @@ func TestConsoleApprovalsAndReconciliation(t *testing.T) {
 	want(t, "request without csrf", op.do("POST", "/console/approvals", url.Values{"sku": {"con-1"}, "delta": {"5"}, "reason": {"restock"}}), 403)
 	req := op.do("POST", "/console/approvals", url.Values{"csrf": {tok}, "sku": {"con-1"}, "delta": {"5"}, "reason": {"restock"}})
 	want(t, "request", req, 303)
-	if !strings.Contains(req.header.Get("Location"), "done=") {
-		t.Fatalf("request went to %s", req.header.Get("Location"))
-	}
+	want(t, "after the request", op.do("GET", req.header.Get("Location"), nil), 200, "requested; it waits for an approver.")
 	want(t, "bad delta", op.do("POST", "/console/approvals", url.Values{"csrf": {tok}, "sku": {"con-1"}, "delta": {"five"}, "reason": {"x"}}), 303)
 
 	self := newBrowser(t, base)
@@ -243,9 +241,7 @@ func TestConsoleApprovalsAndReconciliation(t *testing.T) {
 	tok = csrfField.FindStringSubmatch(page.body)[1]
 	refused := self.do("POST", "/console/approvals/1/approve", url.Values{"csrf": {tok}})
 	want(t, "self-approval", refused, 303)
-	if !strings.Contains(refused.header.Get("Location"), "problem=") {
-		t.Fatalf("self-approval went to %s, want the refusal shown", refused.header.Get("Location"))
-	}
+	want(t, "after the self-approval", self.do("GET", refused.header.Get("Location"), nil), 200, `class="msg problem"`)
 
 	ap := newBrowser(t, base)
 	want(t, "sign-in", ap.signIn(conAp), 303)
@@ -274,9 +270,8 @@ func TestConsoleApprovalsAndReconciliation(t *testing.T) {
 	want(t, "sign-in", au.signIn(conAu), 303)
 	tok = au.csrf("/console/reconciliation")
 	refusedRun := au.do("POST", "/console/reconciliation", url.Values{"csrf": {tok}})
-	if refusedRun.status != 303 || !strings.Contains(refusedRun.header.Get("Location"), "problem=") {
-		t.Fatalf("auditor's run = %d to %s, want the refusal shown", refusedRun.status, refusedRun.header.Get("Location"))
-	}
+	want(t, "auditor's run", refusedRun, 303)
+	want(t, "after the auditor's run", au.do("GET", refusedRun.header.Get("Location"), nil), 200, `class="msg problem"`)
 }
 
 // TestConsoleLiveFeed watches a SKU over the feed while it sells out: the
@@ -470,28 +465,40 @@ func TestConsoleSalesSortFilterPage(t *testing.T) {
 	}
 }
 
-// TestConsoleFeedsCountAgainstTheConnectionCap: on a serve with
-// --max-conns 3, three live feeds hold every place; a fourth connection,
-// feed or not, is answered 503 at once, and closing a feed frees a place.
-func TestConsoleFeedsCountAgainstTheConnectionCap(t *testing.T) {
+// TestConsoleFeedsAreCapped: on a serve with --max-conns 48 (so at most 12
+// feeds), a session gets 4 feeds and a principal 8, each one more 429; the
+// feeds of every principal together get 12, one more 503, while purchases
+// are still served. Every feed of the SKUs of one partition shares one
+// Redis reader; a feed of a SKU that does not exist is 404; closing a feed
+// frees its place.
+func TestConsoleFeedsAreCapped(t *testing.T) {
 	t.Parallel()
 	st := stacktest.New(t)
-	sc := Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey}
-	open := startServe(t, st, sc)
-	sc.MaxConns = 3
-	capped := strings.TrimPrefix(startServe(t, st, sc), "http://")
-	createWarm(t, open, "cap-1", `{"stock":5,"per_user_limit":1}`)
-	au := newBrowser(t, open) // same key: the cookie works on both
-	want(t, "sign-in", au.signIn(conAu), 303)
-	cookie := au.cookie()
-	feed := func() (net.Conn, *http.Response) {
+	base := startServe(t, st, Config{Components: []string{ComponentAPI}, Tokens: conTokens, ConsoleKey: conKey, MaxConns: 48, MaxConnsPerClient: 48})
+	addr := strings.TrimPrefix(base, "http://")
+	var skus []string // five SKUs of one partition
+	for i := 0; len(skus) < 5; i++ {
+		if sku := fmt.Sprintf("cap-%d", i); st.Keyspace.Partition(sku) == 0 {
+			skus = append(skus, sku)
+			createWarm(t, base, sku, `{"stock":5,"per_user_limit":1}`)
+		}
+	}
+	sessions := map[string]*http.Cookie{}
+	for _, s := range []struct{ name, token string }{{"au1", conAu}, {"au2", conAu}, {"au3", conAu}, {"op", conOp}, {"ap", conAp}} {
+		b := newBrowser(t, base)
+		want(t, "sign-in "+s.name, b.signIn(s.token), 303)
+		sessions[s.name] = b.cookie()
+	}
+	feed := func(session, sku string) (net.Conn, *http.Response) {
 		t.Helper()
-		conn, err := net.Dial("tcp", capped)
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { conn.Close() })
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(conn, "GET /console/skus/cap-1/feed HTTP/1.1\r\nHost: x\r\nCookie: "+cookie.Name+"="+cookie.Value+"\r\n\r\n"); err != nil {
+		c := sessions[session]
+		if _, err := io.WriteString(conn, "GET /console/skus/"+sku+"/feed HTTP/1.1\r\nHost: x\r\nCookie: "+c.Name+"="+c.Value+"\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -500,28 +507,69 @@ func TestConsoleFeedsCountAgainstTheConnectionCap(t *testing.T) {
 		}
 		return conn, resp
 	}
-	var feeds []net.Conn
-	for i := range 3 {
-		conn, resp := feed()
-		t.Cleanup(func() { conn.Close() })
+	open := func(session, sku string) net.Conn {
+		t.Helper()
+		conn, resp := feed(session, sku)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-			t.Fatalf("feed %d = %d %s", i, resp.StatusCode, resp.Header.Get("Content-Type"))
+			t.Fatalf("%s's feed of %s = %d %s", session, sku, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
-		feeds = append(feeds, conn)
+		return conn
 	}
-	conn, resp := feed()
-	conn.Close()
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("a fourth feed with three open = %d %v, want 503 with Retry-After", resp.StatusCode, resp.Header)
+	refused := func(session, sku string, status int) {
+		t.Helper()
+		conn, resp := feed(session, sku)
+		conn.Close()
+		if resp.StatusCode != status || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s's feed of %s = %d (Retry-After %q), want %d with Retry-After", session, sku, resp.StatusCode, resp.Header.Get("Retry-After"), status)
+		}
 	}
-	feeds[0].Close()
+
+	var first []net.Conn
+	for _, sku := range skus[:4] {
+		first = append(first, open("au1", sku))
+	}
+	refused("au1", skus[4], 429)
+	// Four SKUs watched, one partition: one reader.
+	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		conn, resp := feed()
-		t.Cleanup(func() { conn.Close() })
+		list, err := st.RedisClient.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(list, "cmd=xread ")
+		if n > 1 {
+			t.Fatalf("four watched SKUs of one partition hold %d stream readers, want 1:\n%s", n, list)
+		}
+		if n == 1 && time.Now().After(deadline.Add(-8*time.Second)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stream reader after 10 s:\n%s", list)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, sku := range skus[:4] {
+		open("au2", sku)
+	}
+	refused("au3", skus[0], 429)
+	for _, sku := range skus[1:] {
+		open("op", sku)
+	}
+	refused("ap", skus[0], 503)
+	want(t, "a purchase with every feed taken", call(t, "POST", base+"/v1/skus/"+skus[0]+"/deduct", conGW, `{"user_id":"u1","qty":1,"request_id":"r1"}`), 200)
+	if _, resp := feed("ap", "no-such-sku"); resp.StatusCode != 404 {
+		t.Fatalf("a feed of a SKU never defined = %d, want 404", resp.StatusCode)
+	}
+
+	first[0].Close()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		conn, resp := feed("au1", skus[4])
 		if resp.StatusCode == 200 {
 			break
 		}
+		conn.Close()
 		if time.Now().After(deadline) {
 			t.Fatalf("10 s after a feed closed, a new one = %d", resp.StatusCode)
 		}

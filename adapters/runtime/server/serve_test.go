@@ -170,62 +170,7 @@ func rawGet(t *testing.T, conn net.Conn, br *bufio.Reader, path string) *http.Re
 	return resp
 }
 
-// TestConnectionCapRefusesAtOnce holds --max-conns idle keep-alive
-// connections: the next one is answered 503 with Retry-After at once,
-// and once one closes, the API answers again.
-func TestConnectionCapRefusesAtOnce(t *testing.T) {
-	t.Parallel()
-	st := stacktest.New(t)
-	api := startServe(t, st, Config{Tokens: testTokens, MaxConns: 5})
-	addr := strings.TrimPrefix(api, "http://")
-
-	var held []net.Conn
-	for range 5 {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		if resp := rawGet(t, conn, bufio.NewReader(conn), "/healthz"); resp.StatusCode != 200 {
-			t.Fatalf("healthz: %d", resp.StatusCode)
-		}
-		held = append(held, conn)
-	}
-
-	start := time.Now()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	resp := rawGet(t, conn, bufio.NewReader(conn), "/healthz")
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("over the cap: %d %v", resp.StatusCode, resp.Header)
-	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Fatalf("the refusal took %v; it must not queue", waited)
-	}
-
-	held[0].Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := rawGet(t, conn, bufio.NewReader(conn), "/healthz")
-		conn.Close()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz after a connection closed: %d", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// logLines collects log messages for a test to wait on.
+// logLines collects log messages, with their attributes, for a test to wait on.
 type logLines struct {
 	mu   sync.Mutex
 	msgs []string
@@ -236,7 +181,12 @@ func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	line := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	l.msgs = append(l.msgs, line)
 	select {
 	case l.seen <- struct{}{}:
 	default:

@@ -53,9 +53,16 @@ type Config struct {
 	// Listen is the API's address, or, in a process without the API, the
 	// address of its /metrics, /healthz and /readyz. Default 127.0.0.1:8080.
 	Listen string
-	// MaxConns caps the API's open connections; one more is answered 503
-	// with Retry-After and closed at once. Default 1024.
+	// MaxConns caps the API's open connections. When every one is busy, one
+	// more is answered 503 with Retry-After and closed at once (but /healthz
+	// and /readyz are answered); an idle keep-alive connection is closed to
+	// make room instead. Default 1024.
 	MaxConns int
+	// MaxConnsPerClient caps the open connections from one TCP peer
+	// address, below MaxConns, so one client cannot take every slot.
+	// Behind a proxy every client is the proxy. Default MaxConns/8, at
+	// least 1.
+	MaxConnsPerClient int
 	// Tokens and TokensFile hold name:role:secret entries; the API needs
 	// one. TokensFile is read again on SIGHUP; a bad file is refused and
 	// the tokens in use are kept.
@@ -139,6 +146,9 @@ func (c *Config) setDefaults() {
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
 	}
+	if c.MaxConnsPerClient == 0 {
+		c.MaxConnsPerClient = max(1, c.MaxConns/8)
+	}
 	if c.Subscribers == 0 {
 		c.Subscribers = 1
 	}
@@ -181,6 +191,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConns < 1 {
 		errs = append(errs, errors.New("--max-conns (INVLEDGER_MAX_CONNS) must be at least 1"))
+	}
+	if c.MaxConnsPerClient < 1 || c.MaxConnsPerClient > c.MaxConns {
+		errs = append(errs, fmt.Errorf("--max-conns-per-client (INVLEDGER_MAX_CONNS_PER_CLIENT) must be 1 to --max-conns (%d), got %d", c.MaxConns, c.MaxConnsPerClient))
 	}
 	if c.Subscribers < 1 {
 		errs = append(errs, errors.New("--projector-subscribers must be at least 1"))
@@ -611,9 +624,11 @@ func httpComponent(a *app.Application, sc Config, name string, handler http.Hand
 	if err != nil {
 		return component{}, fmt.Errorf("listen on %s: %w (is another server using it? change --listen)", sc.Listen, err)
 	}
-	ln = newLimitListener(ln, sc.MaxConns, a.Log)
+	limited := newLimitListener(ln, sc.MaxConns, sc.MaxConnsPerClient, handler, a.Log)
+	ln = limited
 	srv := &http.Server{
 		Handler:           handler,
+		ConnState:         limited.connState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      15 * time.Second,
