@@ -15,8 +15,8 @@
 -- Reply: one answer per hold, in ARGV's order: hold_reply (hold.lua) with code 1 ended now;
 -- 2 it had already ended as asked (a repeat); -10 it ended otherwise (or was confirmed and its
 -- sale released since), or is past its deadline (status says which); -11 (expire only) not yet
--- due; or {-1} not warmed, {-4} recovering, {-9} no such hold. An expire that finds no such SKU or hold, or a hold that has already
--- ended, drops the expiry entry.
+-- due; or {-1} not warmed, {-4} recovering, {-9} no such hold. An expire that finds no such SKU
+-- or hold, or a hold that has already ended, drops the expiry entry.
 local sku_key, buyers_key, requests_key, expiry_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local sku, action = ARGV[1], ARGV[2]
 local ends = {confirm = 'confirmed', cancel = 'cancelled', expire = 'expired'}
