@@ -29,6 +29,7 @@ const (
 	CodeHoldExpired       Code = "hold_expired"
 	CodeHoldConfirmed     Code = "hold_confirmed"
 	CodeHoldCancelled     Code = "hold_cancelled"
+	CodeHoldReleased      Code = "hold_released"
 	// CodeUnavailable is a server that did not answer, or not in time; the
 	// caller retries with the same request id.
 	CodeUnavailable Code = "unavailable"
@@ -59,6 +60,7 @@ var codes = []struct {
 	{ErrHoldExpired, CodeHoldExpired},
 	{ErrHoldConfirmed, CodeHoldConfirmed},
 	{ErrHoldCancelled, CodeHoldCancelled},
+	{ErrHoldReleased, CodeHoldReleased},
 	{ErrClosed, CodeClosed},
 	{ErrRetired, CodeRetired},
 	{ErrNeedsRestore, CodeNeedsRestore},

@@ -28,6 +28,7 @@ func TestCodeOf(t *testing.T) {
 		{fmt.Errorf("confirm: %w", domain.ErrHoldExpired), domain.CodeHoldExpired},
 		{domain.ErrHoldConfirmed, domain.CodeHoldConfirmed},
 		{domain.ErrHoldCancelled, domain.CodeHoldCancelled},
+		{domain.ErrHoldReleased, domain.CodeHoldReleased},
 		{domain.ErrHoldNotFound, domain.CodeNotFound},
 		{fmt.Errorf("release: %w", domain.ErrRetired), domain.CodeRetired},
 		{domain.ErrNeedsRestore, domain.CodeNeedsRestore},

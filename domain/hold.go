@@ -9,7 +9,8 @@ import (
 )
 
 // HoldStatus is where a hold is in its life: held until it ends, exactly
-// once, in one of the three final states.
+// once, confirmed, cancelled or expired; a confirmed hold whose sale was
+// released since reads as released.
 type HoldStatus string
 
 // The hold states.
@@ -25,6 +26,11 @@ const (
 	// HoldExpired is a hold whose deadline passed before it was confirmed:
 	// its units went back on sale.
 	HoldExpired HoldStatus = "expired"
+	// HoldReleased is a confirmed hold whose sale was released since (a
+	// refund, or the undoing of an order that could not be confirmed
+	// whole): its units went back on sale. Neither confirm nor cancel
+	// applies to it any more.
+	HoldReleased HoldStatus = "released"
 )
 
 // Final reports whether the hold has ended.
@@ -46,6 +52,9 @@ var (
 	// ErrHoldCancelled means the hold was already cancelled, so it cannot
 	// be confirmed.
 	ErrHoldCancelled = errors.New("hold cancelled")
+	// ErrHoldReleased means the hold was confirmed and its sale released
+	// since, so it can be neither confirmed again nor cancelled.
+	ErrHoldReleased = errors.New("hold released: its sale was given back")
 	// ErrInvalidTTL is a ttl_seconds outside 1..the configured maximum.
 	ErrInvalidTTL = errors.New("must be a whole number of seconds from 1 to the maximum")
 	// ErrInvalidHoldID is a hold id that is not a UUID.
@@ -61,6 +70,8 @@ func ErrHoldEnded(status HoldStatus) error {
 		return ErrHoldCancelled
 	case HoldExpired:
 		return ErrHoldExpired
+	case HoldReleased:
+		return ErrHoldReleased
 	}
 	return fmt.Errorf("%w: hold is %q", ErrConflict, status)
 }
@@ -173,9 +184,6 @@ type Hold struct {
 	// EndSeq and EndEventID are the event that ended the hold; zero while held.
 	EndSeq     int64
 	EndEventID string
-	// Released is true for a confirmed hold whose sale was released since
-	// (set by a hold's show, not by the calls that change it).
-	Released bool
 	// Replayed is true when a retried reserve returned the original hold.
 	Replayed bool
 }

@@ -93,18 +93,22 @@ const (
 	OrderHeld OrderStatus = "held"
 	// OrderConfirmed: every line is confirmed.
 	OrderConfirmed OrderStatus = "confirmed"
-	// OrderCancelled: no line is held or confirmed, and none expired.
+	// OrderCancelled: no line is held or confirmed, and none expired: each
+	// was cancelled, never reserved, or released (its sale given back).
 	OrderCancelled OrderStatus = "cancelled"
 	// OrderExpired: no line is held or confirmed, and one expired.
 	OrderExpired OrderStatus = "expired"
 	// OrderPartial: the lines are in different states, while a place,
-	// confirm or cancel runs, or after one was cut short. Retrying it
-	// finishes it; otherwise the lines still held expire.
+	// confirm or cancel runs, or after one was cut short (retrying it
+	// finishes it; otherwise the lines still held expire), or once some
+	// confirmed lines' sales were released and others stand.
 	OrderPartial OrderStatus = "partial"
 )
 
-// OrderStatusOf derives an order's state from its lines' holds. A line
-// never reserved (a place cut short) has status "".
+// OrderStatusOf derives an order's state from its lines' holds: every
+// answer about an order, whichever call gives it, comes from here. A line
+// never reserved (a place cut short) has status "". A released line
+// counts as cancelled: its units are back on sale.
 func OrderStatusOf(lines []HoldStatus) OrderStatus {
 	count := map[HoldStatus]int{}
 	for _, s := range lines {

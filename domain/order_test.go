@@ -8,7 +8,7 @@ import (
 )
 
 func TestOrderStatusOf(t *testing.T) {
-	h, c, x, e := domain.HoldHeld, domain.HoldConfirmed, domain.HoldCancelled, domain.HoldExpired
+	h, c, x, e, r := domain.HoldHeld, domain.HoldConfirmed, domain.HoldCancelled, domain.HoldExpired, domain.HoldReleased
 	for _, tc := range []struct {
 		lines []domain.HoldStatus
 		want  domain.OrderStatus
@@ -21,6 +21,9 @@ func TestOrderStatusOf(t *testing.T) {
 		{[]domain.HoldStatus{x, e}, domain.OrderExpired},
 		{[]domain.HoldStatus{x, ""}, domain.OrderCancelled},
 		{[]domain.HoldStatus{e, ""}, domain.OrderExpired},
+		{[]domain.HoldStatus{r, c}, domain.OrderPartial},
+		{[]domain.HoldStatus{r, e}, domain.OrderExpired},
+		{[]domain.HoldStatus{r, r}, domain.OrderCancelled},
 	} {
 		if got := domain.OrderStatusOf(tc.lines); got != tc.want {
 			t.Errorf("OrderStatusOf(%v) = %s, want %s", tc.lines, got, tc.want)

@@ -30,7 +30,7 @@ func TestHoldExpirySettlesMeasuresAndJournals(t *testing.T) {
 	id, _ := domain.NewOrderID("exp")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		got, err := s.App.Orders.Order(ctx, id)
-		if err == nil && got.Status == domain.OrderExpired && got.Lines[0].Released {
+		if err == nil && got.Status == domain.OrderExpired && got.Lines[0].Status == domain.HoldReleased {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -193,9 +193,6 @@ func newOrder(id domain.OrderID, user string, lines []domain.Hold) Order {
 	states := make([]domain.HoldStatus, len(lines))
 	for i, h := range lines {
 		states[i] = h.Status
-		if h.Status == domain.HoldConfirmed && h.Released {
-			states[i] = domain.HoldCancelled // its sale was undone
-		}
 		if !h.ExpiresAt.IsZero() && (o.ExpiresAt.IsZero() || h.ExpiresAt.Before(o.ExpiresAt)) {
 			o.ExpiresAt = h.ExpiresAt
 		}
@@ -233,7 +230,7 @@ func (o *Orders) Place(ctx context.Context, cmd PlaceOrderCommand) (Order, error
 	lines := make([]domain.Hold, 0, len(cmd.Lines))
 	replayed := true
 	for i, l := range cmd.Lines {
-		h, err := o.inv.Reserve(ctx, l.SKU, l.User, l.Qty, l.RequestID, l.TTL, cmd.OrderID.String(), newEventID())
+		h, err := o.holds.reserve(ctx, l, cmd.OrderID.String())
 		if err == nil && (h.Status == domain.HoldCancelled || h.Status == domain.HoldExpired) {
 			err = domain.ErrHoldEnded(h.Status)
 		}
@@ -264,9 +261,7 @@ func (o *Orders) cancelHeld(ctx context.Context, lines []domain.Hold) {
 		if h.Status != domain.HoldHeld {
 			continue
 		}
-		sku, _ := domain.NewSKUID(h.SKU)
-		id, _ := domain.NewHoldID(h.HoldID)
-		_, _ = o.inv.CancelHold(ctx, sku, id, newEventID())
+		_, _ = o.holds.Cancel(ctx, lineRef(h))
 	}
 }
 
@@ -290,7 +285,7 @@ func (o *Orders) load(ctx context.Context, id domain.OrderID) (orderRecord, []do
 			return orderRecord{}, nil, fmt.Errorf("order %q line %d: %w", id, i, err)
 		}
 		hid := domain.HoldIDFor(sku, id.LineRequestID(sku))
-		h, err := o.inv.Hold(ctx, sku, hid)
+		h, err := o.holds.Hold(ctx, HoldRef{SKU: sku, Hold: hid})
 		switch {
 		case errors.Is(err, domain.ErrHoldNotFound):
 			h = domain.Hold{HoldID: hid.String(), SKU: l.SKU, User: rec.User, Qty: l.Qty}
@@ -337,6 +332,14 @@ func (o *Orders) rebuild(ctx context.Context, id domain.OrderID) ([]byte, error)
 	return data, nil
 }
 
+// lineRef names the hold of line h, an order line read back from Redis or
+// the ledger, whose ids are valid.
+func lineRef(h domain.Hold) HoldRef {
+	sku, _ := domain.NewSKUID(h.SKU)
+	id, _ := domain.NewHoldID(h.HoldID)
+	return HoldRef{SKU: sku, Hold: id}
+}
+
 // Order returns the order's state, derived from its lines' holds; an
 // unknown order id is domain.ErrNotFound.
 func (o *Orders) Order(ctx context.Context, id domain.OrderID) (Order, error) {
@@ -347,12 +350,14 @@ func (o *Orders) Order(ctx context.Context, id domain.OrderID) (Order, error) {
 	return newOrder(id, rec.User, lines), nil
 }
 
-// Confirm confirms every line, in order; repeating it gives the same
-// answer. If a line cannot be confirmed (it expired, was cancelled, or was
-// never reserved), the confirm fails with that line's refusal and every
-// other line is undone: held lines are cancelled and lines this or an
-// earlier confirm made final are released, so the order never ends half
-// sold.
+// Confirm confirms every line still held, in order; repeating it gives the
+// same answer, which is the order as Order shows it (newOrder, over the
+// lines' holds). If a line cannot be confirmed (it expired, was cancelled,
+// or was never reserved), the confirm fails with that line's refusal and
+// every other line is undone: held lines are cancelled and lines this or
+// an earlier confirm made final are released, so the order never ends
+// half sold. A line whose sale was released after it was confirmed (a
+// refund) stays released, and the others stand.
 func (o *Orders) Confirm(ctx context.Context, id domain.OrderID) (Order, error) {
 	rec, lines, err := o.load(ctx, id)
 	if err != nil {
@@ -366,9 +371,10 @@ func (o *Orders) Confirm(ctx context.Context, id domain.OrderID) (Order, error) 
 		}
 	}
 	for i, h := range lines {
-		sku, _ := domain.NewSKUID(h.SKU)
-		hid, _ := domain.NewHoldID(h.HoldID)
-		c, err := o.inv.ConfirmHold(ctx, sku, hid, newEventID())
+		if h.Status != domain.HoldHeld {
+			continue // confirmed before, or released since
+		}
+		c, err := o.holds.Confirm(ctx, lineRef(h))
 		if err != nil {
 			if code := domain.CodeOf(err); code == domain.CodeUnavailable || code == domain.CodeInternal {
 				return Order{}, err
@@ -435,7 +441,7 @@ func (o *Orders) Settle(ctx context.Context, id domain.OrderID) (released int, e
 	failed, confirmed := -1, false
 	var cause error
 	for i, h := range lines {
-		confirmed = confirmed || h.Status == domain.HoldConfirmed && !h.Released
+		confirmed = confirmed || h.Status == domain.HoldConfirmed
 		if c := endedCause(h); c != nil && failed < 0 {
 			failed, cause = i, c
 		}
@@ -469,7 +475,7 @@ func (o *Orders) Cancel(ctx context.Context, id domain.OrderID) (Order, error) {
 		return Order{}, err
 	}
 	for i, h := range lines {
-		if h.Status == domain.HoldConfirmed && !h.Released {
+		if h.Status == domain.HoldConfirmed {
 			return Order{}, domain.LineError(i, h.SKU, domain.ErrHoldConfirmed)
 		}
 	}
@@ -477,12 +483,10 @@ func (o *Orders) Cancel(ctx context.Context, id domain.OrderID) (Order, error) {
 		if h.Status != domain.HoldHeld {
 			continue
 		}
-		sku, _ := domain.NewSKUID(h.SKU)
-		hid, _ := domain.NewHoldID(h.HoldID)
-		c, err := o.inv.CancelHold(ctx, sku, hid, newEventID())
+		c, err := o.holds.Cancel(ctx, lineRef(h))
 		switch {
 		case errors.Is(err, domain.ErrHoldExpired):
-			c, err = o.inv.Hold(ctx, sku, hid)
+			c, err = o.holds.Hold(ctx, lineRef(h))
 		case errors.Is(err, domain.ErrHoldConfirmed):
 			return Order{}, domain.LineError(i, h.SKU, err)
 		}

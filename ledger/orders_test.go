@@ -105,7 +105,7 @@ func TestOrdersNeverEndHalfSold(t *testing.T) {
 	unsold("a confirm refused after line 0 was sold")
 	// Line 0's sale was undone, so the order reads as cancelled, and
 	// cancelling it is a repeat, not a conflict with a confirmed line.
-	if got, err := orders.Order(ctx, id("confirmed-line")); err != nil || got.Status != domain.OrderCancelled || !got.Lines[0].Released {
+	if got, err := orders.Order(ctx, id("confirmed-line")); err != nil || got.Status != domain.OrderCancelled || got.Lines[0].Status != domain.HoldReleased {
 		t.Fatalf("order undone after line 0 was sold = %+v, %v; want cancelled, line 0 released", got, err)
 	}
 	if got, err := orders.Cancel(ctx, id("confirmed-line")); err != nil || got.Status != domain.OrderCancelled {

@@ -13,6 +13,12 @@ type Inventory interface {
 	Deduct(ctx context.Context, sku domain.SKUID, user domain.UserID, qty domain.Quantity, req domain.RequestID, eventID string) (domain.Receipt, error)
 	Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error)
 	State(ctx context.Context, sku domain.SKUID) (domain.StockState, error)
+	retiredChecker
+}
+
+// retiredChecker tells a retired SKU. The purchase and hold inventories
+// both carry it, for whenRetired.
+type retiredChecker interface {
 	// Retired tells whether the SKU was retired from Redis: its tombstone,
 	// read only on refusal paths, where Redis answered not warmed.
 	Retired(ctx context.Context, sku domain.SKUID) (bool, error)

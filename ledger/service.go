@@ -155,17 +155,31 @@ func MustDeductCommand(sku, user string, qty int64, requestID string) DeductComm
 // retired SKU gets its original receipt from the ledger.
 func (s *Service) Deduct(ctx context.Context, cmd DeductCommand) (domain.Receipt, error) {
 	rc, err := s.inventory.Deduct(ctx, cmd.SKU, cmd.User, cmd.Qty, cmd.RequestID, newEventID())
+	rc, err = whenRetired(ctx, s.inventory, cmd.SKU, rc, err, func() (domain.Receipt, error) { return s.retiredReceipt(ctx, cmd) })
 	if errors.Is(err, domain.ErrNotWarmed) {
-		retired, rerr := s.inventory.Retired(ctx, cmd.SKU)
-		switch {
-		case rerr != nil:
-			return domain.Receipt{}, rerr
-		case retired:
-			return s.retiredReceipt(ctx, cmd)
-		}
 		return domain.Receipt{}, s.notWarmedOrUnknown(ctx, cmd.SKU, err)
 	}
 	return rc, err
+}
+
+// whenRetired passes on v and err, Redis's answer to a call about sku,
+// unless Redis refused it as not warmed and sku is retired: then the
+// ledger answers, through fromLedger. Every call that a retired SKU's
+// ledger answers (purchase, release, the hold and order routes) goes
+// through here, so they all tell a retired SKU the same way, and only on
+// this refusal path.
+func whenRetired[T any](ctx context.Context, inv retiredChecker, sku domain.SKUID, v T, err error, fromLedger func() (T, error)) (T, error) {
+	if !errors.Is(err, domain.ErrNotWarmed) {
+		return v, err
+	}
+	retired, rerr := inv.Retired(ctx, sku)
+	switch {
+	case rerr != nil:
+		return v, rerr
+	case retired:
+		return fromLedger()
+	}
+	return v, err
 }
 
 // retiredReceipt answers a purchase of a retired SKU: a retry gets the
@@ -252,15 +266,11 @@ func must[C any](cmd C, err error) C {
 // a retired SKU is domain.ErrRetired, naming the restore that reopens it.
 func (s *Service) Release(ctx context.Context, cmd ReleaseCommand) (domain.ReleaseReceipt, error) {
 	rel, err := s.inventory.Release(ctx, cmd.SKU, cmd.User, cmd.RequestID, cmd.Reason, newEventID())
+	rel, err = whenRetired(ctx, s.inventory, cmd.SKU, rel, err, func() (domain.ReleaseReceipt, error) {
+		return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s left Redis after its sale; to release its units, "+
+			"bring it back first with `invledger restore-redis --sku %s`", domain.ErrRetired, cmd.SKU, cmd.SKU)
+	})
 	if errors.Is(err, domain.ErrNotWarmed) {
-		retired, rerr := s.inventory.Retired(ctx, cmd.SKU)
-		switch {
-		case rerr != nil:
-			return domain.ReleaseReceipt{}, rerr
-		case retired:
-			return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s left Redis after its sale; to release its units, "+
-				"bring it back first with `invledger restore-redis --sku %s`", domain.ErrRetired, cmd.SKU, cmd.SKU)
-		}
 		return domain.ReleaseReceipt{}, fmt.Errorf("%w: sku %s is not warmed, so it has no deduction %q", domain.ErrNotFound, cmd.SKU, cmd.RequestID)
 	}
 	return rel, err

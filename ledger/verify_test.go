@@ -199,8 +199,9 @@ func superuser(t *testing.T, s *stacktest.Stack, stmts ...string) {
 // TestVerifyChainsSealsEveryEventTypeAndItsHoldFields seals a SKU whose
 // ledger holds every event type: stocked, deducted, released, adjusted,
 // reserved and each way a hold ends (confirmed, cancelled, expired), an
-// order's line and closed. The honest chain verifies in full; then each
-// hold column of the order line's reserved row is edited in turn, as a
+// order's line, the refund of that line and closed. The honest chain
+// verifies in full; then each hold column of the order line's reserved row
+// and of its refund's released row is edited in turn, as a
 // superuser going around the append-only triggers, and verify names
 // exactly that seq, and nothing once the edit is undone.
 func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
@@ -263,6 +264,10 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 	if _, err := s.App.Orders.Confirm(ctx, order); err != nil {
 		t.Fatal(err)
 	}
+	// A refund of the order's line: its release carries the line's hold fields.
+	if _, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, "orderer", order.LineRequestID(mustSKU(t, sku)).String(), "refund")); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Archiver(t).CloseSKU(ctx, sku); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +284,11 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 	if err := s.Pool.QueryRow(ctx, `SELECT seq FROM ledger_entries WHERE sku = $1 AND type = 'reserved' AND order_id = 'ord-1'`, sku).Scan(&line); err != nil {
 		t.Fatal(err)
 	}
+	var refund int64
+	if err := s.Pool.QueryRow(ctx, `SELECT seq FROM ledger_entries WHERE sku = $1 AND type = 'released' AND order_id = 'ord-1' AND hold_id IS NOT NULL`,
+		sku).Scan(&refund); err != nil {
+		t.Fatalf("the refund of the order's line, with its hold fields: %v", err)
+	}
 	var rows int64
 	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&rows); err != nil {
 		t.Fatal(err)
@@ -292,12 +302,17 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 	}
 	honest("honest ledger")
 
-	for _, edit := range []struct{ column, to string }{
-		{"hold_id", "gen_random_uuid()"},
-		{"order_id", "'ord-2'"},
-		{"expires_at", "expires_at + interval '1 hour'"},
+	for _, edit := range []struct {
+		seq        int64
+		column, to string
+	}{
+		{line, "hold_id", "gen_random_uuid()"},
+		{line, "order_id", "'ord-2'"},
+		{line, "expires_at", "expires_at + interval '1 hour'"},
+		{refund, "hold_id", "gen_random_uuid()"},
+		{refund, "order_id", "'ord-2'"},
 	} {
-		where := fmt.Sprintf(`WHERE sku = '%s' AND seq = %d`, sku, line)
+		where := fmt.Sprintf(`WHERE sku = '%s' AND seq = %d`, sku, edit.seq)
 		var was string
 		if err := s.Pool.QueryRow(ctx, `SELECT quote_literal(`+edit.column+`) FROM ledger_entries `+where).Scan(&was); err != nil {
 			t.Fatal(err)
@@ -307,8 +322,8 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Broken) != 1 || rep.Broken[0].SKU != sku || rep.Broken[0].Seq != line || !strings.Contains(rep.Broken[0].Reason, "does not match") {
-			t.Fatalf("%s edited at seq %d: broken %+v, want exactly that seq", edit.column, line, rep.Broken)
+		if len(rep.Broken) != 1 || rep.Broken[0].SKU != sku || rep.Broken[0].Seq != edit.seq || !strings.Contains(rep.Broken[0].Reason, "does not match") {
+			t.Fatalf("%s edited at seq %d: broken %+v, want exactly that seq", edit.column, edit.seq, rep.Broken)
 		}
 		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
 		honest(edit.column + " restored")

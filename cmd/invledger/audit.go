@@ -239,10 +239,11 @@ func writeEntries(w io.Writer, format string, page any, entries []ledger.AuditEn
 	return output.Records(w, format, page, entryHeader, rows)
 }
 
-// holdColumns are a hold event's hold id, the status it gives the hold,
-// its deadline (reserved only) and order id; empty for other events.
+// holdColumns are a hold's event's hold id, the status it gives the hold,
+// its deadline (reserved only) and order id; a hold's events are its own
+// and the release of its sale (status released). Empty for other events.
 func holdColumns(e ledger.AuditEntry) []string {
-	if !e.Type.HoldEvent() {
+	if e.HoldID == "" {
 		return []string{"", "", "", ""}
 	}
 	status, expires := domain.HoldStatus(e.Type), ""

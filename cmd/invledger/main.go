@@ -64,7 +64,8 @@ func exitCode(err error) int {
 		return exitBadInput
 	case domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed, domain.CodeClosed, domain.CodeRetired,
 		domain.CodeConflict, domain.CodeNotFound, domain.CodeNeedsRestore, domain.CodeSelfApproval,
-		domain.CodeInsufficientStock, domain.CodeHoldExpired, domain.CodeHoldConfirmed, domain.CodeHoldCancelled:
+		domain.CodeInsufficientStock, domain.CodeHoldExpired, domain.CodeHoldConfirmed, domain.CodeHoldCancelled,
+		domain.CodeHoldReleased:
 		return exitRefused
 	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return exitTransient

@@ -168,6 +168,22 @@ func (s *PostgresLedgerStore) OrderReserves(ctx context.Context, order domain.Or
 	return reserves, nil
 }
 
+// HoldEvents returns the events that carry hold's id in sku, in seq order:
+// the hold's reserve, its end and the release of its sale, which is how
+// the holds of a SKU retired from Redis are answered. The hold_id index
+// finds them.
+func (s *PostgresLedgerStore) HoldEvents(ctx context.Context, sku domain.SKUID, hold domain.HoldID) ([]domain.Event, error) {
+	var events []domain.Event
+	err := scanEvents(ctx, s.pool, func(e domain.Event) error {
+		events = append(events, e)
+		return nil
+	}, `SELECT `+eventColumns+` FROM ledger_entries e WHERE hold_id = $1 AND sku = $2 ORDER BY seq`, hold.String(), sku.String())
+	if err != nil {
+		return nil, fmt.Errorf("events of hold %s of %s: %w", hold, sku, err)
+	}
+	return events, nil
+}
+
 // ScanAll calls fn with every ledger event ordered by (sku, seq), streaming
 // the rows as PostgreSQL sends them: the ledger is never held in memory.
 func (s *PostgresLedgerStore) ScanAll(ctx context.Context, fn func(domain.Event) error) error {

@@ -44,11 +44,16 @@ local function now_ms()
 end
 
 -- hold_reply is a script's answer about hold h at time now: a hold past
--- its deadline is expired in effect, even before the sweeper ends it.
-local function hold_reply(code, h, now)
+-- its deadline is expired in effect, even before the sweeper ends it, and a
+-- confirmed hold whose sale was released since is released. The record
+-- keeps saying confirmed (release changes the receipt, not the hold): the
+-- request id's receipt in requests_key then starts with R (receipt.lua).
+local function hold_reply(code, h, now, requests_key)
   local status = h.status
   if status == 'held' and now >= h.expires then
     status = 'expired'
+  elseif status == 'confirmed' and string.byte(redis.call('HGET', requests_key, h.request_id) or '', 1) == 82 then
+    status = 'released'
   end
   return {code, status, h.expires, h.seq, h.remaining, h.qty, h.event_id, h.end_seq,
     h.end_event_id, h.request_id, h.order_id, h.user, now}

@@ -13,10 +13,10 @@
 -- ARGV[1] sku id, ARGV[2] confirm|cancel|expire,
 -- ARGV[3], ARGV[4], ...: for each hold, its id and the id of the event that would end it
 -- Reply: one answer per hold, in ARGV's order: hold_reply (hold.lua) with code 1 ended now;
--- 2 it had already ended as asked (a repeat); -10 it ended otherwise, or is past its deadline
--- (status says which); -11 (expire only) not yet due; or {-1} not warmed, {-4} recovering,
--- {-9} no such hold. An expire that finds no such SKU or hold, or a hold that has already
--- ended, drops the expiry entry.
+-- 2 it had already ended as asked (a repeat); -10 it ended otherwise (or was confirmed and its
+-- sale released since), or is past its deadline (status says which); -11 (expire only) not yet
+-- due; or {-1} not warmed, {-4} recovering, {-9} no such hold. An expire that finds no such SKU
+-- or hold, or a hold that has already ended, drops the expiry entry.
 local sku_key, buyers_key, requests_key, expiry_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local sku, action = ARGV[1], ARGV[2]
 local ends = {confirm = 'confirmed', cancel = 'cancelled', expire = 'expired'}
@@ -65,11 +65,17 @@ for i = 1, n do
       if action == 'expire' then
         dropped[#dropped + 1] = sku .. ' ' .. hold_id
       end
-      replies[i] = hold_reply(h.status == want and 2 or -10, h, now)
+      -- A confirmed hold whose sale was released is neither a repeat of
+      -- the confirm nor cancellable: hold_reply says released.
+      local shown = hold_reply(-10, h, now, requests_key)
+      if shown[2] == want then
+        shown[1] = 2
+      end
+      replies[i] = shown
     elseif action == 'expire' and now < h.expires then
-      replies[i] = hold_reply(-11, h, now)
+      replies[i] = hold_reply(-11, h, now, requests_key)
     elseif action ~= 'expire' and now >= h.expires then
-      replies[i] = hold_reply(-10, h, now)
+      replies[i] = hold_reply(-10, h, now, requests_key)
     else
       ending[#ending + 1] = {i, hold_id, ARGV[2 + 2 * i], h}
     end
@@ -101,7 +107,7 @@ for _, e in ipairs(ending) do
   dropped[#dropped + 1] = sku .. ' ' .. hold_id
   redis.call('XADD', stream_key, '*', 'e', entry(event_id, want, sku, seq, h.qty, stock),
     'user', h.user, 'request_id', h.request_id, 'hold_id', hold_id, 'order_id', h.order_id)
-  replies[i] = hold_reply(1, h, now)
+  replies[i] = hold_reply(1, h, now, requests_key)
 end
 redis.call('HSET', sku_key, 'stock', stock, 'seq', seq, 'held', held, 'holds', holds, unpack(records))
 redis.call('ZREM', expiry_key, unpack(dropped))

@@ -94,7 +94,8 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 }
 
 // Hold reads a hold's state by Redis's clock: a held hold past its
-// deadline reads as expired.
+// deadline reads as expired, and a confirmed one whose sale was released
+// as released.
 func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain.HoldID) (domain.Hold, error) {
 	s := sku.String()
 	ctx, cancel, _ := r.begin(ctx, false)
@@ -156,9 +157,6 @@ func parseHold(op, sku, holdID string, v []any) (domain.Hold, replyCode, time.Ti
 	h.OrderID = rp.String(10, "order_id")
 	h.User = rp.String(11, "user")
 	now := time.UnixMilli(rp.Int(12, "now_ms")).UTC()
-	if len(v) > 13 {
-		h.Released = rp.Int(13, "released") == 1
-	}
 	if err := rp.Err(); err != nil {
 		return domain.Hold{}, 0, time.Time{}, err
 	}

@@ -155,6 +155,23 @@ func TestReserveConfirmIsASaleThatReleaseGivesBack(t *testing.T) {
 	if s.Stock != 10 || s.Held != 0 || s.Sold != 0 || len(s.Buyers) != 0 {
 		t.Fatalf("folded %+v", s)
 	}
+	// The release names the hold, and from then on every script that
+	// answers about the hold says released.
+	events := holdEvents(t, f, sku.String())
+	if e := events[len(events)-1]; e.Type != domain.EventReleased || e.HoldID != h.HoldID {
+		t.Fatalf("the release's event = %+v, want hold_id %s", e, h.HoldID)
+	}
+	if got := must(f.inv.Hold(ctx, sku, holdID(h))); got.Status != domain.HoldReleased {
+		t.Fatalf("hold after its release = %+v", got)
+	}
+	for _, end := range []func(context.Context, domain.SKUID, domain.HoldID, string) (domain.Hold, error){f.inv.ConfirmHold, f.inv.CancelHold} {
+		if _, err := end(ctx, sku, holdID(h), uuid.NewString()); !errors.Is(err, domain.ErrHoldReleased) || domain.CodeOf(err) != domain.CodeHoldReleased {
+			t.Fatalf("end of a released hold = %v", err)
+		}
+	}
+	if again := must(reserve(t, f, sku, "u1", 2, "r1", ttlOf(t, 60))); !again.Replayed || again.Status != domain.HoldReleased {
+		t.Fatalf("retried reserve of a released hold = %+v", again)
+	}
 }
 
 func TestCancelGivesUnitsAndAllowanceBackOnce(t *testing.T) {

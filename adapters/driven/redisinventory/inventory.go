@@ -271,6 +271,7 @@ func (r *RedisInventory) runPurchaseScript(ctx context.Context, script *luaScrip
 
 // Release returns the units of the deduction made by req to stock, exactly
 // once. Unknown deductions are ErrNotFound; a deduction of another user is ErrConflict.
+// The release of a confirmed hold's sale carries the hold's id and order id.
 func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user domain.UserID, req domain.RequestID, reason domain.Reason, eventID string) (domain.ReleaseReceipt, error) {
 	s := sku.String()
 	ctx, cancel, err := r.begin(ctx, true)
@@ -280,7 +281,8 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 	}
 	op := fmt.Sprintf("release %s request_id %q", s, req.String())
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	v, err := r.runPurchaseScript(ctx, releaseScript, keys, s, user.String(), req.String(), eventID, reason.String()).Slice()
+	v, err := r.runPurchaseScript(ctx, releaseScript, keys, s, user.String(), req.String(), eventID, reason.String(),
+		domain.HoldIDFor(sku, req).String()).Slice()
 	if err != nil {
 		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
 	}

@@ -1,13 +1,16 @@
 -- release.lua: compensation for a purchase that will not complete. Returns a deduction's units to stock
 -- exactly once, marks its receipt released (receipt.lua) and appends the released event (entry.lua).
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
--- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason
+-- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,
+-- ARGV[6] the id of the hold the request id would have reserved (derived from sku and request id):
+-- the release of a confirmed hold's sale carries its hold id and order id, so the ledger alone
+-- tells that the hold's (and its order's) sale was undone.
 -- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
 -- (the original release event); {-1} not warmed; {-4} recovering (see purchase.lua); {-6} the deduction belongs
 -- to another user; {-7} no deduction with that request id; {-12} the request id reserved a hold
 -- that is not confirmed: only a sale can be released.
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local sku, user, request_id, event_id, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local sku, user, request_id, event_id, reason, hold_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 local live, refused = live_sku(sku_key)
 if refused then
@@ -34,6 +37,11 @@ redis.call('HSET', sku_key, 'stock', stock, 'seq', seq)
 free_allowance(buyers_key, user, p.qty)
 redis.call('HSET', requests_key, request_id,
   'R' .. seq .. ':' .. event_id .. ':' .. write_receipt(p.seq, p.remaining, p.qty, p.event_id, user))
-redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'released', sku, seq, p.qty, stock),
-  'user', user, 'request_id', request_id, 'reason', reason)
+local fields = {'user', user, 'request_id', request_id, 'reason', reason}
+local raw_hold = redis.call('HGET', sku_key, 'hold:' .. hold_id)
+if raw_hold then
+  local h = read_hold(raw_hold)
+  fields[7], fields[8], fields[9], fields[10] = 'hold_id', hold_id, 'order_id', h.order_id
+end
+redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'released', sku, seq, p.qty, stock), unpack(fields))
 return {1, event_id, seq, stock}

@@ -27,7 +27,7 @@ if redis.call('HEXISTS', requests_key, request_id) == 1 then
   if h.user ~= user or h.qty ~= qty or h.order_id ~= order_id then
     return {-6}
   end
-  return hold_reply(2, h, now_ms())
+  return hold_reply(2, h, now_ms(), requests_key)
 end
 
 local counted, stock
@@ -50,4 +50,4 @@ redis.call('ZADD', expiry_key, h.expires, sku .. ' ' .. hold_id)
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'reserved', sku, h.seq, qty, h.remaining),
   'user', user, 'request_id', request_id, 'hold_id', hold_id, 'expires_at', string.format('%.0f', h.expires),
   'order_id', order_id)
-return hold_reply(1, h, now)
+return hold_reply(1, h, now, requests_key)

@@ -46,7 +46,7 @@ const (
 var (
 	warmScript     = newScript("warm.lua", nodeLua, entryLua)
 	deductScript   = newScript("deduct.lua", nodeLua, entryLua, receiptLua, purchaseLua)
-	releaseScript  = newScript("release.lua", nodeLua, entryLua, receiptLua, purchaseLua)
+	releaseScript  = newScript("release.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
 	adjustScript   = newScript("adjust.lua", nodeLua, entryLua)
 	stateScript    = newScript("state.lua", nodeLua)
 	reserveScript  = newScript("reserve.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)

@@ -69,7 +69,8 @@ var (
 	approverOnly = rolesOf(RoleApprover)
 	// readers is "auditor+": every role that may read, which is all but gateway.
 	readers = rolesOf(RoleAuditor, RoleOperator, RoleApprover)
-	// holdReaders may read a hold: the gateway that made it, and readers.
+	// holdReaders may read a hold: any gateway, since all gateway tokens
+	// are one tenant (no hold or order records who made it), and readers.
 	holdReaders = rolesOf(RoleGateway, RoleAuditor, RoleOperator, RoleApprover)
 )
 

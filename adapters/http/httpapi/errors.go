@@ -34,7 +34,7 @@ func statusOf(code domain.Code) int {
 		return http.StatusForbidden
 	case domain.CodeInsufficientStock, domain.CodeSoldOut, domain.CodeAlreadyPurchased, domain.CodeNotWarmed,
 		domain.CodeClosed, domain.CodeRetired, domain.CodeNeedsRestore, domain.CodeConflict,
-		domain.CodeHoldExpired, domain.CodeHoldConfirmed, domain.CodeHoldCancelled:
+		domain.CodeHoldExpired, domain.CodeHoldConfirmed, domain.CodeHoldCancelled, domain.CodeHoldReleased:
 		return http.StatusConflict
 	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return http.StatusServiceUnavailable

@@ -37,7 +37,7 @@ func FuzzDecodeReserve(f *testing.F) {
 	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "bad{sku}", "")
 	f.Add([]byte(`{"user_id":"u1","qty":1}`), "sku-1", "key-1")
 	f.Add([]byte(`{"user_id":"u1","qty":1,"request_id":"r1"}`), "sku-1", "key-1")
-	holds, err := ledger.NewHolds(nil, domain.HoldConfig{})
+	holds, err := ledger.NewHolds(nil, nil, domain.HoldConfig{})
 	if err != nil {
 		f.Fatal(err)
 	}

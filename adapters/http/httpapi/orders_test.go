@@ -74,7 +74,7 @@ func FuzzDecodePlaceOrder(f *testing.F) {
 }
 
 func newTestOrders(t testing.TB, maxLines int) *ledger.Orders {
-	holds, err := ledger.NewHolds(nil, domain.HoldConfig{})
+	holds, err := ledger.NewHolds(nil, nil, domain.HoldConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -306,7 +306,7 @@ func (a *Application) wire() error {
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
 	holdInventory := a.Metrics.Inventory.WrapOrders(a.Refusals.WrapOrders(orderInventory))
-	if a.Holds, err = ledger.NewHolds(holdInventory, cfg.Holds); err != nil {
+	if a.Holds, err = ledger.NewHolds(holdInventory, ad.Ledger, cfg.Holds); err != nil {
 		return err
 	}
 	if a.Orders, err = ledger.NewOrders(holdInventory, ad.Ledger, a.Holds, cfg.Orders); err != nil {

@@ -434,6 +434,34 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "POST", "/v1/skus/spec-1/retire", op, "")
 	c.do(404, "POST", "/v1/skus/nope/retire", op, "")
 	c.do(409, "POST", "/v1/skus/spec-1/release", gw, `{"user_id":"u2","request_id":"r2"}`)
+	// A retired SKU's holds and orders are answered from the ledger, as its
+	// purchases are: reads and repeats as before, new reserves closed.
+	if a := c.do(200, "GET", h1, au, ""); !strings.Contains(a.body, `"status":"confirmed"`) {
+		t.Errorf("a retired SKU's confirmed hold reads %s", a.body)
+	}
+	c.do(200, "POST", h1+"/confirm", gw, "")
+	if a := c.do(409, "POST", h1+"/cancel", gw, ""); !strings.Contains(a.body, `"error":"hold_confirmed"`) {
+		t.Errorf("cancel of a retired SKU's confirmed hold: %s", a.body)
+	}
+	if a := c.do(409, "POST", h2+"/confirm", gw, ""); !strings.Contains(a.body, `"error":"hold_cancelled"`) {
+		t.Errorf("confirm of a retired SKU's cancelled hold: %s", a.body)
+	}
+	if again := c.do(201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`); hold(again) != h1 ||
+		again.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("a retried reserve of a retired SKU answered %v %s, want hold %s replayed", again.header, again.body, h1)
+	}
+	if a := c.do(409, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h8","qty":1,"request_id":"h8"}`); !strings.Contains(a.body, `"error":"closed"`) {
+		t.Errorf("a new reserve of a retired SKU: %s", a.body)
+	}
+	if a := c.do(200, "GET", "/v1/orders/o1", au, ""); !strings.Contains(a.body, `"status":"confirmed"`) {
+		t.Errorf("an order with a retired SKU's line reads %s", a.body)
+	}
+	c.do(200, "POST", "/v1/orders", gw, o1)
+	c.do(200, "POST", "/v1/orders/o1/confirm", gw, "")
+	if a := c.do(409, "POST", "/v1/orders", gw, `{"order_id":"o8","user_id":"o8","lines":[{"sku":"spec-1","qty":1}]}`); !strings.Contains(a.body, `"error":"closed"`) ||
+		!strings.Contains(a.body, `"field":"lines[0]"`) {
+		t.Errorf("a new order of a retired SKU: %s", a.body)
+	}
 	c.do(200, "GET", "/v1/skus/spec-1", au, "")
 	c.exerciseConsole(op, ap)
 
