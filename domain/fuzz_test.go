@@ -58,7 +58,7 @@ func validPrintableID(s string, maxRunes int) bool {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsPrint(r) {
+		if !unicode.IsPrint(r) || r == utf8.RuneError {
 			return false
 		}
 	}

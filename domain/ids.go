@@ -129,7 +129,9 @@ func NewReason(s string) (Reason, error) {
 func (r Reason) String() string { return r.v }
 
 // isPrintableID accepts valid UTF-8 of 1..maxChars printable runes. Control
-// characters are refused because ids end up in logs, CSV and Redis replies.
+// characters are refused because ids end up in logs, CSV and Redis replies;
+// U+FFFD is refused because decoders put it for bytes that are not UTF-8
+// and for lone surrogates, so two distinct ids would read as one.
 func isPrintableID(s string, maxChars int) bool {
 	if s == "" || len(s) > maxChars*utf8.UTFMax || !utf8.ValidString(s) {
 		return false
@@ -137,7 +139,7 @@ func isPrintableID(s string, maxChars int) bool {
 	n := 0
 	for _, r := range s {
 		n++
-		if n > maxChars || !unicode.IsPrint(r) {
+		if n > maxChars || !unicode.IsPrint(r) || r == utf8.RuneError {
 			return false
 		}
 	}
