@@ -25,7 +25,8 @@ import (
 // holds each whole request to kin-openapi's validator, so a proposal the
 // schema does not classify as intended is discarded, not sent.
 type schemaGen struct {
-	rnd *rand.Rand
+	rnd  *rand.Rand
+	keys map[string]bool // the Idempotency-Keys of the requests made
 }
 
 // nonASCII are the letters and symbols text may hold beside ASCII: each is
