@@ -48,7 +48,9 @@ type specCase struct {
 // X-Request-Id and matches the spec's status codes, content type, headers
 // and schema; a valid request is answered 2xx or, as the state decides, a
 // 404 or 409 the operation lists; an invalid one is refused with a 4xx;
-// a token without the role gets 403 and none 401.
+// a token without the role gets 403 and none 401. Every path, the
+// console's too, asked with a method it does not describe answers 405
+// with Allow and X-Request-Id.
 func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -79,7 +81,7 @@ func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 	sent, outcomes := 0, map[string]int{}
 	for _, path := range slices.Sorted(maps.Keys(doc.Paths.Map())) {
 		if strings.HasPrefix(path, "/console") {
-			continue // HTML forms behind a session: TestUnservedMethodsAnswer405
+			continue // HTML forms behind a session; their unserved methods are checked below
 		}
 		item := doc.Paths.Value(path)
 		for _, method := range slices.Sorted(maps.Keys(item.Operations())) {
@@ -159,6 +161,35 @@ func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 			}
 		}
 	}
+	// Every path, the console's too, asked with a method it does not
+	// describe: 405 with Allow naming the described ones.
+	for _, path := range slices.Sorted(maps.Keys(doc.Paths.Map())) {
+		item := doc.Paths.Value(path)
+		described := slices.Sorted(maps.Keys(item.Operations()))
+		var anyOp string
+		for _, m := range described {
+			anyOp = m
+		}
+		c := g.validCase(&routers.Route{Spec: doc, Path: path, PathItem: item, Method: anyOp, Operation: item.GetOperation(anyOp)})
+		for _, method := range []string{"GET", "PUT", "POST", "DELETE", "PATCH"} {
+			if slices.Contains(described, method) {
+				continue
+			}
+			sent++
+			c.body, c.route = nil, &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method}
+			req, desc := c.request(t, base, "")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", desc, err)
+			}
+			_ = resp.Body.Close()
+			allow := strings.Split(strings.ReplaceAll(resp.Header.Get("Allow"), " ", ""), ",")
+			if resp.StatusCode != 405 || resp.Header.Get("X-Request-Id") == "" || !slices.ContainsFunc(described, func(m string) bool { return slices.Contains(allow, m) }) {
+				fail("%s = %d Allow %q X-Request-Id %q, want 405 allowing %v, with X-Request-Id", desc, resp.StatusCode,
+					resp.Header.Get("Allow"), resp.Header.Get("X-Request-Id"), described)
+			}
+		}
+	}
 	if failures > 40 {
 		t.Errorf("... and %d more", failures-40)
 	}
@@ -225,8 +256,8 @@ func (g *schemaGen) validCase(route *routers.Route) *specCase {
 			c.header.Set(pv.Name, v)
 		}
 	}
-	if rb := route.Operation.RequestBody; rb != nil && (rb.Value.Required || g.rnd.IntN(4) != 0) {
-		c.body = g.valid(rb.Value.Content.Get("application/json").Schema.Value)
+	if mt := jsonBody(route); mt != nil && (route.Operation.RequestBody.Value.Required || g.rnd.IntN(4) != 0) {
+		c.body = g.valid(mt.Schema.Value)
 	}
 	// The operation's rule across inputs: its Idempotency-Key header
 	// stands for a body property, which one of them must give, and which
@@ -245,6 +276,15 @@ func (g *schemaGen) validCase(route *routers.Route) *specCase {
 		}
 	}
 	return c
+}
+
+// jsonBody is the JSON request body route describes, nil when none: the
+// console's forms are not generated.
+func jsonBody(route *routers.Route) *openapi3.MediaType {
+	if rb := route.Operation.RequestBody; rb != nil {
+		return rb.Value.Content.Get("application/json")
+	}
+	return nil
 }
 
 // breakCase makes c invalid in one place, a parameter or the body; false
@@ -281,10 +321,10 @@ func (g *schemaGen) breakCase(c *specCase) bool {
 			})
 		}
 	}
-	if rb := c.route.Operation.RequestBody; rb != nil {
+	if mt := jsonBody(c.route); mt != nil {
 		breaks = append(breaks, func() bool {
-			v, what, ok := g.invalid(rb.Value.Content.Get("application/json").Schema.Value)
-			if !ok || v == nil && !rb.Value.Required {
+			v, what, ok := g.invalid(mt.Schema.Value)
+			if !ok || v == nil && !c.route.Operation.RequestBody.Value.Required {
 				return false
 			}
 			c.body, c.broken = v, "body "+what
