@@ -9,37 +9,37 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// pathParamCheck validates one path parameter's value, an error naming it.
-type pathParamCheck func(r *http.Request, name string) error
+// pathParamCheck validates one path parameter of r, an error naming it.
+type pathParamCheck func(r *http.Request) error
 
 // pathParamChecks holds, by wildcard name, how every path parameter of the
 // routes is validated. handle refuses a route with a wildcard missing here,
 // so no parameter reaches a store unchecked (PostgreSQL refuses a value
 // that is not UTF-8 with an error, which would answer 500).
 var pathParamChecks = map[string]pathParamCheck{
-	"sku": func(r *http.Request, _ string) error {
+	"sku": func(r *http.Request) error {
 		_, err := domain.NewSKUID(r.PathValue("sku"))
 		return err
 	},
-	"hold_id": func(r *http.Request, _ string) error {
+	"hold_id": func(r *http.Request) error {
 		_, err := domain.NewHoldID(r.PathValue("hold_id"))
 		return err
 	},
-	"order_id": func(r *http.Request, _ string) error {
+	"order_id": func(r *http.Request) error {
 		_, err := domain.NewOrderID(r.PathValue("order_id"))
 		return err
 	},
-	"user_id": func(r *http.Request, _ string) error {
+	"user_id": func(r *http.Request) error {
 		_, err := domain.NewUserID(r.PathValue("user_id"))
 		return err
 	},
-	"id": func(r *http.Request, _ string) error {
+	"id": func(r *http.Request) error {
 		_, err := pathID(r)
 		return err
 	},
-	"webhook_id": func(r *http.Request, name string) error {
-		if !webhookIDPattern.MatchString(r.PathValue(name)) {
-			return domain.NewFieldError(name, errors.New("must be a webhook id: wh_ and a lower-case UUID"))
+	"webhook_id": func(r *http.Request) error {
+		if !webhookIDPattern.MatchString(r.PathValue("webhook_id")) {
+			return domain.NewFieldError("webhook_id", errors.New("must be a webhook id: wh_ and a lower-case UUID"))
 		}
 		return nil
 	},
@@ -68,7 +68,7 @@ func (s *server) checkPathParams(path string, h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, name := range names {
-			if err := pathParamChecks[name](r, name); err != nil {
+			if err := pathParamChecks[name](r); err != nil {
 				s.fail(w, r, err)
 				return
 			}
