@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +19,8 @@ import (
 // repeated and case-folded keys inside order lines, and nulls. Each is
 // answered as a 4xx naming the input (never 500), and none of them sells.
 // A client re-serialising a keyed write on retry gets the replay, not 400.
+// The one answer that is not the API's: a header holding a control
+// character other than a tab, refused by Go's HTTP server itself.
 func TestStrictInputIsRefusedNamingTheField(t *testing.T) {
 	t.Parallel()
 	st := stacktest.New(t)
@@ -80,6 +86,29 @@ func TestStrictInputIsRefusedNamingTheField(t *testing.T) {
 	}
 	if a := call(t, "GET", api+"/v1/skus/strict-1/events", secretAuditor, ""); strings.Contains(a.body, `"deducted"`) || strings.Contains(a.body, `"reserved"`) {
 		t.Errorf("a refused request sold: %s", a.body)
+	}
+
+	// A control character in a header: a tab reaches the API, which names
+	// the header; any other is refused by Go's HTTP server before a
+	// handler runs, plain text and without X-Request-Id, as the spec says.
+	for _, c := range []struct {
+		value, contentType string
+		requestID          bool
+	}{{"k\tey", "application/json", true}, {"k\x01ey", "text/plain; charset=utf-8", false}} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(api, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "PUT /v1/skus/strict-3 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nIdempotency-Key: %s\r\nContent-Length: 11\r\n\r\n{\"stock\":1}", op, c.value)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = conn.Close()
+		if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != c.contentType || (resp.Header.Get("X-Request-Id") != "") != c.requestID {
+			t.Errorf("Idempotency-Key %q = %d %v %s", c.value, resp.StatusCode, resp.Header, body)
+		}
 	}
 
 	// The same keyed write, re-serialised: another key order and spacing.
