@@ -29,8 +29,9 @@ import (
 // holds each whole request to kin-openapi's validator, so a proposal the
 // schema does not classify as intended is discarded, not sent.
 type schemaGen struct {
-	rnd  *rand.Rand
-	keys map[string]bool // the Idempotency-Keys of the requests made
+	rnd   *rand.Rand
+	keys  map[string]bool     // the Idempotency-Keys of the requests made
+	known map[string][]string // resource ids answers gave, by member name (harvest)
 }
 
 // nonASCII are the letters and symbols text may hold beside ASCII: each is
@@ -79,12 +80,28 @@ func (g *schemaGen) valid(s *openapi3.Schema) any {
 		for i := range out {
 			out[i] = g.valid(s.Items.Value)
 		}
+		if key, ok := s.Extensions["x-invledger-unique-by"].(string); ok {
+			// Items must differ in key: keep the first of each.
+			seen := map[any]bool{}
+			out = slices.DeleteFunc(out, func(item any) bool {
+				v := item.(map[string]any)[key]
+				dup := seen[v]
+				seen[v] = true
+				return dup
+			})
+			if uint64(len(out)) < s.MinItems {
+				return g.valid(s)
+			}
+		}
 		return out
 	case "object":
 		out := map[string]any{}
 		for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 			if slices.Contains(s.Required, name) || g.rnd.IntN(2) == 0 {
 				out[name] = g.valid(s.Properties[name].Value)
+				if known := g.seen(name, s.Properties[name].Value); known != nil && g.rnd.IntN(2) == 0 {
+					out[name] = known
+				}
 			}
 		}
 		return out
@@ -132,11 +149,17 @@ func (g *schemaGen) integer(s *openapi3.Schema) json.Number {
 }
 
 // str is a string of s: from its format or its pattern when it has one,
-// else printable text within its lengths.
+// else printable text within its lengths. A format is generated, never
+// trusted to refuse: kin-openapi does not check uuid or date-time, so a
+// parameter the server parses needs a pattern.
 func (g *schemaGen) str(s *openapi3.Schema) string {
 	switch s.Format {
 	case "uuid":
-		return uuid.NewString()
+		var b [16]byte
+		for i := range b {
+			b[i] = byte(g.rnd.IntN(256))
+		}
+		return uuid.UUID(b).String()
 	case "date-time":
 		return time.Unix(g.rnd.Int64N(4e9), 0).UTC().Format(time.RFC3339)
 	case "uri":
