@@ -67,6 +67,7 @@ var (
 	ErrSKUOnlyDots      = fmt.Errorf("%w, not only dots", ErrInvalidSKU)
 	ErrUserIDWhitespace = fmt.Errorf("%w, without leading or trailing whitespace (ids are never trimmed)", ErrInvalidUser)
 	ErrUserIDNotNFC     = fmt.Errorf("%w, in Unicode NFC: send canonical ids, they are never normalized", ErrInvalidUser)
+	ErrUserIDNoPath     = fmt.Errorf("%w, not only dots nor a single /: it could not be a URL path segment", ErrInvalidUser)
 	// ErrMissingRequestID says why an absent request id is needed, rather
 	// than how a present one must look.
 	ErrMissingRequestID error = refinement{"is required: it is the idempotency key that makes a retry safe, never buying twice", ErrInvalidRequestID}

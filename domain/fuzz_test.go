@@ -58,7 +58,7 @@ func validPrintableID(s string, maxRunes int) bool {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsPrint(r) {
+		if !unicode.IsPrint(r) || r == utf8.RuneError {
 			return false
 		}
 	}
@@ -105,7 +105,7 @@ func checkPrintableID(t *testing.T, s string, got string, err error, field strin
 }
 
 func FuzzNewUserID(f *testing.F) {
-	for _, s := range append(printableIDSeeds, " ", "u9 ", " u9", "cafe\u0301", "caf\u00e9", "\uff55\uff19", "U9") {
+	for _, s := range append(printableIDSeeds, " ", "u9 ", " u9", "cafe\u0301", "caf\u00e9", "\uff55\uff19", "U9", ".", "..", "/", "./") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -122,11 +122,11 @@ func FuzzNewUserID(f *testing.F) {
 		}
 		if validPrintableID(s, 128) {
 			// Printable, so refused for being non-canonical, and saying so.
-			if strings.TrimSpace(s) == s && norm.NFC.IsNormalString(s) {
+			if strings.TrimSpace(s) == s && norm.NFC.IsNormalString(s) && strings.Trim(s, ".") != "" && s != "/" {
 				t.Fatalf("NewUserID refused canonical %q: %v", s, err)
 			}
-			if !errors.Is(err, domain.ErrUserIDWhitespace) && !errors.Is(err, domain.ErrUserIDNotNFC) {
-				t.Fatalf("NewUserID(%q) = %v, want a whitespace or NFC refusal", s, err)
+			if !errors.Is(err, domain.ErrUserIDWhitespace) && !errors.Is(err, domain.ErrUserIDNotNFC) && !errors.Is(err, domain.ErrUserIDNoPath) {
+				t.Fatalf("NewUserID(%q) = %v, want a whitespace, NFC or path refusal", s, err)
 			}
 		}
 	})

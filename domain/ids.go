@@ -56,7 +56,7 @@ func (s SKUID) String() string { return s.v }
 func (s SKUID) IsZero() bool { return s.v == "" }
 
 // UserID identifies a buyer: 1-128 printable characters, in Unicode NFC,
-// without leading or trailing whitespace. The per-user limit counts by the
+// without leading or trailing whitespace, not only dots nor a single /. The per-user limit counts by the
 // exact id, so ids are refused rather than normalized: "u9 " or a decomposed
 // "é" would otherwise be another buyer. The gateway must send canonical ids.
 type UserID struct{ v string }
@@ -74,6 +74,9 @@ func NewUserID(s string) (UserID, error) {
 	}
 	if !norm.NFC.IsNormalString(s) {
 		return UserID{}, NewFieldError("user_id", ErrUserIDNotNFC)
+	}
+	if !pathSegmentable(s) {
+		return UserID{}, NewFieldError("user_id", ErrUserIDNoPath)
 	}
 	return UserID{v: s}, nil
 }
@@ -128,8 +131,17 @@ func NewReason(s string) (Reason, error) {
 // String returns the reason as given.
 func (r Reason) String() string { return r.v }
 
+// pathSegmentable reports whether s can be a URL path segment that reaches
+// its route: one made only of dots is resolved away by HTTP clients and
+// servers (RFC 3986 dot segments), and Go's router cannot match a segment
+// that is a single escaped /. The ids that name a resource in a URL must
+// be segmentable.
+func pathSegmentable(s string) bool { return strings.Trim(s, ".") != "" && s != "/" }
+
 // isPrintableID accepts valid UTF-8 of 1..maxChars printable runes. Control
-// characters are refused because ids end up in logs, CSV and Redis replies.
+// characters are refused because ids end up in logs, CSV and Redis replies;
+// U+FFFD is refused because decoders put it for bytes that are not UTF-8
+// and for lone surrogates, so two distinct ids would read as one.
 func isPrintableID(s string, maxChars int) bool {
 	if s == "" || len(s) > maxChars*utf8.UTFMax || !utf8.ValidString(s) {
 		return false
@@ -137,7 +149,7 @@ func isPrintableID(s string, maxChars int) bool {
 	n := 0
 	for _, r := range s {
 		n++
-		if n > maxChars || !unicode.IsPrint(r) {
+		if n > maxChars || !unicode.IsPrint(r) || r == utf8.RuneError {
 			return false
 		}
 	}

@@ -20,8 +20,9 @@ var (
 	// ErrDuplicateSKU is a SKU named by two lines of one order: one line per
 	// SKU, so each line's hold id follows from the order id and the SKU.
 	ErrDuplicateSKU = errors.New("names a sku that an earlier line already names")
-	// ErrInvalidOrderID is an order id that is empty or not 1-128 printable characters.
-	ErrInvalidOrderID = errors.New("must be 1-128 printable characters")
+	// ErrInvalidOrderID is an order id that is empty, not 1-128 printable
+	// characters, or not a URL path segment (pathSegmentable).
+	ErrInvalidOrderID = errors.New("must be 1-128 printable characters, not only dots nor a single /")
 )
 
 // OrderConfig bounds the orders a deployment accepts.
@@ -59,12 +60,12 @@ func (c OrderConfig) CheckLineCount(n int) error {
 }
 
 // OrderID is the caller's id of an order, and its idempotency key: 1-128
-// printable characters.
+// printable characters, pathSegmentable, as its routes name it.
 type OrderID struct{ v string }
 
 // NewOrderID validates s as an order id, a FieldError on "order_id".
 func NewOrderID(s string) (OrderID, error) {
-	if !isPrintableID(s, maxIDLen) {
+	if !isPrintableID(s, maxIDLen) || !pathSegmentable(s) {
 		return OrderID{}, NewFieldError("order_id", ErrInvalidOrderID)
 	}
 	return OrderID{v: s}, nil

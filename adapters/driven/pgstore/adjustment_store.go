@@ -143,7 +143,7 @@ func (s *PostgresAdjustmentStore) LinkReconciliation(ctx context.Context, id, ru
 // and sku when they are not empty, with id below q.After when it is not 0.
 func (s *PostgresAdjustmentStore) List(ctx context.Context, q ledger.AdjustmentQuery) ([]domain.Adjustment, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+adjustmentColumns+` FROM adjustments
-		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR sku = $2) AND ($3 = 0 OR id < $3)
+		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR sku = $2) AND ($3::bigint = 0 OR id < $3)
 		ORDER BY id DESC LIMIT $4`, q.Status, q.SKU, q.After, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list adjustments: %w", translate(err))

@@ -36,7 +36,7 @@ type HistoryPageJSON struct {
 	NextAfter *int64           `json:"next_after"`
 }
 
-// UserPageJSON is the body of GET /v1/users/{user}/purchases and what
+// UserPageJSON is the body of GET /v1/users/{user_id}/purchases and what
 // `audit user --format json` prints.
 type UserPageJSON struct {
 	UserID    string           `json:"user_id"`

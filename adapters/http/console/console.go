@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +20,11 @@ import (
 	"github.com/invledger/invledger/ledger"
 )
 
-// Prefix is where serve mounts the console.
-const Prefix = "/console/"
+// Prefix is where serve mounts the console, and Root its entry page.
+const (
+	Prefix = "/console/"
+	Root   = "/console"
+)
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -221,7 +225,7 @@ func (c *Console) table() []route {
 	assets, _ := fs.Sub(assetFS, "assets")
 	static := http.StripPrefix(Prefix+"assets/", http.FileServerFS(assets))
 	return []route{
-		{"GET", Prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		{"GET", Root, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, Prefix+"sales", http.StatusSeeOther)
 		})},
 		{"GET", Prefix + "assets/{asset}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -253,21 +257,38 @@ func Routes() []string {
 	return out
 }
 
-// muxPattern is the net/http pattern of a described path: the entry page
-// alone, and every file under assets/ (vendor/ included).
-func muxPattern(path string) string {
+// muxPatterns are the net/http patterns of a described path: the entry
+// page with and without its slash, and every file under assets/ (vendor/
+// included).
+func muxPatterns(path string) []string {
 	switch path {
-	case Prefix:
-		return Prefix + "{$}"
+	case Root:
+		return []string{Root, Prefix + "{$}"}
 	case Prefix + "assets/{asset}":
-		return Prefix + "assets/"
+		return []string{Prefix + "assets/"}
 	}
-	return path
+	return []string{path}
 }
 
 func (c *Console) routes() {
+	methods := map[string][]string{} // mux pattern → its methods
 	for _, rt := range c.table() {
-		c.mux.Handle(rt.method+" "+muxPattern(rt.path), rt.handler)
+		for _, p := range muxPatterns(rt.path) {
+			c.mux.Handle(rt.method+" "+p, rt.handler)
+			methods[p] = append(methods[p], rt.method)
+		}
+	}
+	// A served path asked with another method is 405 with Allow, not the
+	// catch-all's 404.
+	for p, ms := range methods {
+		if slices.Contains(ms, http.MethodGet) {
+			ms = append(ms, http.MethodHead)
+		}
+		allow := strings.Join(ms, ", ")
+		c.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			c.render(w, r, http.StatusMethodNotAllowed, "error", session{}, errorView{Title: "Method not allowed", Message: "This page answers " + allow + "."})
+		})
 	}
 	c.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", session{}, errorView{Title: "Not found", Message: "There is no such console page."})

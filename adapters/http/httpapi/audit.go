@@ -70,7 +70,7 @@ func (s *server) skuEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	after, err := queryInt(q, "after")
+	after, err := queryCursor(q, "after", 0, "the next_after of a previous page: a seq, 0 or more")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -114,7 +114,7 @@ func (s *server) buyers(w http.ResponseWriter, r *http.Request) {
 	answer(s, w, r, res, err, NewBuyersJSON)
 }
 
-// userPurchases is GET /v1/users/{user}/purchases?after=CURSOR&limit=N:
+// userPurchases is GET /v1/users/{user_id}/purchases?after=CURSOR&limit=N:
 // the user's purchases and releases across SKUs by time,
 // {"user_id","events":[...],"next_after":CURSOR|null}.
 func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +123,7 @@ func (s *server) userPurchases(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.auditor.UserEvents(r.Context(), ledger.UserQuery{User: r.PathValue("user"), After: q.Get("after"), Limit: limit})
+	page, err := s.auditor.UserEvents(r.Context(), ledger.UserQuery{User: r.PathValue("user_id"), After: q.Get("after"), Limit: limit})
 	answer(s, w, r, page, err, NewUserPageJSON)
 }
 
@@ -146,7 +146,7 @@ func (s *server) skuOperations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	after, err := queryInt(q, "after")
+	after, err := queryCursorID(q, "after")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -217,9 +217,15 @@ func queryInt(q url.Values, name string) (int64, error) {
 // given it must be a positive integer, so a cursor outside the bigint ids
 // PostgreSQL hands out is refused rather than answered with an empty page.
 func queryCursorID(q url.Values, name string) (int64, error) {
+	return queryCursor(q, name, 1, "the next_after of a previous page: a positive integer")
+}
+
+// queryCursor parses the integer cursor name: absent is 0, given it must
+// be at least least, and what must says otherwise.
+func queryCursor(q url.Values, name string, least int64, must string) (int64, error) {
 	n, err := queryInt(q, name)
-	if err == nil && q.Has(name) && n < 1 {
-		err = domain.NewFieldError(name, errors.New("must be the next_after of a previous page: a positive integer"))
+	if err == nil && q.Has(name) && n < least {
+		err = domain.NewFieldError(name, errors.New("must be "+must))
 	}
 	return n, err
 }

@@ -37,7 +37,7 @@ func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	after, err := queryInt(q, "after")
+	after, err := queryCursorID(q, "after")
 	if err != nil {
 		s.fail(w, r, err)
 		return

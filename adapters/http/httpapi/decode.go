@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
@@ -32,9 +33,12 @@ func bodyError(format string, args ...any) error {
 // a request struct. body should be an http.MaxBytesReader: exceeding it is
 // reported as a body error. Unknown fields, trailing data, an empty body and
 // a value of the wrong type are all refused, with an error that names the
-// field at fault. So are the two things encoding/json lets through: a key
-// given twice (it would keep the last value) and a key that matches a field
-// only case-insensitively ({"QTY":3}); a key must be exactly a json tag of dst.
+// field at fault. So are the things encoding/json lets through, in nested
+// objects (order lines) as at the top: a key given twice (it would keep the
+// last value), a key that matches a field only case-insensitively
+// ({"QTY":3}), a null (it would read as "absent"), a body that is null
+// rather than an object, and bytes that are not UTF-8 (they would become
+// U+FFFD, so two distinct ids would read as one).
 func decodeJSON(body io.Reader, dst any) error {
 	rec := recPool.Get().(*recordingReader)
 	defer rec.put()
@@ -57,7 +61,7 @@ func decodeJSON(body io.Reader, dst any) error {
 			}
 		} else {
 			// rec.buf now holds one valid JSON value and whitespace.
-			err = checkKeys(rec.buf, jsonKeysOf(reflect.TypeOf(dst)))
+			err = checkBody(rec.buf, jsonKeysOf(reflect.TypeOf(dst)))
 		}
 	} else {
 		err = translateJSONError(err)
@@ -90,106 +94,169 @@ func (rr *recordingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// jsonKeyCache maps a request struct type to its json keys, collected once.
-var jsonKeyCache sync.Map // reflect.Type → []string
+// objectKeys are the json keys of a request struct, in field order, and
+// for each key the objectKeys of its value when that is an object or an
+// array of objects (nil for any other value).
+type objectKeys struct {
+	names  []string
+	nested []*objectKeys
+}
 
-// jsonKeysOf returns the json keys of the struct t points to, in field
-// order: each field's json tag name, or its Go name when it has none.
-func jsonKeysOf(t reflect.Type) []string {
+// jsonKeyCache maps a request struct type to its objectKeys, collected once.
+var jsonKeyCache sync.Map // reflect.Type → *objectKeys
+
+// jsonKeysOf returns the objectKeys of the struct t is or points to (nil
+// when it is not a struct): each field's json tag name, or its Go name when
+// it has none.
+func jsonKeysOf(t reflect.Type) *objectKeys {
 	if v, ok := jsonKeyCache.Load(t); ok {
-		return v.([]string)
+		return v.(*objectKeys)
 	}
 	st := t
-	for st.Kind() == reflect.Pointer {
+	for st.Kind() == reflect.Pointer || st.Kind() == reflect.Slice || st.Kind() == reflect.Array {
 		st = st.Elem()
 	}
-	var keys []string
-	if st.Kind() == reflect.Struct {
-		for i := range st.NumField() {
-			f := st.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch name {
-			case "-":
-				continue
-			case "":
-				name = f.Name
-			}
-			keys = append(keys, name)
-		}
+	if st.Kind() != reflect.Struct || reflect.PointerTo(st).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil
 	}
-	if len(keys) > 64 {
+	keys := &objectKeys{}
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		keys.names = append(keys.names, name)
+		keys.nested = append(keys.nested, jsonKeysOf(f.Type))
+	}
+	if len(keys.names) > 64 {
 		panic("httpapi: request struct " + st.String() + " has more than 64 json keys") // a programming error
 	}
 	v, _ := jsonKeyCache.LoadOrStore(t, keys)
-	return v.([]string)
+	return v.(*objectKeys)
 }
 
-// checkKeys refuses a key of the top-level object of data (valid JSON, as
-// Decode accepted it) that is not exactly one of keys, or that is given
-// twice. A value that is not an object has no keys to check.
-func checkKeys(data []byte, keys []string) error {
-	sc := keyScanner{data: data}
+// checkBody refuses what encoding/json accepted in data (one valid JSON
+// value) but a request must not hold: a body that is not an object, and in
+// the object and in the nested objects keys describes, a key that is not
+// exactly one of keys or that is given twice, a null, or a string that is
+// not valid UTF-8. The error names the field at fault, as lines[1].qty.
+func checkBody(data []byte, keys *objectKeys) error {
+	sc := keyScanner{data: data, checkUTF8: !utf8.Valid(data)}
 	sc.space()
 	if !sc.is('{') {
-		return nil
+		return bodyError("must be a JSON object")
 	}
-	sc.i++
+	if err := sc.object(keys, ""); err != nil {
+		return err
+	}
+	if sc.checkUTF8 {
+		return bodyError("is not valid UTF-8") // not met in a string: cannot happen
+	}
+	return sc.err
+}
+
+// object checks the object at s.i against keys and consumes it; path is
+// the field the object is the value of ("" at the top).
+func (s *keyScanner) object(keys *objectKeys, path string) error {
+	s.i++ // '{'
 	var seen uint64
 	for {
-		sc.space()
-		if sc.is(',') {
-			sc.i++
-			sc.space()
+		s.space()
+		if s.is(',') {
+			s.i++
+			s.space()
 		}
-		if !sc.is('"') {
-			return sc.err // '}' or the end: every key checked
+		if !s.is('"') {
+			s.i++ // '}'
+			return s.err
 		}
-		raw, escaped := sc.str()
-		k := -1
+		raw, escaped := s.str()
+		if s.badUTF8 {
+			return bodyError("a key is not valid UTF-8")
+		}
 		if escaped {
 			// Rare: a key spelt with escapes; compare what it decodes to.
 			var name string
 			if err := json.Unmarshal(raw, &name); err != nil {
 				return bodyError("malformed JSON: %v", err)
 			}
-			k = slices.Index(keys, name)
 			raw = []byte(name)
 		} else {
 			raw = raw[1 : len(raw)-1]
-			for i, name := range keys {
-				if string(raw) == name {
-					k = i
-					break
-				}
-			}
+		}
+		k := slices.Index(keys.names, string(raw))
+		field := string(raw)
+		if path != "" {
+			field = path + "." + field
 		}
 		switch {
 		case k < 0:
-			for _, name := range keys {
+			for _, name := range keys.names {
 				if strings.EqualFold(string(raw), name) {
-					return bodyError("unknown field %q: keys are case-sensitive, this one is %q", raw, name)
+					return bodyError("unknown field %q: keys are case-sensitive, this one is %q", field, name)
 				}
 			}
-			return bodyError("unknown field %q", raw)
+			return bodyError("unknown field %q", field)
 		case seen&(1<<k) != 0:
-			return domain.NewFieldError(keys[k], errors.New("is given more than once"))
+			return domain.NewFieldError(field, errors.New("is given more than once"))
 		}
 		seen |= 1 << k
-		sc.space()
-		sc.i++ // ':'
-		sc.skipValue()
+		s.space()
+		s.i++ // ':'
+		s.space()
+		if err := s.value(keys.nested[k], field); err != nil {
+			return err
+		}
 	}
 }
 
+// value checks the value at s.i, the one of field, and consumes it: an
+// object or the objects of an array against nested when it is not nil.
+func (s *keyScanner) value(nested *objectKeys, field string) error {
+	switch {
+	case s.is('n'):
+		return domain.NewFieldError(field, errors.New("must not be null: leave the field out instead"))
+	case nested != nil && s.is('{'):
+		return s.object(nested, field)
+	case nested != nil && s.is('['):
+		s.i++
+		for n := 0; ; n++ {
+			s.space()
+			if s.is(',') {
+				s.i++
+				s.space()
+			}
+			if !s.is('{') && !s.is('n') {
+				break
+			}
+			if err := s.value(nested, field+"["+strconv.Itoa(n)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	s.skipValue()
+	if s.badUTF8 {
+		return domain.NewFieldError(field, errors.New("is not valid UTF-8"))
+	}
+	return s.err
+}
+
 // keyScanner walks JSON that encoding/json already validated. Out of range
-// reads stop it with an error instead of panicking.
+// reads stop it with an error instead of panicking. With checkUTF8 set, a
+// string that is not valid UTF-8 sets badUTF8.
 type keyScanner struct {
-	data []byte
-	i    int
-	err  error
+	data      []byte
+	i         int
+	err       error
+	checkUTF8 bool
+	badUTF8   bool
 }
 
 func (s *keyScanner) is(c byte) bool { return s.i < len(s.data) && s.data[s.i] == c }
@@ -218,7 +285,11 @@ func (s *keyScanner) str() (raw []byte, escaped bool) {
 			continue
 		case '"':
 			s.i++
-			return s.data[start:s.i], escaped
+			raw = s.data[start:s.i]
+			if s.checkUTF8 && !utf8.Valid(raw) {
+				s.badUTF8 = true
+			}
+			return raw, escaped
 		}
 		s.i++
 	}
@@ -227,7 +298,7 @@ func (s *keyScanner) str() (raw []byte, escaped bool) {
 }
 
 // skipValue consumes one value: a string, a nested object or array, or a
-// literal or number.
+// literal or number; or, at the end of an array, its closing bracket.
 func (s *keyScanner) skipValue() {
 	s.space()
 	depth := 0
@@ -243,7 +314,10 @@ func (s *keyScanner) skipValue() {
 			depth++
 		case '}', ']':
 			if depth == 0 {
-				return // the end of the enclosing object
+				if c == ']' {
+					s.i++ // the end of an array value walks stopped in
+				}
+				return // or the end of the enclosing object
 			}
 			depth--
 			if depth == 0 {

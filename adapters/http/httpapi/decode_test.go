@@ -68,7 +68,7 @@ func TestDecodeDeduct(t *testing.T) {
 		{name: "qty overflow", sku: "s1", body: `{"user_id":"u","qty":99999999999999999999,"request_id":"r"}`, field: "qty"},
 		{name: "qty over max", sku: "s1", body: `{"user_id":"u","qty":1000000001,"request_id":"r"}`, field: "qty"},
 		{name: "qty missing", sku: "s1", body: `{"user_id":"u","request_id":"r"}`, field: "qty", detail: "required"},
-		{name: "qty null", sku: "s1", body: `{"user_id":"u","qty":null,"request_id":"r"}`, field: "qty", detail: "required"},
+		{name: "qty null", sku: "s1", body: `{"user_id":"u","qty":null,"request_id":"r"}`, field: "qty", detail: "must not be null"},
 		{name: "user_id empty", sku: "s1", body: `{"user_id":"","qty":1,"request_id":"r"}`, field: "user_id"},
 		{name: "user_id missing", sku: "s1", body: `{"qty":1,"request_id":"r"}`, field: "user_id"},
 		{name: "user_id number", sku: "s1", body: `{"user_id":7,"qty":1,"request_id":"r"}`, field: "user_id", detail: "must be a string"},

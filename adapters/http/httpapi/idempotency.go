@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -74,7 +75,7 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\n" + string(body)))
+		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\n" + string(canonicalJSON(body))))
 		principal := principalName(r)
 		claimed, status, stored, err := s.idempotency.Claim(r.Context(), principal, key, hex.EncodeToString(sum[:]))
 		if err != nil {
@@ -113,4 +114,22 @@ type answerRecorder struct {
 func (a *answerRecorder) Write(b []byte) (int, error) {
 	a.body.Write(b)
 	return a.trackedWriter.Write(b)
+}
+
+// canonicalJSON is body re-encoded so that spellings of one request are
+// one fingerprint: object keys sorted, no whitespace, strings with one
+// escaping; numbers keep their digits. A body that is not one JSON value
+// is returned as it is: the handler refuses it, and a refusal is not kept.
+func canonicalJSON(body []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return body
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return out
 }

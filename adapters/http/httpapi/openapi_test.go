@@ -20,7 +20,7 @@ func TestOpenAPIListsEveryRouteAndNoOther(t *testing.T) {
 	}
 	var described []string
 	for path, item := range doc.Paths.Map() {
-		if strings.HasPrefix(path, "/console/") {
+		if path == "/console" || strings.HasPrefix(path, "/console/") {
 			continue // the console's own: adapters/http/console's TestOpenAPIListsEveryConsoleRoute
 		}
 		for method := range item.Operations() {

@@ -25,6 +25,17 @@ func requestID(r *http.Request) string {
 	return uuid.NewString()
 }
 
+// WithRequestID serves h, a handler beside the API such as the console,
+// as the API serves its own requests: its answers carry X-Request-Id
+// (requestID's) and its context holds it for log lines.
+func WithRequestID(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := requestID(r)
+		w.Header()[apiwire.HeaderRequestID] = []string{id}
+		h.ServeHTTP(w, r.WithContext(requestid.NewContext(r.Context(), id)))
+	})
+}
+
 // trackedWriter notes what the access log and the metrics need: the
 // status sent and the principal authorize found.
 type trackedWriter struct {

@@ -290,7 +290,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/v1/skus/{sku}/balance", readers, s.balanceAt},
 		{http.MethodGet, "/v1/skus/{sku}/buyers", readers, s.buyers},
 		{http.MethodGet, "/v1/skus/{sku}/operations", readers, s.skuOperations},
-		{http.MethodGet, "/v1/users/{user}/purchases", readers, s.userPurchases},
+		{http.MethodGet, "/v1/users/{user_id}/purchases", readers, s.userPurchases},
 
 		{http.MethodPost, "/v1/reconcile", operatorOnly, s.idempotent(s.reconcile)},
 		{http.MethodGet, "/v1/reconciliations", readers, s.reconciliations},
@@ -306,8 +306,8 @@ func (s *server) routes() []route {
 
 		{http.MethodPost, "/v1/webhooks", operatorOnly, s.idempotent(s.createWebhook)},
 		{http.MethodGet, "/v1/webhooks", operatorOnly, s.listWebhooks},
-		{http.MethodDelete, "/v1/webhooks/{id}", operatorOnly, s.deleteWebhook},
-		{http.MethodPost, "/v1/webhooks/{id}/rotate", operatorOnly, s.idempotent(s.rotateWebhook)},
+		{http.MethodDelete, "/v1/webhooks/{webhook_id}", operatorOnly, s.deleteWebhook},
+		{http.MethodPost, "/v1/webhooks/{webhook_id}/rotate", operatorOnly, s.idempotent(s.rotateWebhook)},
 	}
 }
 
@@ -340,8 +340,10 @@ func (s *server) mount(include func(route) bool) {
 }
 
 // handle mounts h at "method path". roles == public needs no token;
-// otherwise the request needs a bearer token whose role is in roles.
+// otherwise the request needs a bearer token whose role is in roles. The
+// path's parameters are checked after the token, before h.
 func (s *server) handle(method, path string, roles roleSet, h http.Handler) {
+	h = s.checkPathParams(path, h)
 	if roles != public {
 		h = s.authorize(method+" "+path, roles, h)
 	}

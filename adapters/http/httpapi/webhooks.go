@@ -82,20 +82,20 @@ func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// deleteWebhook is DELETE /v1/webhooks/{id}: 204; nothing more is
+// deleteWebhook is DELETE /v1/webhooks/{webhook_id}: 204; nothing more is
 // delivered to it. 404 when there is no such subscription.
 func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
-	if err := s.webhooks.Delete(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.webhooks.Delete(r.Context(), r.PathValue("webhook_id")); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// rotateWebhook is POST /v1/webhooks/{id}/rotate: 200 with the new secret.
+// rotateWebhook is POST /v1/webhooks/{webhook_id}/rotate: 200 with the new secret.
 // The old one keeps signing deliveries beside it until
 // previous_secret_expires_at.
 func (s *server) rotateWebhook(w http.ResponseWriter, r *http.Request) {
-	sub, err := s.webhooks.Rotate(r.Context(), r.PathValue("id"))
+	sub, err := s.webhooks.Rotate(r.Context(), r.PathValue("webhook_id"))
 	answer(s, w, r, sub, err, newWebhookWithSecret)
 }

@@ -80,7 +80,7 @@ func (c *specClient) doKey(key string, want int, method, path, secret, body stri
 		req.Header.Set("Idempotency-Key", key)
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
-	console := strings.HasPrefix(path, "/console/")
+	console := strings.HasPrefix(path, "/console")
 	switch {
 	case console:
 		// A form of the console's own page, sent with its session cookie.
@@ -410,7 +410,8 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 		t.Fatalf("webhook answer %s: %v", created.body, err)
 	}
 	c.do(200, "POST", "/v1/webhooks/"+wh.ID+"/rotate", op, "")
-	c.do(404, "POST", "/v1/webhooks/wh_nope/rotate", op, "")
+	c.do(404, "POST", "/v1/webhooks/wh_00000000-0000-4000-8000-000000000000/rotate", op, "")
+	c.do(400, "POST", "/v1/webhooks/wh_nope/rotate", op, "")
 	c.do(204, "DELETE", "/v1/webhooks/"+wh.ID, op, "")
 	c.do(404, "DELETE", "/v1/webhooks/"+wh.ID, op, "")
 
@@ -476,7 +477,7 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 // operator of opSecret, then as the approver of apSecret.
 func (c *specClient) exerciseConsole(opSecret, apSecret string) {
 	c.t.Helper()
-	c.do(303, "GET", "/console/", "", "")
+	c.do(303, "GET", "/console", "", "")
 	c.do(200, "GET", "/console/assets/console.css", "", "")
 	c.do(200, "GET", "/console/signin", "", "")
 	c.do(303, "GET", "/console/sales", "", "")

@@ -590,10 +590,16 @@ func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (comp
 	if err != nil {
 		return component{}, err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", api)
-	mux.Handle(console.Prefix, con)
-	c, err := httpComponent(a, sc, "api", mux)
+	// Not a ServeMux: its redirects of unclean paths (//, /./) would answer
+	// before either handler, without X-Request-Id.
+	withID := httpapi.WithRequestID(con)
+	c, err := httpComponent(a, sc, "api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == console.Root || strings.HasPrefix(r.URL.Path, console.Prefix) {
+			withID.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
 	serve := c.run
 	c.run = func(ctx context.Context) error {
 		defer con.Close()
