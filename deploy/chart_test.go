@@ -61,31 +61,39 @@ var kinds = map[string]func() any{
 // and in the source order of the templates.
 func render(t *testing.T, overrides map[string]any, valuesFiles ...string) []string {
 	t.Helper()
-	chrt, err := loader.Load(chartDir)
+	docs, err := renderChart(overrides, valuesFiles...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return docs
+}
+
+func renderChart(overrides map[string]any, valuesFiles ...string) ([]string, error) {
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
 	}
 	vals := map[string]any{}
 	for _, f := range valuesFiles {
 		v, err := chartutil.ReadValuesFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		vals = chartutil.CoalesceTables(v, vals)
 	}
 	vals = chartutil.CoalesceTables(overrides, vals)
-	install := action.NewInstall(&action.Configuration{Log: t.Logf})
+	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace, install.KubeVersion = "shop", "sales", kubeVersion
 	rel, err := install.Run(chrt, vals)
 	if err != nil {
-		t.Fatalf("helm template: %v", err)
+		return nil, fmt.Errorf("helm template: %w", err)
 	}
 	docs := splitManifests(rel.Manifest)
 	for _, h := range rel.Hooks {
 		docs = append(docs, splitManifests("# Source: "+h.Path+"\n"+h.Manifest)...)
 	}
-	return docs
+	return docs, nil
 }
 
 // splitManifests cuts a stream of YAML documents, keeping those that hold
@@ -226,6 +234,9 @@ func check(objs []object) []string {
 		}
 		if len(c.Args) == 0 || c.Args[0] != "serve" {
 			bad("%s: runs %v, want serve", at, c.Args)
+		}
+		if slices.Contains(c.Args, "--allow-volatile-redis") {
+			bad("%s: --allow-volatile-redis: a Redis restart would lose acknowledged sales", at)
 		}
 		components := strings.Split(env["INVLEDGER_COMPONENTS"].Value, ",")
 		if slices.Contains(components, "reconciler") {
@@ -396,14 +407,17 @@ func envOf(objs []object, kind, name string) (corev1.EnvVar, bool) {
 // its defaults and in cluster mode, and checks every point of
 // docs/deploy.md on the decoded manifests.
 func TestChartLintsAndRendersSafeManifests(t *testing.T) {
+	sentinel := map[string]any{"redis": map[string]any{"mode": "sentinel", "sentinelMaster": "sales"}}
 	for _, tc := range []struct {
 		name        string
 		valuesFiles []string
-		redisVar    string // the Redis setting the pods get
-		noRedisVar  string // and the one they must not
+		overrides   map[string]any
+		redisVars   []string // the Redis settings the pods get
+		noRedisVar  string   // and one they must not
 	}{
-		{"defaults", nil, "INVLEDGER_REDIS_URL", "INVLEDGER_REDIS_CLUSTER"},
-		{"cluster", []string{clusterValues}, "INVLEDGER_REDIS_CLUSTER", "INVLEDGER_REDIS_URL"},
+		{"defaults", nil, nil, []string{"INVLEDGER_REDIS_URL"}, "INVLEDGER_REDIS_CLUSTER"},
+		{"cluster", []string{clusterValues}, nil, []string{"INVLEDGER_REDIS_CLUSTER"}, "INVLEDGER_REDIS_URL"},
+		{"sentinel", nil, sentinel, []string{"INVLEDGER_REDIS_URL", "INVLEDGER_REDIS_SENTINELS", "INVLEDGER_REDIS_SENTINEL_MASTER"}, "INVLEDGER_REDIS_CLUSTER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vals := map[string]any{}
@@ -416,7 +430,7 @@ func TestChartLintsAndRendersSafeManifests(t *testing.T) {
 			}
 			lint := action.NewLint()
 			lint.Strict, lint.KubeVersion = true, kubeVersion
-			res := lint.Run([]string{chartDir}, vals)
+			res := lint.Run([]string{chartDir}, chartutil.CoalesceTables(tc.overrides, vals))
 			for _, m := range res.Messages {
 				if m.Severity >= support.WarningSev {
 					t.Errorf("helm lint: %s", m)
@@ -426,7 +440,7 @@ func TestChartLintsAndRendersSafeManifests(t *testing.T) {
 				t.Errorf("helm lint: %v", err)
 			}
 
-			objs, err := decode(render(t, nil, tc.valuesFiles...))
+			objs, err := decode(render(t, tc.overrides, tc.valuesFiles...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,8 +448,10 @@ func TestChartLintsAndRendersSafeManifests(t *testing.T) {
 				t.Error(p)
 			}
 			for _, kind := range []string{"Deployment", "StatefulSet", "Job"} {
-				if _, ok := envOf(objs, kind, tc.redisVar); !ok {
-					t.Errorf("%s: no %s", kind, tc.redisVar)
+				for _, name := range tc.redisVars {
+					if _, ok := envOf(objs, kind, name); !ok {
+						t.Errorf("%s: no %s", kind, name)
+					}
 				}
 				if _, ok := envOf(objs, kind, tc.noRedisVar); ok {
 					t.Errorf("%s: %s set in %s mode", kind, tc.noRedisVar, tc.name)
@@ -543,6 +559,26 @@ func TestChartMonitoringObjects(t *testing.T) {
 	}
 }
 
+// TestChartRefusesUnsafeValues: values the chart cannot honour fail the
+// render, naming what to change.
+func TestChartRefusesUnsafeValues(t *testing.T) {
+	for _, tc := range []struct {
+		overrides map[string]any
+		want      string
+	}{
+		{map[string]any{"terminationGracePeriodSeconds": 20}, "terminationGracePeriodSeconds must be at least"},
+		{map[string]any{"projector": map[string]any{"replicas": 0}}, "projector.replicas must be at least 1"},
+		{map[string]any{"reconciler": map[string]any{"placement": "both"}}, "reconciler.placement"},
+		{map[string]any{"redis": map[string]any{"mode": "sentinel"}}, "redis.sentinelMaster"},
+		{map[string]any{"redis": map[string]any{"mode": "standalone"}}, "redis.mode"},
+		{map[string]any{"secrets": map[string]any{"existingSecret": ""}}, "secrets.existingSecret"},
+	} {
+		if _, err := renderChart(tc.overrides); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %v: rendered with error %v, want one naming %q", tc.overrides, err, tc.want)
+		}
+	}
+}
+
 // TestChecksRejectUnsafeManifests: each mutation of the default render, or
 // of its values, breaks one promise, and check must name it.
 func TestChecksRejectUnsafeManifests(t *testing.T) {
@@ -590,6 +626,8 @@ func TestChecksRejectUnsafeManifests(t *testing.T) {
 			mutate: func(objs []object) {
 				container("Deployment", objs).SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
 			}},
+		{name: "volatile Redis allowed", want: "--allow-volatile-redis",
+			overrides: map[string]any{"settings": map[string]any{"allowVolatileRedis": true}}},
 		{name: "missing liveness probe", want: "liveness",
 			mutate: func(objs []object) { container("Deployment", objs).LivenessProbe = nil }},
 		{name: "readiness on the wrong path", want: "readiness",

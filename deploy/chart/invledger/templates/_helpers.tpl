@@ -146,6 +146,9 @@ containers:
     imagePullPolicy: {{ $.Values.image.pullPolicy }}
     args:
       - serve
+      {{- if $.Values.settings.allowVolatileRedis }}
+      - --allow-volatile-redis
+      {{- end }}
       {{- range index . 3 }}
       - {{ . }}
       {{- end }}
