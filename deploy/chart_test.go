@@ -96,11 +96,16 @@ func renderChart(overrides map[string]any, valuesFiles ...string) ([]string, err
 	return docs, nil
 }
 
+var (
+	documentSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+	sourceLine        = regexp.MustCompile(`(?m)^# Source: (\S+)`) // helm's comment naming a manifest's template
+)
+
 // splitManifests cuts a stream of YAML documents, keeping those that hold
 // more than comments.
 func splitManifests(stream string) []string {
 	var docs []string
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(stream, -1) {
+	for _, doc := range documentSeparator.Split(stream, -1) {
 		for _, line := range strings.Split(doc, "\n") {
 			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
 				docs = append(docs, doc)
@@ -117,7 +122,7 @@ func decode(docs []string) ([]object, error) {
 	var objs []object
 	for _, doc := range docs {
 		source := "?"
-		if m := regexp.MustCompile(`(?m)^# Source: (\S+)`).FindStringSubmatch(doc); m != nil {
+		if m := sourceLine.FindStringSubmatch(doc); m != nil {
 			source = m[1]
 		}
 		var tm metav1.TypeMeta
@@ -242,9 +247,12 @@ func check(objs []object) []string {
 		if slices.Contains(components, "reconciler") {
 			reconcilers++
 		}
-		want := map[string]string{"Deployment": "api", "StatefulSet": "projector"}[w.kind]
-		if !slices.Contains(components, want) || slices.Contains(components, map[string]string{"api": "projector", "projector": "api"}[want]) {
-			bad("%s: components %v, want %s and not the other", at, components, want)
+		want, other := "api", "projector"
+		if w.kind == "StatefulSet" {
+			want, other = other, want
+		}
+		if !slices.Contains(components, want) || slices.Contains(components, other) {
+			bad("%s: components %v, want %s and not %s", at, components, want, other)
 		}
 		checkServeContainer(at, w.spec, c, env, bad)
 		switch w.kind {
