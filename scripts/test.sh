@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test.sh is `make test`: vet, every test with the race detector against
 # private redis-server and PostgreSQL processes the tests start themselves,
-# a short run of every Go benchmark so none can rot, and a short run of
-# every fuzz target.
+# a short run of every Go benchmark so none can rot, a short run of
+# every fuzz target, and the checks of the Helm chart and compose file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +25,12 @@ phase "Watermill's conformance suite for adapters/driven/redisbatch, without -ra
 # The suite turns its short mode off under -race and is built only without
 # it (//go:build !race); its full, non-short run takes about 10s here.
 go test -count=1 -run '^TestPubSub$' ./adapters/driven/redisbatch/
+
+phase "deploy/: the Helm chart and compose.yaml, rendered and checked (a module of its own, without -race)"
+# helm and the Kubernetes API types stay out of the main module. -race
+# would add minutes of instrumented build of them for a test that renders
+# templates in one goroutine.
+(cd deploy && go vet ./... && go test -count=1 ./...)
 
 phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
