@@ -26,6 +26,12 @@ phase "Watermill's conformance suite for adapters/driven/redisbatch, without -ra
 # it (//go:build !race); its full, non-short run takes about 10s here.
 go test -count=1 -run '^TestPubSub$' ./adapters/driven/redisbatch/
 
+phase "the container image (make image's code path), without -race"
+# Its tests build the image, run it from its extracted tree under chroot
+# and break it in every way its checks must catch (//go:build !race: the
+# detector would slow their gunzip tenfold).
+go test -count=1 ./scripts/mkimage/ociimage/
+
 phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
 
