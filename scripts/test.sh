@@ -32,6 +32,12 @@ phase "deploy/: the Helm chart and compose.yaml, rendered and checked (a module 
 # templates in one goroutine.
 (cd deploy && go vet ./... && go test -count=1 ./...)
 
+phase "the container image (make image's code path), without -race"
+# Its tests build the image, run it from its extracted tree under chroot
+# and break it in every way its checks must catch (//go:build !race: the
+# detector would slow their gunzip tenfold).
+go test -count=1 ./scripts/mkimage/ociimage/
+
 phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
 
