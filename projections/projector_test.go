@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/driven/pgstore"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -45,7 +45,6 @@ func ledgerCount(t *testing.T, pool *pgxpool.Pool, sku string) int {
 	}
 	return n
 }
-
 
 // assertLedgerEqualsStream checks the projection invariants for sku: one row
 // per stream event, seqs 1..N without gaps, and SUM(delta) equal to both the

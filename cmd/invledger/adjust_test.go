@@ -15,9 +15,9 @@ import (
 
 	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/runtime/server"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/domain"
 	"github.com/jackc/pgx/v5"

@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/migrations"
 	"github.com/invledger/invledger/projections"

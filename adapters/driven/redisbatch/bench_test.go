@@ -12,8 +12,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/driven/redisbatch"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
 // BenchmarkDrain drains a backlog of b.N stream entries through a Watermill

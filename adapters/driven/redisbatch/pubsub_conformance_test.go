@@ -18,9 +18,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/driven/redisbatch"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/driven/redisbatch"
 )
 
 // TestPubSub runs Watermill's own conformance suite with

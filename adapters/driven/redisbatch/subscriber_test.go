@@ -15,9 +15,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/driven/redisbatch"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/adapters/driven/redisbatch"
 )
 
 const group = "g"
@@ -116,7 +116,6 @@ func pendingCount(t *testing.T, c *redis.Client, stream string) int64 {
 	}
 	return p.Count
 }
-
 
 // xackCounter is a go-redis hook that records the number of ids of every
 // XACK command.

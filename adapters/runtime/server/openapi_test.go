@@ -22,8 +22,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger"
 )

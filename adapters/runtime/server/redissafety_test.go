@@ -329,4 +329,3 @@ func TestEvictionPolicyIsCheckedWithoutConfig(t *testing.T) {
 
 // quiet is a logger whose lines nobody reads.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 	"github.com/invledger/invledger/cmd/invledger/internal/demo"
 	"github.com/invledger/invledger/ledger"

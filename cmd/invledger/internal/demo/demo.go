@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
