@@ -23,18 +23,23 @@ import (
 //	go test -run '^$' -bench PurchaseWithConsoleWatchers -benchtime 4000x ./adapters/runtime/server
 func BenchmarkPurchaseWithConsoleWatchers(b *testing.B) {
 	_, base := startConsoleServe(b)
-	jar, _ := cookiejar.New(nil)
-	watcher := &http.Client{Jar: jar}
-	resp, err := (&http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
-		PostForm(base+"/console/signin", url.Values{"token": {conAu}})
-	if err != nil || resp.StatusCode != http.StatusSeeOther {
-		b.Fatalf("sign-in: %v %v", err, resp)
+	// The console caps feeds at 4 a session and 8 a principal, so the 20
+	// watchers are 5 signed-in browsers of 4 principals, 4 feeds each.
+	var browsers []*http.Client
+	for _, token := range []string{conAu, conOp, conOA, conAp, conAu} {
+		jar, _ := cookiejar.New(nil)
+		resp, err := (&http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
+			PostForm(base+"/console/signin", url.Values{"token": {token}})
+		if err != nil || resp.StatusCode != http.StatusSeeOther {
+			b.Fatalf("sign-in: %v %v", err, resp)
+		}
+		resp.Body.Close()
+		browsers = append(browsers, &http.Client{Jar: jar})
 	}
-	resp.Body.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	for round := range benchRounds {
 		for _, watchers := range []int{0, 20} {
-			benchWatched(b, base, watcher, client, round, watchers)
+			benchWatched(b, base, browsers, client, round, watchers)
 		}
 	}
 }
@@ -43,7 +48,7 @@ func BenchmarkPurchaseWithConsoleWatchers(b *testing.B) {
 // BenchmarkPurchaseWithConsoleWatchers runs, alternating.
 const benchRounds = 4
 
-func benchWatched(b *testing.B, base string, watcher, client *http.Client, round, watchers int) {
+func benchWatched(b *testing.B, base string, browsers []*http.Client, client *http.Client, round, watchers int) {
 	b.Run(fmt.Sprintf("round=%d/watchers=%d", round+1, watchers), func(b *testing.B) {
 		sku := fmt.Sprintf("bw-%d-%d", watchers, time.Now().UnixNano())
 		createWarm(b, base, sku, `{"stock":1000000000,"per_user_limit":1000000000}`)
@@ -56,8 +61,8 @@ func benchWatched(b *testing.B, base string, watcher, client *http.Client, round
 			}
 			wg.Wait()
 		}()
-		for range watchers {
-			resp, err := watcher.Get(base + "/console/skus/" + sku + "/feed")
+		for i := range watchers {
+			resp, err := browsers[i%len(browsers)].Get(base + "/console/skus/" + sku + "/feed")
 			if err != nil || resp.StatusCode != 200 {
 				b.Fatalf("feed: %v %v", err, resp)
 			}
