@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,17 +27,19 @@ func NewPostgresIdempotencyStore(pool *pgxpool.Pool) *PostgresIdempotencyStore {
 	return &PostgresIdempotencyStore{pool: pool, stale: time.Minute}
 }
 
-// Claim takes principal's key for a request with fingerprint. claimed is
-// true when the caller must run the request and then Complete or Release
-// the key; otherwise status and body are the stored answer. A key used for
+// Claim takes principal's key for a request with fingerprint; a kept key
+// whose fingerprint is one of earlier (the request's as an earlier release
+// made it) is the same request. claimed is true when the caller must run
+// the request and then Complete or Release the key; otherwise status and
+// body are the stored answer. A key used for
 // another request is a domain.FieldError naming Idempotency-Key; one whose
 // first request is still running is domain.ErrConflict.
-func (s *PostgresIdempotencyStore) Claim(ctx context.Context, principal, key, fingerprint string) (claimed bool, status int, body []byte, err error) {
+func (s *PostgresIdempotencyStore) Claim(ctx context.Context, principal, key, fingerprint string, earlier ...string) (claimed bool, status int, body []byte, err error) {
 	// Each turn either decides or finds the row changed under it (taken
 	// over, completed, or deleted by the janitor); a few turns settle it.
 	for range 5 {
 		var again bool
-		claimed, status, body, again, err = s.claim(ctx, principal, key, fingerprint)
+		claimed, status, body, again, err = s.claim(ctx, principal, key, fingerprint, earlier)
 		if !again {
 			break
 		}
@@ -50,7 +53,7 @@ func (s *PostgresIdempotencyStore) Claim(ctx context.Context, principal, key, fi
 	return claimed, status, body, nil
 }
 
-func (s *PostgresIdempotencyStore) claim(ctx context.Context, principal, key, fingerprint string) (claimed bool, status int, body []byte, again bool, err error) {
+func (s *PostgresIdempotencyStore) claim(ctx context.Context, principal, key, fingerprint string, earlier []string) (claimed bool, status int, body []byte, again bool, err error) {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO idempotency_keys (principal, key, fingerprint) VALUES ($1, $2, $3)
 		ON CONFLICT (principal, key) DO NOTHING`, principal, key, fingerprint)
 	if err != nil || tag.RowsAffected() == 1 {
@@ -66,7 +69,7 @@ func (s *PostgresIdempotencyStore) claim(ctx context.Context, principal, key, fi
 		return false, 0, nil, true, nil // deleted in between
 	case err != nil:
 		return false, 0, nil, false, err
-	case stored != fingerprint:
+	case stored != fingerprint && !slices.Contains(earlier, stored):
 		return false, 0, nil, false, domain.NewFieldError("Idempotency-Key", errors.New("was already used for another request; use a new key"))
 	case st != nil:
 		return false, *st, body, false, nil

@@ -42,6 +42,15 @@ func TestIdempotencyStoreClaims(t *testing.T) {
 		t.Fatalf("the key with another request = %v, want a field error naming Idempotency-Key", err)
 	}
 
+	// A key kept under an earlier release's fingerprint of the request
+	// replays it; the earlier fingerprint never matches another request.
+	if claimed, status, _, err := s.Claim(ctx, "olga", "k1", "fp1-now", "fp1"); err != nil || claimed || status != 201 {
+		t.Fatalf("retry fingerprinted as now and as before = %v %d %v; want the stored 201", claimed, status, err)
+	}
+	if _, _, _, err := s.Claim(ctx, "olga", "k1", "fp2-now", "fp2"); !errors.As(err, &fe) {
+		t.Fatalf("another request under both fingerprints = %v, want a field error", err)
+	}
+
 	// A claim whose process died blocks the key for a minute, then a retry
 	// takes it over.
 	if claimed, _, _, err := s.Claim(ctx, "olga", "k2", "fp"); err != nil || !claimed {

@@ -18,12 +18,14 @@ import (
 // successful answer to a write. *pgstore.PostgresIdempotencyStore
 // implements it.
 type IdempotencyStore interface {
-	// Claim takes principal's key for a request with fingerprint. claimed
-	// is true when the caller must run the request, then Complete or
-	// Release the key; otherwise status and body are the stored answer. A
-	// key used for another request is a domain.FieldError; one whose first
-	// request is still running is domain.ErrConflict.
-	Claim(ctx context.Context, principal, key, fingerprint string) (claimed bool, status int, body []byte, err error)
+	// Claim takes principal's key for a request with fingerprint, and
+	// matches a kept key whose fingerprint is fingerprint or one of
+	// earlier, the request's fingerprints as earlier releases made them.
+	// claimed is true when the caller must run the request, then Complete
+	// or Release the key; otherwise status and body are the stored answer.
+	// A key used for another request is a domain.FieldError; one whose
+	// first request is still running is domain.ErrConflict.
+	Claim(ctx context.Context, principal, key, fingerprint string, earlier ...string) (claimed bool, status int, body []byte, err error)
 	// Complete stores the answer of the request that claimed key.
 	Complete(ctx context.Context, principal, key string, status int, body []byte) error
 	// Release frees a claimed key whose request did not succeed, so that a
@@ -75,9 +77,9 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\n" + string(canonicalJSON(body))))
 		principal := principalName(r)
-		claimed, status, stored, err := s.idempotency.Claim(r.Context(), principal, key, hex.EncodeToString(sum[:]))
+		claimed, status, stored, err := s.idempotency.Claim(r.Context(), principal, key,
+			requestFingerprint(r, canonicalJSON(body)), release100Fingerprint(r, body))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -114,6 +116,21 @@ type answerRecorder struct {
 func (a *answerRecorder) Write(b []byte) (int, error) {
 	a.body.Write(b)
 	return a.trackedWriter.Write(b)
+}
+
+// requestFingerprint is what a kept key remembers of its request: the
+// method, the path and query, and body.
+func requestFingerprint(r *http.Request, body []byte) string {
+	sum := sha256.Sum256([]byte(r.Method + " " + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\n" + string(body)))
+	return hex.EncodeToString(sum[:])
+}
+
+// release100Fingerprint is the fingerprint release 1.0.0 kept, over the
+// raw body bytes, so that a key it kept still replays a byte-identical
+// retry after an upgrade. Keys live 24 hours: drop it in the release after
+// the first one with canonical fingerprints.
+func release100Fingerprint(r *http.Request, body []byte) string {
+	return requestFingerprint(r, body)
 }
 
 // canonicalJSON is body re-encoded so that spellings of one request are

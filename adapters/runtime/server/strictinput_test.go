@@ -2,6 +2,9 @@ package server
 
 import (
 	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -129,5 +132,23 @@ func TestStrictInputIsRefusedNamingTheField(t *testing.T) {
 	}
 	if a := keyed(`{"stock":4,"per_user_limit":1}`); a.status != 400 {
 		t.Errorf("another request with the key = %d %s, want 400", a.status, a.body)
+	}
+
+	// A key release 1.0.0 kept, fingerprinted over the raw body, still
+	// replays a byte-identical retry after the upgrade.
+	raw := "{ \"stock\": 5, \"per_user_limit\": 1 }"
+	sum := sha256.Sum256([]byte("PUT /v1/skus/strict-4?\n" + raw))
+	if _, err := st.Pool.Exec(context.Background(), `INSERT INTO idempotency_keys (principal, key, fingerprint, status, body)
+		VALUES ('olga', 'kept-by-1.0.0', $1, 201, '{"kept":true}')`, hex.EncodeToString(sum[:])); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest("PUT", api+"/v1/skus/strict-4", strings.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+op)
+	req.Header.Set("Idempotency-Key", "kept-by-1.0.0")
+	if a := send(t, req); a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(a.body), "kept") {
+		t.Errorf("a retry of a key 1.0.0 kept = %d %v %s, want its replayed 201", a.status, a.header, a.body)
 	}
 }
