@@ -38,7 +38,7 @@ demo: deps
 
 # make fresh-check (as root, not part of make test): make demo from a clone
 # of the current commit on a bare Debian 12 root filesystem (debootstrap
-# minbase) with only Go copied in, in a chroot.
+# minbase) with only Go (and make, to type the command) added, in a chroot.
 fresh-check:
 	scripts/fresh-check.sh
 

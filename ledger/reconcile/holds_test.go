@@ -234,7 +234,6 @@ func TestOpenHoldsSurviveARedisCrashAndAWipe(t *testing.T) {
 	if err := s.Redis.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	if err := s.Redis.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func BenchmarkReserveVsDeduct(b *testing.B) {
 }
 
 // BenchmarkSweeper reserves b.N holds of 1 s over 16 SKUs, then measures
-// two things: how fast one Sweep pass expires them all once they are due
+// two things: how fast one ExpireDue call expires them all once they are due
 // (holds/s), and the expiry lateness (Redis clock at expiry minus
 // deadline) of a sweeper running at its default interval while as many
 // fall due together (p50, p99). Run it with -benchtime 10000x and 50000x.

@@ -7,16 +7,11 @@ import (
 	"strconv"
 
 	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/domain"
 )
 
 type skuViewJSON = apiwire.SKUViewJSON
 
 func pathSegment(s string) string { return url.PathEscape(s) }
-
-func asAPIError(err error, target **apiError) bool { return errors.As(err, target) }
-
-func isUnavailable(err error) bool { return errors.Is(err, domain.ErrUnavailable) }
 
 // historyPageSize is the events of one history page.
 const historyPageSize = 50

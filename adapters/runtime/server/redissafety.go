@@ -140,17 +140,18 @@ func nodeSafety(ctx context.Context, node *redis.Client, p safetyPolicy) (volati
 
 // evictionSafety refuses every eviction policy but noeviction, as INFO
 // memory of the node at addr reports it: INFO needs no CONFIG, so it is
-// read in every --redis-config mode. A volatile-* policy is refused too:
-// order records and the refusal counts carry a TTL, so under memory
-// pressure it would evict them, and their keys with a TTL would make the
-// check stop sales at the first refused purchase.
+// read in every --redis-config mode. A volatile-* policy is refused too,
+// whatever the keys are at the moment: receipts and buyers carry no TTL,
+// but order records and the refusal counts do, and such a policy would
+// evict them under memory pressure, before their time.
 func evictionSafety(addr, info string) error {
 	policy := evictionPolicy(info)
 	if policy == "noeviction" {
 		return nil
 	}
-	return fmt.Errorf("%w: redis %s has maxmemory-policy %q: under memory pressure Redis may evict purchase "+
-		"records (receipts, buyers), and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction "+
+	return fmt.Errorf("%w: redis %s has maxmemory-policy %q: under memory pressure Redis may evict keys "+
+		"invledger needs (with allkeys-*: receipts and buyers, and a retry would then buy again; with volatile-*: "+
+		"order records and refusal counts). Run CONFIG SET maxmemory-policy noeviction "+
 		"and set `maxmemory-policy noeviction` in redis.conf", domain.ErrUnsafeRedis, addr, policy)
 }
 

@@ -25,8 +25,7 @@ const testGatewayToken = "shop:gateway:0123456789abcdef0123"
 // TestServeRefusesEvictingRedis: a Redis that may evict keys loses receipts,
 // and a retry then buys again; serve must not start on it. A volatile-*
 // policy is refused too, though receipts carry no TTL: order records and
-// refusal counts do, so it would evict those, and the keys with a TTL
-// would make the safety watcher stop sales at the first refused purchase.
+// refusal counts do, so it would evict those.
 func TestServeRefusesEvictingRedis(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
@@ -38,8 +37,8 @@ func TestServeRefusesEvictingRedis(t *testing.T) {
 		err := Serve(ctx, s.App, Config{Components: []string{ComponentAPI}, Listen: "127.0.0.1:0", Tokens: testGatewayToken,
 			OnListening: func(string) { t.Errorf("serve started listening with maxmemory-policy %s", policy); cancel() }})
 		cancel()
-		want := `maxmemory-policy "` + policy + `": under memory pressure Redis may evict purchase records (receipts, buyers), ` +
-			"and a retry would then buy again. Run CONFIG SET maxmemory-policy noeviction and set `maxmemory-policy noeviction` in redis.conf"
+		want := `maxmemory-policy "` + policy + `": under memory pressure Redis may evict keys invledger needs ` +
+			"(with allkeys-*: receipts and buyers, and a retry would then buy again; with volatile-*: order records and refusal counts). Run CONFIG SET maxmemory-policy noeviction and set `maxmemory-policy noeviction` in redis.conf"
 		if domain.CodeOf(err) != domain.CodeUnsafeRedis || !strings.Contains(err.Error(), want) {
 			t.Fatalf("serve with %s = %v, want unsafe_redis saying %s", policy, err, want)
 		}
