@@ -499,6 +499,18 @@ func TestChartSettingsReachThePods(t *testing.T) {
 	if e, _ := envOf(objs, "Deployment", "INVLEDGER_CONSOLE_KEY"); e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
 		t.Error("API pods do not share the console key from the Secret")
 	}
+
+	// Behind the ingress every client is an ingress pod: by default the
+	// per-client cap is the whole cap, as docs/configuration.md says.
+	defaults, err := decode(render(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := envOf(defaults, "Deployment", "INVLEDGER_MAX_CONNS")
+	perClient, _ := envOf(defaults, "Deployment", "INVLEDGER_MAX_CONNS_PER_CLIENT")
+	if all.Value == "" || perClient.Value != all.Value {
+		t.Errorf("by default INVLEDGER_MAX_CONNS_PER_CLIENT is %q, want INVLEDGER_MAX_CONNS %q", perClient.Value, all.Value)
+	}
 }
 
 // TestChartMonitoringObjects: the optional objects render, decode strictly

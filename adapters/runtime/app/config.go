@@ -144,7 +144,8 @@ func (c Config) Validate() error {
 	}
 	if c.AlertWebhook != "" {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", c.AlertWebhook))
+			// The URL may carry credentials: the error shows it redacted.
+			errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK) %q is not an http(s) URL", RedactURL(c.AlertWebhook)))
 		} else if guard != nil {
 			if err := guard.CheckURL(c.AlertWebhook); err != nil {
 				errs = append(errs, fmt.Errorf("--alert-webhook (INVLEDGER_ALERT_WEBHOOK): %w", err))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 )
@@ -72,14 +73,13 @@ func TestAnUndoneOrderLineReadsAsReleased(t *testing.T) {
 	line0 := "/v1/skus/truth-a/holds/" + placed.Lines[0].HoldID
 	c.do(200, "POST", line0+"/confirm", gw, "")
 	var got order
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if got = decode(c.do(200, "GET", "/v1/orders/undone", gw, "")); got.Status == "expired" {
-			break
+	localstacktest.WaitFor(t, "order undone to read expired 13 s after its deadline", 15*time.Second, func() bool {
+		was := got.Status
+		if got = decode(c.do(200, "GET", "/v1/orders/undone", gw, "")); got.Status != was {
+			t.Logf("order undone: %+v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order 13 s after its deadline: %+v; want expired", got)
-		}
-	}
+		return got.Status == "expired"
+	})
 	if got.Lines[0].Status != "released" || got.Lines[1].Status != "expired" {
 		t.Errorf("lines of the undone order = %+v; want released, expired", got.Lines)
 	}
@@ -93,19 +93,18 @@ func TestAnUndoneOrderLineReadsAsReleased(t *testing.T) {
 	// The ledger alone: every row of the order, found by its order_id.
 	want := fmt.Sprintf("truth-a reserved %[1]s, truth-a confirmed %[1]s, truth-a released %[1]s, truth-b reserved %[2]s, truth-b expired %[2]s",
 		placed.Lines[0].HoldID, placed.Lines[1].HoldID)
-	var rows string
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	rows := "-"
+	localstacktest.WaitFor(t, "the ledger's rows of order undone to be\n "+want, 15*time.Second, func() bool {
+		was := rows
 		if err := st.Pool.QueryRow(ctx, `SELECT coalesce(string_agg(sku || ' ' || type || ' ' || coalesce(hold_id::text, '-'), ', ' ORDER BY sku, seq), '')
 FROM ledger_entries WHERE order_id = 'undone'`).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
-		if rows == want {
-			break
+		if rows != was {
+			t.Logf("the ledger's rows of order undone:\n %s", rows)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ledger's rows of order undone:\n %s\nwant\n %s", rows, want)
-		}
-	}
+		return rows == want
+	})
 
 	// Undone by a refund of one line.
 	refunded := decode(c.do(201, "POST", "/v1/orders", gw,

@@ -96,8 +96,9 @@ type Options struct {
 	// Version is stamped into the binary as `make build` does; make passes
 	// $(VERSION), and empty means `git describe --always --dirty`.
 	Version string
-	// CABundle is the build machine's CA bundle copied into the image; empty
-	// means /etc/ssl/certs/ca-certificates.crt (Debian's ca-certificates).
+	// CABundle is the build machine's CA bundle, copied into the image at
+	// the CABundle path; mkimage's -ca-bundle defaults to that same path
+	// (Debian's ca-certificates), so no default is kept here.
 	CABundle string
 }
 
@@ -110,11 +111,7 @@ func Build(ctx context.Context, opts Options) (v1.Image, Stamp, error) {
 	if err != nil {
 		return nil, Stamp{}, err
 	}
-	caPath := opts.CABundle
-	if caPath == "" {
-		caPath = CABundle
-	}
-	ca, err := os.ReadFile(caPath)
+	ca, err := os.ReadFile(opts.CABundle)
 	if err != nil {
 		return nil, Stamp{}, fmt.Errorf("ociimage: the image needs the build machine's CA bundle for rediss:// and TLS PostgreSQL (Debian: apt-get install ca-certificates): %w", err)
 	}
@@ -195,7 +192,8 @@ func Config(s Stamp) v1.Config {
 }
 
 // archOf is the architecture of a Go binary built for the image, which
-// must not link C: it would not start on an empty image.
+// must not link C: it would not start on an empty image. Build and Verify
+// both ask it, so the image is refused for the same reasons either way.
 func archOf(binary []byte) (string, error) {
 	bi, err := buildinfo.Read(bytes.NewReader(binary))
 	if err != nil {

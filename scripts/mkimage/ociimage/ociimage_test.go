@@ -54,7 +54,7 @@ func builtImage(t *testing.T) (v1.Image, ociimage.Stamp) {
 		t.Skip("builds the image (a go build of the whole binary): skipped with -short")
 	}
 	built.once.Do(func() {
-		built.img, built.stamp, built.err = ociimage.Build(context.Background(), ociimage.Options{RepoDir: "../../.."})
+		built.img, built.stamp, built.err = ociimage.Build(context.Background(), ociimage.Options{RepoDir: "../../..", CABundle: ociimage.CABundle})
 	})
 	if built.err != nil {
 		t.Fatal(built.err)

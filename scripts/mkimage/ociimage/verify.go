@@ -3,7 +3,6 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io"
@@ -57,8 +56,8 @@ func Check(c v1.Config, files FS) error {
 		fail("no entrypoint")
 	} else if bin, ok := files[c.Entrypoint[0]]; !ok || bin.hdr.Typeflag != tar.TypeReg || bin.hdr.Mode&0o111 == 0 {
 		fail("entrypoint %s is not an executable file in the image", c.Entrypoint[0])
-	} else if !static(bin.data) {
-		fail("entrypoint %s is not a static Go binary (CGO_ENABLED=0)", c.Entrypoint[0])
+	} else if _, err := archOf(bin.data); err != nil {
+		fail("entrypoint %s: %v", c.Entrypoint[0], err)
 	}
 
 	env := map[string]string{}
@@ -139,20 +138,6 @@ func passwdHas(passwd []byte, uid int) bool {
 	for line := range strings.Lines(string(passwd)) {
 		if f := strings.Split(line, ":"); len(f) >= 7 && f[2] == strconv.Itoa(uid) {
 			return true
-		}
-	}
-	return false
-}
-
-// static reports whether binary is a Go binary built with CGO_ENABLED=0.
-func static(binary []byte) bool {
-	bi, err := buildinfo.Read(bytes.NewReader(binary))
-	if err != nil {
-		return false
-	}
-	for _, kv := range bi.Settings {
-		if kv.Key == "CGO_ENABLED" {
-			return kv.Value == "0"
 		}
 	}
 	return false
