@@ -1,35 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
-
-// syncBuffer is a bytes.Buffer that dev may write while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // runDev runs `invledger dev` on dir until its banner is out, stops it,
 // and returns the banner.
@@ -37,7 +17,7 @@ func runDev(t *testing.T, dir string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out localstacktest.SyncBuffer
 	cmd := newRootCmd()
 	cmd.SetArgs([]string{"dev", "--dir", dir, "--listen", "127.0.0.1:0", "--durability", "everysec", "--log-level", "error"})
 	cmd.SetOut(&out)

@@ -1,40 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/invledger/invledger/adapters/http/httpapi"
-
 	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
-
-// syncBuffer is a log sink safe for the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestPurchaseDuringRedisStallAnswers503InTime: a Redis frozen with
 // SIGSTOP must not hold a purchase past its deadline. The caller gets 503
@@ -43,7 +23,7 @@ func (s *syncBuffer) String() string {
 // Redis resumes the retry returns the purchase made once.
 func TestPurchaseDuringRedisStallAnswers503InTime(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &localstacktest.SyncBuffer{}
 	s := stacktest.New(t, stacktest.WithAppConfig(func(c *app.Config) {
 		c.RedisTimeout = time.Second
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))

@@ -357,7 +357,7 @@ func serveInImage(t *testing.T, root string, c v1.Config, uid, gid int, env ...s
 	_ = ln.Close()
 	listen := fmt.Sprintf("0.0.0.0:%d", port)
 	cmd := command(root, c, uid, gid, append(env, "INVLEDGER_LISTEN="+listen), c.Cmd...)
-	var logs syncBuffer
+	var logs localstacktest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -416,23 +416,4 @@ func call(t *testing.T, method, url, token, body string, want int) string {
 		t.Fatalf("%s %s: %d %s, want %d", method, url, resp.StatusCode, b, want)
 	}
 	return string(b)
-}
-
-// syncBuffer is a bytes.Buffer the process's output and the test may use
-// at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
