@@ -21,6 +21,7 @@ type InventoryMetrics struct {
 	scriptErrors *prometheus.CounterVec
 	expired      prometheus.Counter
 	lateness     prometheus.Histogram
+	batchSize    prometheus.Histogram
 }
 
 // NewInventoryMetrics creates the metrics and registers them on reg.
@@ -48,8 +49,13 @@ func NewInventoryMetrics(reg prometheus.Registerer) *InventoryMetrics {
 			Help:    "Redis clock at a hold's expiry minus its deadline.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "invledger_purchase_batch_size",
+			Help:    "Purchase attempts (deducts and reserves) of one SKU sent to Redis in one script call.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
+		}),
 	}
-	reg.MustRegister(m.latency, m.outcomes, m.scriptErrors, m.expired, m.lateness)
+	reg.MustRegister(m.latency, m.outcomes, m.scriptErrors, m.expired, m.lateness, m.batchSize)
 	// Series that exist from the start let increase() see the first error.
 	for _, op := range []string{"deduct", "release", "warm", "reserve", "confirm", "cancel", "expire"} {
 		m.scriptErrors.WithLabelValues(op)
@@ -122,6 +128,10 @@ func (mo *measuredOrders) Release(ctx context.Context, sku domain.SKUID, user do
 	mo.m.record("release", err)
 	return rel, err
 }
+
+// ObservePurchaseBatch records the size of one purchase batch the
+// inventory sent: the attempts of one SKU that shared a script call.
+func (m *InventoryMetrics) ObservePurchaseBatch(size int) { m.batchSize.Observe(float64(size)) }
 
 // observeExpiry records one hold that expiry ended.
 func (m *InventoryMetrics) observeExpiry(lateness time.Duration) {

@@ -28,6 +28,8 @@ type Config struct {
 	LogFormat           string
 	// RedisTimeout is --redis-timeout, the purchase path's deadline.
 	RedisTimeout time.Duration
+	// MaxBatch is --max-batch, the most attempts of one SKU in one script call.
+	MaxBatch int
 	// Durability is serve's --durability; other commands run strict.
 	Durability string
 	Holds      domain.HoldConfig // --hold-max-ttl, --hold-default-ttl
@@ -54,7 +56,7 @@ func (c Config) Validate() error {
 func (c Config) appConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
 		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
-		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, Holds: c.Holds, Logger: c.logger()}
+		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, MaxBatch: c.MaxBatch, Holds: c.Holds, Logger: c.logger()}
 }
 
 // logger logs to stderr as --log-level and --log-format say; Validate

@@ -57,6 +57,8 @@ Every flag can also be set with the environment variable named in its help.`,
 	env.String(&cfg.LogFormat, "log-format", "INVLEDGER_LOG_FORMAT", "text", "text, or json: one JSON object a line")
 	env.Duration(&cfg.RedisTimeout, "redis-timeout", "INVLEDGER_REDIS_TIMEOUT", redisinventory.DefaultTimeout,
 		"deadline of each purchase-path call to Redis; keep it well below the HTTP write timeout (15s)")
+	env.Int(&cfg.MaxBatch, "max-batch", "INVLEDGER_MAX_BATCH", redisinventory.DefaultMaxBatch,
+		"most concurrent purchase attempts of one SKU sent to Redis in one script call (1 to 1000; 1 sends each alone)")
 	env.Duration(&cfg.Holds.MaxTTL, "hold-max-ttl", "INVLEDGER_HOLD_MAX_TTL", domain.DefaultHoldMaxTTL, "longest ttl_seconds a hold may ask for")
 	env.Duration(&cfg.Holds.DefaultTTL, "hold-default-ttl", "INVLEDGER_HOLD_DEFAULT_TTL", 0, "ttl of a hold that asks for none (default 15m, or --hold-max-ttl if shorter)")
 

@@ -37,6 +37,7 @@ const (
 	codeFenceLost         replyCode = -17 // the restore fence no longer holds the restore's token
 	codeRestoreShort      replyCode = -18 // {-18, buyers, requests}: the hashes do not hold what the restore wrote
 	codeLive              replyCode = -19 // the SKU is in Redis, so it is not retired
+	codeAttemptFailed     replyCode = -20 // {-20, message}: one attempt of a batch raised an error and wrote nothing
 )
 
 // subject is what a script call was about, for the text of its refusal.
@@ -105,6 +106,12 @@ func refusal(rp *reply, code replyCode, s subject) error {
 		}
 		return fmt.Errorf("Redis holds %d buyers and %d requests of sku %s, not what was written; the sku stays fenced: run the restore again",
 			buyers, requests, s.sku)
+	case codeAttemptFailed:
+		msg := rp.String(1, "message")
+		if err := rp.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: %w: the attempt failed in Redis and wrote nothing: %s", rp.what, ErrScript, msg)
 	}
 	return fmt.Errorf("%s: %w: code %d", rp.what, ErrScript, code)
 }

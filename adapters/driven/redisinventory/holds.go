@@ -32,12 +32,11 @@ func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user dom
 		return domain.Hold{}, err
 	}
 	op := fmt.Sprintf("reserve %s request_id %q", s, req.String())
-	keys := r.keys.HoldKeys(s)
 	holdID := domain.HoldIDFor(sku, req).String()
-	v, err := r.runPurchaseScript(ctx, reserveScript, keys, s, user.String(), qty.Int64(), req.String(), eventID,
-		ttl.Duration().Milliseconds(), holdID, orderID).Slice()
+	v, err := r.batches.do(ctx, s, r.keys.HoldKeys(s), []any{"r", user.String(), qty.Int64(), req.String(), eventID,
+		ttl.Duration().Milliseconds(), holdID, orderID})
 	if err != nil {
-		return domain.Hold{}, r.failed(ctx, op, err)
+		return domain.Hold{}, fmt.Errorf("%s: %w", op, err)
 	}
 	h, code, _, err := parseHold(op, s, holdID, v)
 	if err != nil {
@@ -78,7 +77,7 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 	}
 	op := fmt.Sprintf("%s hold %s of %s", action, hold, s)
 	keys := r.keys.HoldKeys(s)
-	v, err := r.runPurchaseScript(ctx, holdEndScript, keys, s, string(action), hold.String(), eventID).Slice()
+	v, err := holdEndScript.Run(ctx, r.client, keys, s, string(action), hold.String(), eventID).Slice()
 	if err != nil {
 		return domain.Hold{}, time.Time{}, r.failed(ctx, op, err)
 	}
@@ -136,12 +135,12 @@ func holdEndReplies(op string, v []any, holds int) ([][]any, error) {
 	return replies, nil
 }
 
-// parseHold decodes hold_reply (hold.lua), or a refusal, which has no hold
-// and only a code. It also returns the Redis clock the script read.
+// parseHold decodes hold_reply (hold.lua), or a refusal, which has no hold:
+// a code, and for some a figure or a message. It also returns the Redis clock the script read.
 func parseHold(op, sku, holdID string, v []any) (domain.Hold, replyCode, time.Time, error) {
 	rp := newReply(op, v)
 	code := rp.Code()
-	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut {
+	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut || code == codeAttemptFailed {
 		return domain.Hold{}, code, time.Time{}, err
 	}
 	h := domain.Hold{HoldID: holdID, SKU: sku}

@@ -36,7 +36,8 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv := localstacktest.Redis(t)
-	opts := &redis.Options{Addr: srv.Addr()}
+	// As the service's client: a deadline cuts a blocked read.
+	opts := &redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true}
 	runIDs := redisinventory.NewRunIDs()
 	runIDs.Attach(opts)
 	client := redis.NewClient(opts)
@@ -395,63 +396,81 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	}
 }
 
-// TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall: the
-// auto-pipelined path (the default) falls back to sending the script body
-// when Redis no longer knows its digest, and a stalled Redis is answered
-// with ErrUnavailable within the configured timeout even though a queued
-// command cannot be cancelled. Once Redis resumes, the retry with the same
-// request id gets the outcome of the call that was cut, never a second sale.
-func TestPipelinedPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
+// TestPurchasesSurviveAFlushedScriptCacheAndAStall: a purchase falls back
+// to sending the script body when Redis no longer knows its digest, and on
+// a stalled Redis every caller, the one whose call is in flight and the
+// ones waiting behind it for the same SKU, is answered ErrUnavailable
+// within the configured timeout. Once Redis resumes, each caller's retry
+// with the same request id gets the outcome of its call, never a second
+// sale.
+func TestPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	sku := f.warm(t, "pipelined", 10, 1)
+	sku := f.warm(t, "stalled", 100, 1)
 	if err := f.client.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if rc, err := deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()); err != nil || rc.Seq != 2 {
+	if rc, err := deduct(t, f, sku, "u0", 1, "req-0", uuid.NewString()); err != nil || rc.Seq != 2 {
 		t.Fatalf("deduct after SCRIPT FLUSH = %+v, %v; want seq 2", rc, err)
 	}
 
-	const timeout = 300 * time.Millisecond
+	const timeout, callers = 300 * time.Millisecond, 20
 	inv := must(redisinventory.NewRedisInventory(f.client, f.keys, redisinventory.InventoryConfig{Timeout: timeout}))
 	if err := f.srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.srv.Resume() })
 	start := time.Now()
-	_, err := inv.Deduct(ctx, sku, must(domain.NewUserID("u2")), must(domain.NewQuantity(1)), must(domain.NewRequestID("req-2")), uuid.NewString())
-	if waited := time.Since(start); !errors.Is(err, domain.ErrUnavailable) || waited > 10*timeout {
-		t.Fatalf("deduct on a stalled Redis = %v after %s; want ErrUnavailable within about %s", err, waited, timeout)
+	errs := make([]error, callers)
+	waited := make([]time.Duration, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			_, errs[i] = inv.Deduct(ctx, sku, must(domain.NewUserID(fmt.Sprint("u", i+1))), must(domain.NewQuantity(1)),
+				must(domain.NewRequestID(fmt.Sprint("req-", i+1))), uuid.NewString())
+			waited[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, domain.ErrUnavailable) || waited[i] > 10*timeout {
+			t.Fatalf("caller %d on a stalled Redis = %v after %s; want ErrUnavailable within about %s", i, err, waited[i], timeout)
+		}
 	}
 	if err := f.srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	// go-redis may still deliver the cut call once Redis answers; either way
-	// the caller's retry settles on one sale.
-	var rc domain.Receipt
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rc, err = deduct(t, f, sku, "u2", 1, "req-2", uuid.NewString())
-		if err == nil || time.Now().After(deadline) {
-			break
+	// The call in flight may still run once Redis answers; either way each
+	// caller's retry settles on at most one sale.
+	for i := range callers {
+		var rc domain.Receipt
+		var err error
+		localstacktest.WaitFor(t, "the retry after the stall", 10*time.Second, func() bool {
+			rc, err = deduct(t, f, sku, fmt.Sprint("u", i+1), 1, fmt.Sprint("req-", i+1), uuid.NewString())
+			return err == nil
+		})
+		if rc.User != fmt.Sprint("u", i+1) {
+			t.Fatalf("retry of caller %d: %+v", i, rc)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("retry after the stall: %v", err)
 	}
 	st := must(f.inv.State(ctx, sku))
-	if st.Stock != 8 || st.Seq != 3 || rc.Seq != 3 {
-		t.Fatalf("after the stall and the retry: state %+v, receipt %+v; want stock 8, seq 3: one sale per request id", st, rc)
+	if st.Stock != 100-1-callers || st.Seq != 2+callers {
+		t.Fatalf("after the stall and the retries: state %+v; want stock %d, seq %d: one sale per request id", st, 100-1-callers, 2+callers)
 	}
 }
 
-// rawDeduct runs deduct.lua by hand over client, outside RedisInventory and
-// its tracker.
+// rawDeduct runs one deduct through batch.lua by hand over client, outside
+// RedisInventory and its tracker, and returns its answer.
 func rawDeduct(ctx context.Context, client *redis.Client, keys redisinventory.Keyspace, sku, user, req string) ([]any, error) {
-	return redisinventory.DeductScript.Run(ctx, client,
-		[]string{keys.SKUKey(sku), keys.BuyersKey(sku), keys.RequestsKey(sku), keys.SKUStreamKey(sku)},
-		sku, user, 1, req, uuid.NewString()).Slice()
+	v, err := redisinventory.BatchScript.Run(ctx, client, keys.HoldKeys(sku), sku, "d", user, 1, req, uuid.NewString(), "").Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != 1 {
+		return nil, fmt.Errorf("batch.lua answered %v for one attempt", v)
+	}
+	answer, _ := v[0].([]any)
+	return answer, nil
 }
 
 // TestPromotedReplicaRefusesTheOldMastersFence replicates a verified SKU to
@@ -515,7 +534,7 @@ func TestPromotedReplicaRefusesTheOldMastersFence(t *testing.T) {
 		t.Fatalf("deduct on the promoted replica: %v, want ErrRecovering", err)
 	}
 	if reply, err := rawDeduct(ctx, replica, f.keys, "promoted", "u3", "raw"); err != nil || reply[0] != int64(-4) {
-		t.Fatalf("deduct.lua on the promoted replica: %v %v, want code -4 (recovering)", reply, err)
+		t.Fatalf("batch.lua on the promoted replica: %v %v, want code -4 (recovering)", reply, err)
 	}
 	// The old master, not demoted in this test, still holds its own run.
 	if _, err := deduct(t, f, sku, "u4", 1, "old-master", uuid.NewString()); err != nil {

@@ -1,15 +1,15 @@
 -- purchase.lua: prepended to the scripts that sell or hold units (see
--- scripts.go), so that deduct and reserve refuse exactly alike and the
+-- scripts.go), so that a deduct and a reserve (batch.lua) refuse exactly alike and the
 -- scripts that end a hold check the SKU as they do. The functions only
 -- read; each script does every check before its first write.
 
--- live_sku reads the SKU's live fields {stock, limit, status, fence, seq},
--- or returns nil and a refusal: {-1} not warmed, {-4} recovering.
+-- live_sku reads the SKU's live fields {stock, limit, status, fence, seq,
+-- held, holds} (the last two nil while no hold is open), or returns nil and a refusal: {-1} not warmed, {-4} recovering.
 -- Fencing: the SKU was verified against the ledger under one run of the
 -- node now executing (node.lua). A restart, or a replica promoted without
 -- the last writes of its old master, leaves the fence of another run.
 local function live_sku(sku_key)
-  local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
+  local live = redis.call('HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds')
   if not live[1] then
     return nil, {-1}
   end

@@ -45,11 +45,10 @@ const (
 // sends the 40-byte digest, not the body.
 var (
 	warmScript     = newScript("warm.lua", nodeLua, entryLua)
-	deductScript   = newScript("deduct.lua", nodeLua, entryLua, receiptLua, purchaseLua)
+	batchScript    = newScript("batch.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
 	releaseScript  = newScript("release.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
 	adjustScript   = newScript("adjust.lua", nodeLua, entryLua)
 	stateScript    = newScript("state.lua", nodeLua)
-	reserveScript  = newScript("reserve.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
 	holdEndScript  = newScript("hold_end.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
 	holdShowScript = newScript("hold_show.lua", holdLua)
 	dueScript      = newScript("due.lua", holdLua)

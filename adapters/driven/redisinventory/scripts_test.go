@@ -6,16 +6,58 @@ import (
 	"io/fs"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/domain"
 )
 
-// DeductScript is deduct.lua as the table builds it, for the tests that
+// BatchScript is batch.lua as the table builds it, for the tests that
 // run it by hand, outside RedisInventory.
-var DeductScript = deductScript.Script
+var BatchScript = batchScript.Script
+
+// BatchScriptSource is batch.lua with its fragments, as the table builds it.
+func BatchScriptSource() string {
+	var body strings.Builder
+	for _, f := range batchScript.fragments {
+		body.WriteString(luaFile(string(f)))
+	}
+	return body.String() + luaFile(batchScript.file)
+}
+
+// UseBatchScript makes r run source instead of batch.lua.
+func UseBatchScript(r *RedisInventory, source string) {
+	r.script = &luaScript{Script: redis.NewScript(source), file: "batch.lua (a test's copy)"}
+}
+
+// HoldBatches makes the attempts on sku wait as if a call for it were in
+// flight, so a test decides what one batch holds: waiting tells how many
+// wait, and send sends them, in arrival order, in batches of at most
+// MaxBatch, and returns once every one is answered.
+func HoldBatches(r *RedisInventory, sku domain.SKUID) (waiting func() int, send func()) {
+	b, s := r.batches, sku.String()
+	q := &skuQueue{sku: s, keys: r.keys.HoldKeys(s)}
+	b.mu.Lock()
+	if _, busy := b.queues[s]; busy {
+		panic("HoldBatches: a call for " + s + " is in flight")
+	}
+	b.queues[s] = q
+	b.mu.Unlock()
+	waiting = func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(q.waiting)
+	}
+	send = func() {
+		if batch := b.next(q); batch != nil {
+			b.drain(q, batch)
+		}
+	}
+	return waiting, send
+}
 
 // privateRedis starts a Redis of the test's own, with a client and the
 // default key layout.
@@ -114,6 +156,15 @@ func TestEveryCodeAScriptGivesHasAMeaning(t *testing.T) {
 			seen++
 			code := replyCode(n)
 			if code == codeDone || code == codeDoneBefore || code == codeLive {
+				continue
+			}
+			if code == codeAttemptFailed {
+				// An attempt that raised is a script error by design: its
+				// error must carry what Redis said.
+				rp := newReply(s.file, []any{n, "malformed receipt"})
+				if err := refusal(rp, code, subject{sku: "s"}); !errors.Is(err, ErrScript) || !strings.Contains(err.Error(), "malformed receipt") {
+					t.Errorf("%s answers %d: refusal gives %v, want an ErrScript with the message", s.file, n, err)
+				}
 				continue
 			}
 			rp := newReply(s.file, []any{n, int64(1), int64(2)})

@@ -221,8 +221,10 @@ func (a *Application) wire() error {
 	cfg := a.cfg
 	ad := &a.Adapters
 	var err error
-	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys,
-		redisinventory.InventoryConfig{Timeout: cfg.RedisTimeout}); err != nil {
+	reg := cfg.Registry
+	inventoryMetrics := ledger.NewInventoryMetrics(reg)
+	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
+		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch}); err != nil {
 		return err
 	}
 	ad.Restorer = redisinventory.NewRedisRestorer(a.Redis, a.Keys)
@@ -254,8 +256,7 @@ func (a *Application) wire() error {
 	ad.RepairLock = pgstore.NewPostgresAdvisoryLock(a.Pool, "reconcile-repair")
 	ad.WebhookLeader = pgstore.NewPostgresAdvisoryLock(a.Pool, "event-webhook-leader")
 
-	reg := cfg.Registry
-	a.Metrics = Metrics{Registry: reg, Inventory: ledger.NewInventoryMetrics(reg),
+	a.Metrics = Metrics{Registry: reg, Inventory: inventoryMetrics,
 		Projection: projections.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
 		EventWebhooks: eventwebhook.NewMetrics(reg),
 		Seal:          seal.NewMetrics(reg),

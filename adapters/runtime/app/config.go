@@ -82,6 +82,10 @@ type Config struct {
 	// retries with the same request id instead of losing the answer.
 	// Default redisinventory.DefaultTimeout (2s).
 	RedisTimeout time.Duration
+	// MaxBatch is the most concurrent purchase attempts (deducts and
+	// reserves) of one SKU sent in one script call. Default
+	// redisinventory.DefaultMaxBatch.
+	MaxBatch int
 	// Holds bounds the ttl of holds: MaxTTL (default 1h) and DefaultTTL
 	// (default 15m).
 	Holds domain.HoldConfig
@@ -106,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RedisTimeout == 0 {
 		c.RedisTimeout = redisinventory.DefaultTimeout
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = redisinventory.DefaultMaxBatch
 	}
 	if c.RedisPoolSize == 0 {
 		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
@@ -161,6 +168,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--redis-timeout (INVLEDGER_REDIS_TIMEOUT) must not be negative, got %s", c.RedisTimeout))
+	}
+	if c.MaxBatch < 0 || c.MaxBatch > redisinventory.MaxBatchLimit {
+		errs = append(errs, fmt.Errorf("--max-batch (INVLEDGER_MAX_BATCH) must be between 1 and %d, got %d", redisinventory.MaxBatchLimit, c.MaxBatch))
 	}
 	if c.RedisPoolSize < 0 {
 		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))

@@ -4,7 +4,7 @@
 // no span.
 //
 // What is traced: each HTTP request (a server span named by its route
-// pattern), the purchase script call (deduct.lua, a child of the request),
+// pattern), the purchase script call (batch.lua, a child of the request),
 // each projector batch with its ledger commit, and each reconciliation
 // run. A sampled purchase carries its trace context in its stream entry
 // (field tp, a W3C traceparent); the projector batch that writes it into

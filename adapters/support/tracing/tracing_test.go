@@ -46,7 +46,7 @@ func TestEnabledFollowsTheOTELVariables(t *testing.T) {
 
 // TestAPurchaseTraceLinksToTheBatchThatWroteIt runs a real serve (API and
 // projector) with the SDK's in-memory exporter: a sampled purchase has a
-// server span and a deduct.lua child, its stream entry carries its
+// server span and a batch.lua child, its stream entry carries its
 // traceparent, and the projector batch that wrote it into the ledger, with
 // its ledger.commit child, links to it. An unsampled purchase (traceparent
 // flags 00) starts no script span and its entry carries nothing. A
@@ -113,7 +113,7 @@ func TestAPurchaseTraceLinksToTheBatchThatWroteIt(t *testing.T) {
 			if s.SpanContext.TraceID().String() != unsampledTrace {
 				request = s
 			}
-		case "deduct.lua":
+		case "batch.lua":
 			script = s
 		case "reconcile.run":
 			run = s
@@ -123,11 +123,11 @@ func TestAPurchaseTraceLinksToTheBatchThatWroteIt(t *testing.T) {
 		t.Fatalf("spans missing (request %v, script %v, reconcile %v) among %v", request != nil, script != nil, run != nil, names(spans))
 	}
 	if script.SpanContext.TraceID() != request.SpanContext.TraceID() || script.Parent.SpanID() != request.SpanContext.SpanID() {
-		t.Errorf("deduct.lua is not a child of the request span")
+		t.Errorf("batch.lua is not a child of the request span")
 	}
 	for i := range spans {
 		s := &spans[i]
-		if s.Name == "deduct.lua" && s.SpanContext.TraceID().String() == unsampledTrace {
+		if s.Name == "batch.lua" && s.SpanContext.TraceID().String() == unsampledTrace {
 			t.Errorf("the unsampled purchase started a script span")
 		}
 		if s.Name != "projector.batch" {
@@ -140,7 +140,7 @@ func TestAPurchaseTraceLinksToTheBatchThatWroteIt(t *testing.T) {
 		}
 	}
 	if batch == nil {
-		t.Fatalf("no projector.batch span links to the purchase's deduct.lua span; spans %v", names(spans))
+		t.Fatalf("no projector.batch span links to the purchase's batch.lua span; spans %v", names(spans))
 	}
 	for i := range spans {
 		if s := &spans[i]; s.Name == "ledger.commit" && s.Parent.SpanID() == batch.SpanContext.SpanID() {
