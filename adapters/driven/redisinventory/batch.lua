@@ -14,7 +14,10 @@
 -- and its first write is the one that can fail (ZADD or XADD on a key of
 -- the wrong type; the hashes were read by its checks). An attempt that
 -- raises is answered {-20, message} and has written nothing, and the others
--- go on. Each attempt's event is its own stream entry (entry.lua).
+-- go on. A Redis error met before the call's first write (READONLY on a
+-- demoted master, OOM) is the whole call's: it is raised again, so the
+-- caller sees Redis's own error, and nothing was written. Each attempt's
+-- event is its own stream entry (entry.lua).
 --
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition expiry set,
 -- KEYS[5] partition stream
@@ -73,6 +76,8 @@ local first_seq = live[5]
 -- new_holds are the records of the holds this call reserved, by hold id:
 -- written with the SKU hash, read by a replay in the same call.
 local new_holds, reserved = {}, false
+-- wrote turns true with the call's first write.
+local wrote = false
 local now
 local function clock()
   if not now then
@@ -109,6 +114,7 @@ local function deduct(user, qty, request_id, event_id, tp)
     add[#add + 1], add[#add + 2] = 'tp', tp
   end
   redis.call(unpack(add))
+  wrote = true
   redis.call('HSET', buyers_key, user, counted + qty)
   redis.call('HSET', requests_key, request_id, write_receipt(seq, remaining, qty, event_id, user))
   live[1], live[5] = remaining, seq
@@ -140,6 +146,7 @@ local function reserve(user, qty, request_id, event_id, ttl_ms, hold_id, order_i
   local h = {status = 'held', expires = t + ttl_ms, seq = live[5] + 1, remaining = stock - qty, qty = qty,
     event_id = event_id, end_seq = 0, end_event_id = '', request_id = request_id, order_id = order_id, user = user}
   redis.call('ZADD', expiry_key, h.expires, sku .. ' ' .. hold_id)
+  wrote = true
   redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'reserved', sku, h.seq, qty, h.remaining),
     'user', user, 'request_id', request_id, 'hold_id', hold_id, 'expires_at', string.format('%.0f', h.expires),
     'order_id', order_id)
@@ -158,14 +165,27 @@ local function attempt(at)
   return reserve(user, qty, request_id, event_id, tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7])
 end
 
+-- redis_error returns the text of an error Redis raised in a redis.call
+-- (a table with err, or under pcall in Redis 7.0 a string starting with its
+-- code: READONLY, OOM, WRONGTYPE ...), or nil for the script's own error(),
+-- whose text starts with its position (user_script:12: ...).
+local function redis_error(e)
+  if type(e) == 'table' then
+    return e.err
+  end
+  if string.match(tostring(e), '^%u+ ') then
+    return e
+  end
+end
+
 for k, at in ipairs(starts) do
   local ok, answer = pcall(attempt, at)
   if not ok then
-    -- redis.call raises a table with the error in err; error() a string.
-    if type(answer) == 'table' then
-      answer = answer.err
+    local raised = redis_error(answer)
+    if raised and not wrote then
+      error({err = raised})
     end
-    answer = {-20, tostring(answer)}
+    answer = {-20, raised or tostring(answer)}
   end
   answers[k] = answer
 end

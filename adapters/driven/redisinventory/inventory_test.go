@@ -520,6 +520,12 @@ func TestPromotedReplicaRefusesTheOldMastersFence(t *testing.T) {
 		t.Fatalf("state on the replica in sync: %+v, want verified (it shares its master's run)", st)
 	}
 
+	// Its fence holds, so the first write meets READONLY: the whole call
+	// fails with it, which is unavailable, not a script error.
+	if _, err := replicaInv.Deduct(ctx, sku, must(domain.NewUserID("u2")), must(domain.NewQuantity(1)),
+		must(domain.NewRequestID("on-replica")), uuid.NewString()); !errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "READONLY") {
+		t.Fatalf("deduct on a replica in sync: %v, want ErrUnavailable from READONLY", err)
+	}
 	if err := replica.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -166,8 +166,13 @@ func (c *comparison) run(ctx context.Context) error {
 		}
 		switch name {
 		case "lib":
-			fmt.Fprintf(progress, "lib: the Go library in-process, projector running in-process\n")
-			t := newLibTarget(ctx, c.site, c.errorCode, true)
+			if cfg.Projector {
+				fmt.Fprintf(progress, "lib: the Go library in-process, projector running in-process\n")
+			} else {
+				fmt.Fprintf(progress, "lib: the Go library in-process, projector off (--projector=false)\n")
+			}
+			t := newLibTarget(ctx, c.site, c.errorCode, cfg.Projector)
+			t.unprojected = !cfg.Projector
 			r, err = runTarget(ctx, t, benchSKU("lib"), spec, stock, cfg.CatchUp, progress, cpu)
 			t.close()
 			// A stopped projector's last XREADGROUP (BLOCK 1s) can still take
@@ -236,6 +241,12 @@ func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, 
 		return 0, err
 	}
 	c.rep.Results = append(c.rep.Results, seed)
+	fmt.Fprintf(progress, "%s: the seed-like script on a sold-out SKU, %d calls ...\n", seedLikeSoldOutLabel, n)
+	seedSoldOut, err := c.runSeedLikeSoldOut(ctx, int(n), cpu)
+	if err != nil {
+		return 0, err
+	}
+	c.rep.Results = append(c.rep.Results, seedSoldOut)
 	so, err := prepareRawScenario(ctx, c.site, benchSKU("raw-so"), 1)
 	if err != nil {
 		return 0, fmt.Errorf("raw sold-out: %w", err)
@@ -349,8 +360,34 @@ func (r *CompareReport) evaluate() {
 	if v, ok := ratio("raw/seed-like", raw, seed); ok {
 		goal("raw (the service's deduct script) / seed-like script", ">= 0.85", v, v >= 0.85)
 	}
-	ratio("lib/seed-like", lib, seed)
-	ratio("http/seed-like", web, seed)
+	libGoal := 1.5
+	if r.Clients >= 1000 {
+		libGoal = 2.0
+	}
+	if v, ok := ratio("lib/seed-like", lib, seed); ok {
+		goal("lib throughput / seed-like script", fmt.Sprintf(">= %.1fx", libGoal), v, v >= libGoal)
+	}
+	if v, ok := ratio("http/seed-like", web, seed); ok {
+		goal("http throughput / seed-like script", ">= 0.5", v, v >= 0.5)
+	}
+	if h := r.Result("http"); h != nil && h.SuccessPath != nil && h.SuccessPath.P99 > 0 {
+		goal("http p99 (success path), ms", "<= 10", h.SuccessPath.P99, h.SuccessPath.P99 <= 10)
+	}
+	redisCost := func(t string, refusal bool) float64 {
+		if b := r.Result(t); b != nil {
+			if refusal {
+				return b.RedisUsecPerRefusal
+			}
+			return b.RedisUsecPerPurchase
+		}
+		return 0
+	}
+	if v, ok := ratio("lib_redis_cpu_per_purchase/seed-like", redisCost("lib", false), redisCost(seedLikeLabel, false)); ok {
+		goal("lib Redis CPU per purchase / seed-like", "<= 0.6", v, v <= 0.6)
+	}
+	if v, ok := ratio("lib_redis_cpu_per_refusal/seed-like", redisCost("lib", true), redisCost(seedLikeSoldOutLabel, true)); ok {
+		goal("lib Redis CPU per refusal / seed-like", "<= 0.3", v, v <= 0.3)
+	}
 	if v, ok := ratio("lib/raw", lib, raw); ok {
 		goal("lib throughput / raw redis-benchmark", ">= 0.80", v, v >= 0.8)
 	}
@@ -437,7 +474,7 @@ func (r *CompareReport) print(w io.Writer) {
 	for _, b := range r.Results {
 		if c := b.CPU; c != nil {
 			who := "bench"
-			if b.Target == rawLabel || b.Target == rawSoldOutLabel || b.Target == seedLikeLabel {
+			if b.Target == rawLabel || b.Target == rawSoldOutLabel || b.Target == seedLikeLabel || b.Target == seedLikeSoldOutLabel {
 				who = "redis-benchmark"
 			}
 			fmt.Fprintf(w, "  %-13s %s %.2f  redis %.2f  postgres %.2f\n", b.Target, who, c.Bench, c.Redis, c.Postgres)
@@ -451,9 +488,15 @@ func (r *CompareReport) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-52s %10s  goal %-8s %s\n", g.Name, formatRatio(g.Value), g.Goal, state)
 	}
-	for _, name := range []string{"raw_sold_out/success", "lib/seed-like", "http/seed-like"} {
+	for _, name := range []string{"raw_sold_out/success"} {
 		if v, ok := r.Ratios[name]; ok {
 			fmt.Fprintf(w, "  %-52s %10s  (reference)\n", name, formatRatio(v))
+		}
+	}
+	fmt.Fprintf(w, "\nredis-server CPU per purchase (before the first sold_out) and per refusal (after it), and mean batch size\n")
+	for _, b := range r.Results {
+		if b.RedisUsecPerPurchase > 0 || b.RedisUsecPerRefusal > 0 || b.MeanBatchSize > 0 {
+			fmt.Fprintf(w, "  %-18s %7.2f µs/purchase  %7.2f µs/refusal  batch %5.1f\n", b.Target, b.RedisUsecPerPurchase, b.RedisUsecPerRefusal, b.MeanBatchSize)
 		}
 	}
 	fmt.Fprintf(w, "\nRedis's view of each script, run alone (INFO commandstats, aof_current_size)\n")

@@ -112,6 +112,10 @@ func (c Config) Validate() error {
 		if c.URL != "" || c.Token != "" || c.OperatorToken != "" {
 			errs = append(errs, errors.New("--compare starts its own serve: drop --url, --token and --operator-token"))
 		}
+		if !c.Projector && slices.Contains(c.Targets, "lib") && slices.Contains(c.Targets, "http") {
+			// The http target's serve would project lib's backlog while it is measured.
+			errs = append(errs, errors.New("--projector=false leaves lib's events for the http target's serve to project: compare lib and http in separate runs"))
+		}
 	} else {
 		if !slices.Contains(targetNames, c.Target) {
 			errs = append(errs, fmt.Errorf("--target must be one of %s, got %q (or use --compare)", strings.Join(targetNames, ", "), c.Target))

@@ -99,6 +99,15 @@ func (s *cpuSampler) cores(a, b cpuSample, raw bool) *CPUCores {
 	return &CPUCores{Bench: bench.Seconds() / wall, Redis: (b.redis - a.redis).Seconds() / wall, Postgres: (b.postgres - a.postgres).Seconds() / wall}
 }
 
+// redisUsecPer is redis-server's CPU time between two samples, in
+// microseconds per one of n; 0 when n is 0.
+func redisUsecPer(a, b cpuSample, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64((b.redis - a.redis).Microseconds()) / float64(n)
+}
+
 func rusageTime(ru syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -136,6 +136,37 @@ func httpErrorOutcome(err error) outcome {
 	return outError
 }
 
+// batches reads invledger_purchase_batch_size from the serve's /metrics.
+// A serve that does not export it reports none.
+func (t *httpTarget) batches(ctx context.Context) (calls, attempts float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET /metrics: %d %w", resp.StatusCode, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "invledger_purchase_batch_size_count":
+			calls, _ = strconv.ParseFloat(value, 64)
+		case "invledger_purchase_batch_size_sum":
+			attempts, _ = strconv.ParseFloat(value, 64)
+		}
+	}
+	return calls, attempts, nil
+}
+
 // deductOutcome reads a deduct answer: 200 with the receipt's seq, or the
 // contract's error codes.
 func deductOutcome(status int, b []byte) (outcome, int64, error) {

@@ -73,6 +73,9 @@ type Library interface {
 	// Retire closes sku, archives its buyers once the ledger has caught up
 	// (within timeout) and retires it from Redis.
 	Retire(ctx context.Context, sku string, timeout time.Duration) error
+	// PurchaseBatches reports the purchase script calls so far and the
+	// attempts they carried.
+	PurchaseBatches() (calls, attempts float64, err error)
 }
 
 // Footprint is what a SKU costs Redis: MEMORY USAGE of its keys and of its

@@ -287,6 +287,11 @@ func (c *comparison) measureScript(ctx context.Context, s *rawScenario, label st
 	}
 	if cpu != nil {
 		rep.CPU = cpu.cores(before, after, true)
+		if perCall := redisUsecPer(before, after, res.requests); stock > 1 {
+			rep.RedisUsecPerPurchase = perCall
+		} else {
+			rep.RedisUsecPerRefusal = perCall
+		}
 	}
 	return rep, res, cost.finish(ctx, c.rdb, &rep)
 }

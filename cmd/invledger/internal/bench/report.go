@@ -41,9 +41,17 @@ type Report struct {
 	// script run alone under redis-benchmark (raw, raw-sold-out,
 	// seed-like): INFO commandstats' usec_per_call for EVALSHA, and the
 	// growth of aof_current_size per call.
-	ScriptUsecPerCall float64  `json:"script_usec_per_call,omitempty"`
-	AOFBytesPerCall   float64  `json:"aof_bytes_per_call,omitempty"`
-	Notes             []string `json:"notes,omitempty"`
+	ScriptUsecPerCall float64 `json:"script_usec_per_call,omitempty"`
+	// RedisUsecPerPurchase is redis-server's CPU time per unit sold before
+	// the first sold_out answer, and RedisUsecPerRefusal per attempt after
+	// it (from /proc, sampled at the first sold_out).
+	RedisUsecPerPurchase float64 `json:"redis_usec_per_purchase,omitempty"`
+	RedisUsecPerRefusal  float64 `json:"redis_usec_per_refusal,omitempty"`
+	// MeanBatchSize is the mean number of attempts per purchase script call
+	// (lib and http), from invledger_purchase_batch_size.
+	MeanBatchSize   float64  `json:"mean_batch_size,omitempty"`
+	AOFBytesPerCall float64  `json:"aof_bytes_per_call,omitempty"`
+	Notes           []string `json:"notes,omitempty"`
 }
 
 // LatencyMS holds latency percentiles in milliseconds. redis-benchmark does
@@ -226,6 +234,12 @@ func (r *Report) print(w io.Writer) {
 	}
 	if c := r.CPU; c != nil {
 		fmt.Fprintf(w, "  cores used           bench %.2f  redis %.2f  postgres %.2f\n", c.Bench, c.Redis, c.Postgres)
+	}
+	if r.RedisUsecPerPurchase > 0 || r.RedisUsecPerRefusal > 0 {
+		fmt.Fprintf(w, "  redis CPU            %.2f µs per purchase, %.2f µs per refusal after sold out\n", r.RedisUsecPerPurchase, r.RedisUsecPerRefusal)
+	}
+	if r.MeanBatchSize > 0 {
+		fmt.Fprintf(w, "  mean batch size      %.1f attempts per script call\n", r.MeanBatchSize)
 	}
 	if r.Memory != nil {
 		r.Memory.print(w)

@@ -87,6 +87,8 @@ func (f *fakeLibrary) Footprint(_ context.Context, sku string) (Footprint, error
 	return Footprint{UsedMemory: 1000 + 150*n, SKUHash: 100, Buyers: 40 * n, Requests: 60 * n}, nil
 }
 
+func (f *fakeLibrary) PurchaseBatches() (calls, attempts float64, err error) { return 0, 0, nil }
+
 func (f *fakeLibrary) Retire(_ context.Context, sku string, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

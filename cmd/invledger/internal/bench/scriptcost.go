@@ -23,7 +23,10 @@ var seedLikeSource string
 
 var seedLikeScript = redis.NewScript(seedLikeSource)
 
-const seedLikeLabel = "seed-like"
+const (
+	seedLikeLabel        = "seed-like"
+	seedLikeSoldOutLabel = "seed-like-sold-out"
+)
 
 // scriptCost is what Redis counted while one script ran alone.
 type scriptCost struct {
@@ -114,6 +117,23 @@ func seedLikeScenario(ctx context.Context, rdb redis.UniversalClient, stock int6
 	}
 	s.args = []string{"EVALSHA", seedLikeScript.Hash(), "3", s.skuKey, tag + "buyers", s.benchStream, "seed-like", "u__rand_int__", "1"}
 	return s, nil
+}
+
+// runSeedLikeSoldOut runs the seed-like script for n calls on a SKU with
+// no stock: every call is a refusal, for Redis's CPU per refusal.
+func (c *comparison) runSeedLikeSoldOut(ctx context.Context, n int, cpu *cpuSampler) (Report, error) {
+	s, err := seedLikeScenario(ctx, c.rdb, 0)
+	if err != nil {
+		return Report{}, err
+	}
+	defer func() { _ = s.cleanup(ctx, c.rdb) }()
+	rep, res, err := c.measureScript(ctx, s, seedLikeSoldOutLabel, 0, n, cpu)
+	if err != nil {
+		return rep, err
+	}
+	rep.Outcomes["sold_out"] = res.requests
+	rep.SoldOutPhase = &PhaseReport{Attempts: res.requests, Seconds: res.seconds, Throughput: res.rps, P50: res.p50, P99: res.p99}
+	return rep, nil
 }
 
 // runSeedLike runs the seed-like ceiling for n calls and checks in Redis

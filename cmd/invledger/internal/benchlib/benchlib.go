@@ -63,6 +63,22 @@ func (l *Library) WaitLedger(ctx context.Context, sku string, timeout time.Durat
 	return demo.WaitLedgerEqualsRedis(ctx, l.App, sku, timeout)
 }
 
+// PurchaseBatches reads invledger_purchase_batch_size from App's registry:
+// the purchase script calls so far and the attempts they carried.
+func (l *Library) PurchaseBatches() (calls, attempts float64, err error) {
+	families, err := l.App.Metrics.Registry.Gather()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, f := range families {
+		if f.GetName() == "invledger_purchase_batch_size" && len(f.GetMetric()) == 1 {
+			h := f.GetMetric()[0].GetHistogram()
+			return float64(h.GetSampleCount()), h.GetSampleSum(), nil
+		}
+	}
+	return 0, 0, errors.New("invledger_purchase_batch_size is not registered")
+}
+
 // Footprint measures what sku costs Redis.
 func (l *Library) Footprint(ctx context.Context, sku string) (bench.Footprint, error) {
 	f, err := redisinventory.ReadFootprint(ctx, l.App.Redis, l.App.Keys, sku)
