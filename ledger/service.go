@@ -183,7 +183,7 @@ func whenRetired[T any](ctx context.Context, inv retiredChecker, sku domain.SKUI
 }
 
 // retiredReceipt answers a purchase of a retired SKU: a retry gets the
-// receipt the ledger holds for its request id, as deduct.lua would have
+// receipt the ledger holds for its request id, as batch.lua would have
 // replayed it, and anything else is refused as closed. This refusal path
 // may read PostgreSQL; a sale never does. The ledger is searched among the
 // user's own rows, so a request id another user made is refused as closed

@@ -26,7 +26,7 @@ func NewRedisArchiver(client redis.UniversalClient, keys Keyspace) *RedisArchive
 	return &RedisArchiver{client: client, keys: keys}
 }
 
-// CloseSKU marks a SKU closed with the Redis time, so deduct.lua refuses new
+// CloseSKU marks a SKU closed with the Redis time, so batch.lua refuses new
 // purchases, and appends its closed event (id eventID, by actor). already
 // is true, and closedAt the original time, when it was closed before; no
 // event is appended then. A SKU that is not in Redis is

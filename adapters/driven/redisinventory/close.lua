@@ -1,13 +1,13 @@
 -- close.lua: end a SKU's sale and append its closed event (entry.lua):
 -- delta 0, with who closed it, so the ledger, and every reader of it, sees
--- the end of the sale in seq order. deduct.lua refuses new purchases of a
+-- the end of the sale in seq order. batch.lua refuses new purchases of a
 -- closed SKU, after replaying the receipts of earlier requests; release.lua
 -- still returns units. Closing twice keeps the first closing time and
 -- appends nothing.
 -- KEYS[1] sku hash, KEYS[2] partition stream
 -- ARGV[1] sku id, ARGV[2] event id, ARGV[3] actor
 -- Reply: {1, closed_at, seq} closed now; {2, closed_at} closed before; {-1} not warmed;
--- {-4} recovering (see deduct.lua).
+-- {-4} recovering (see node.lua).
 -- closed_at is Redis TIME in microseconds, like the events' ts.
 local sku_key, stream_key = KEYS[1], KEYS[2]
 local sku, event_id, actor = ARGV[1], ARGV[2], ARGV[3]

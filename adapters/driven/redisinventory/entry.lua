@@ -4,7 +4,7 @@
 -- after, space-separated (none of them can hold a space); user, request_id,
 -- actor and reason, which may hold any printable character, are fields of
 -- their own, and so is tp, the W3C traceparent of a purchase made in a
--- sampled trace (deduct.lua). The event's time is the entry's stream id, its delta follows
+-- sampled trace (batch.lua). The event's time is the entry's stream id, its delta follows
 -- from type and qty, and the tamper-evident chain is sealed in the ledger.
 -- redisinventory.ParseEntry reads it.
 local function entry(event_id, type, sku, seq, qty, balance)

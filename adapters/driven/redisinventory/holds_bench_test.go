@@ -22,8 +22,8 @@ import (
 // a time, so both see the machine in the same states, and reports each
 // one's calls/s and reserve-vs-deduct, the ratio of the two. Interleaving
 // the two call by call would not measure it: calls made at the same moment
-// share the auto-pipeliner's round trips and Redis's fsync, so their
-// latencies come out equal whatever each costs.
+// share Redis's fsync (and, on one SKU, a batch), so their latencies come
+// out equal whatever each costs.
 func BenchmarkReserveVsDeduct(b *testing.B) {
 	f := newFixture(b)
 	ctx := context.Background()

@@ -1,4 +1,4 @@
--- receipt.lua: prepended to deduct.lua, release.lua and the hold scripts
+-- receipt.lua: prepended to batch.lua, release.lua and the hold scripts
 -- (see scripts.go).
 -- A deduction's receipt in the requests hash is one string in a fixed field
 -- order, no JSON:

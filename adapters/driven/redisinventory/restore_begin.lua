@@ -1,5 +1,5 @@
 -- restore_begin.lua: fence a SKU before its state is rebuilt from the ledger.
--- deduct.lua and release.lua compare the fence with the node's run
+-- batch.lua and release.lua compare the fence with the node's run
 -- (node.lua), and a restore token never equals one, so both answer "recovering" until
 -- restore_finish.lua stamps the SKU: nobody sees a half-written state.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash

@@ -195,7 +195,7 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) ([]ledge
 	run := func(calls []*call) error {
 		pipe := s.client.Pipeline()
 		if len(corrupt) > 0 {
-			// Never written by reserve.lua; drop them so they are not read again.
+			// Never written by batch.lua; drop them so they are not read again.
 			pipe.ZRem(ctx, key, corrupt)
 		}
 		for _, c := range calls {
