@@ -511,9 +511,9 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
 		},
 		OnRequest: newRequestMetrics(a.Metrics.HTTPRequests, a.Metrics.HTTPDuration).observe,
-		Ready:  readiness(a, sc),
-		Tracer: requestTracer(),
-		Logger: a.Log,
+		Ready:     readiness(a, sc),
+		Tracer:    requestTracer(),
+		Logger:    a.Log,
 	})
 }
 
