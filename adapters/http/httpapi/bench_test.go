@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -89,9 +90,21 @@ func BenchmarkServiceDeduct(b *testing.B) {
 
 // BenchmarkHandlerDeductPath measures the handler's own cost on the deduct
 // path (auth, decode, validation, encoding) without the network or Redis,
-// by answering with a fixed receipt.
+// by answering with a fixed receipt: with warnings only logged, and with
+// serve's default, an info text log that has every access line.
+//
+//	go test -run '^$' -bench HandlerDeductPath -benchmem ./adapters/http/httpapi/
 func BenchmarkHandlerDeductPath(b *testing.B) {
-	h, err := NewHandler(stubbed(b, Config{Ledger: fixedLedger{}}))
+	b.Run("log=warn", func(b *testing.B) { benchHandlerDeductPath(b, stubbed(b, Config{Ledger: fixedLedger{}})) })
+	b.Run("log=info", func(b *testing.B) {
+		cfg := stubbed(b, Config{Ledger: fixedLedger{}})
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		benchHandlerDeductPath(b, cfg)
+	})
+}
+
+func benchHandlerDeductPath(b *testing.B, cfg Config) {
+	h, err := NewHandler(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -408,7 +409,7 @@ func kindName(t reflect.Type) string {
 // one that is given.
 func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductCommand, error) {
 	var b apiwire.DeductBody
-	err := decodeJSON(body, &b)
+	err := decodeDeductBody(body, &b)
 	if err != nil {
 		return ledger.DeductCommand{}, err
 	}
@@ -427,6 +428,174 @@ func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductComm
 		return ledger.DeductCommand{}, domain.NewFieldError("qty", errors.New("is required"))
 	}
 	return ledger.NewDeductCommand(sku, b.UserID, *b.Qty, b.RequestID)
+}
+
+// decodeDeductBody decodes a deduct body into dst as decodeJSON does. The
+// body gateways send, ASCII strings without escapes and an integer qty, is
+// parsed by parseDeductBody without reflection; any other body, and one
+// that could not be read whole, goes through decodeJSON as read so far
+// followed by the read error, so every refusal keeps its wording.
+func decodeDeductBody(body io.Reader, dst *apiwire.DeductBody) error {
+	bp := getBuf()
+	data, rerr := readAll((*bp)[:0], body)
+	defer putBuf(bp, data)
+	if rerr == nil && parseDeductBody(data, dst) {
+		return nil
+	}
+	*dst = apiwire.DeductBody{}
+	var r io.Reader = bytes.NewReader(data)
+	if rerr != nil {
+		r = io.MultiReader(r, errReader{rerr})
+	}
+	return decodeJSON(r, dst)
+}
+
+// readAll appends what r holds to b, like io.ReadAll into a buffer of the
+// caller's.
+func readAll(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}
+
+// errReader fails every read with err: the failure a body's reader met,
+// replayed after what it had read.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// parseDeductBody reports whether data is a deduct body decodeJSON would
+// accept, spelt plainly, and if so fills dst as decodeJSON would: one
+// object of the keys user_id, qty and request_id, each at most once, whose
+// strings are ASCII without escapes and whose qty is an integer of at most
+// 18 digits without a leading zero. false leaves dst partly filled, and
+// says nothing about whether decodeJSON accepts data.
+func parseDeductBody(data []byte, dst *apiwire.DeductBody) bool {
+	p := plainJSON{data: data}
+	if !p.next('{') {
+		return false
+	}
+	var seen [3]bool
+	for {
+		key, ok := p.str()
+		if !ok || !p.next(':') {
+			return false
+		}
+		var k int
+		switch string(key) {
+		case "user_id":
+			v, ok := p.str()
+			if !ok {
+				return false
+			}
+			dst.UserID, k = string(v), 0
+		case "qty":
+			v, ok := p.int()
+			if !ok {
+				return false
+			}
+			dst.Qty, k = &v, 1
+		case "request_id":
+			v, ok := p.str()
+			if !ok {
+				return false
+			}
+			dst.RequestID, k = string(v), 2
+		default:
+			return false
+		}
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		if p.next('}') {
+			p.space()
+			return p.i == len(p.data)
+		}
+		if !p.next(',') {
+			return false
+		}
+	}
+}
+
+// plainJSON reads the plain spelling parseDeductBody accepts; every method
+// skips the whitespace before what it reads and reports false at anything
+// else.
+type plainJSON struct {
+	data []byte
+	i    int
+}
+
+func (p *plainJSON) space() {
+	for p.i < len(p.data) && (p.data[p.i] == ' ' || p.data[p.i] == '\t' || p.data[p.i] == '\n' || p.data[p.i] == '\r') {
+		p.i++
+	}
+}
+
+// next consumes the byte c.
+func (p *plainJSON) next(c byte) bool {
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str consumes a string of printable ASCII without escapes and returns
+// its contents.
+func (p *plainJSON) str() ([]byte, bool) {
+	if !p.next('"') {
+		return nil, false
+	}
+	start := p.i
+	for ; p.i < len(p.data); p.i++ {
+		switch c := p.data[p.i]; {
+		case c == '"':
+			p.i++
+			return p.data[start : p.i-1], true
+		case c < ' ' || c == '\\' || c >= utf8.RuneSelf:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// int consumes an integer of 1-18 digits, negative or not, without a
+// leading zero, fraction or exponent: one that fits an int64 as it is.
+func (p *plainJSON) int() (int64, bool) {
+	p.space()
+	neg := p.i < len(p.data) && p.data[p.i] == '-'
+	if neg {
+		p.i++
+	}
+	start := p.i
+	var n int64
+	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
+		n = n*10 + int64(p.data[p.i]-'0')
+		p.i++
+	}
+	digits := p.i - start
+	if digits == 0 || digits > 18 || (p.data[start] == '0' && (digits > 1 || neg)) {
+		return 0, false
+	}
+	if p.i < len(p.data) && (p.data[p.i] == '.' || p.data[p.i] == 'e' || p.data[p.i] == 'E') {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // purchaseRequestID is the request id of a purchase or reserve: the body's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -34,6 +35,8 @@ func FuzzDecodeDeduct(f *testing.F) {
 		`{"user_id":"\u00e9\ud83d\ude00","qty":1e0,"request_id":"\u2028"}`,
 		`{"user_id":"u1","qty":99999999999999999999,"request_id":"r1"}`,
 		`null`, `[]`, `""`, `{`, ``, " ", "\xff", `{"user_id":"a\u0000"}`,
+		` { "qty" : -0 , "user_id":"u1"}` + "\t\r\n", `{"qty":01}`, `{"qty":123456789012345678}`,
+		`{"qty":1234567890123456789}`, `{"qty":-}`, `{"qty":1,}`, `{"user_id":"u\u0031"}`, "{\"user_id\":\"\x7f\"}",
 	} {
 		f.Add([]byte(seed), "sku-1", "")
 	}
@@ -48,6 +51,14 @@ func FuzzDecodeDeduct(f *testing.F) {
 	fields := map[string]bool{"body": true, "sku": true, "user_id": true, "qty": true, "request_id": true, apiwire.HeaderIdempotencyKey: true}
 
 	f.Fuzz(func(t *testing.T, data []byte, sku, key string) {
+		// The hand parser accepts a subset of what decodeJSON does, and
+		// reads it the same.
+		var plain, full apiwire.DeductBody
+		if parseDeductBody(data, &plain) {
+			if err := decodeJSON(bytes.NewReader(data), &full); err != nil || !reflect.DeepEqual(plain, full) {
+				t.Fatalf("parseDeductBody read %q as %+v, decodeJSON as %+v (%v)", data, plain, full, err)
+			}
+		}
 		body := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(data)), maxBody)
 		cmd, err := decodeDeduct(sku, key, body)
 		if err != nil {

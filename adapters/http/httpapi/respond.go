@@ -15,8 +15,9 @@ import (
 // header value slice, so assigning it directly saves an allocation per call.
 var contentTypeJSON = []string{"application/json"}
 
-// bufPool holds response buffers for the hand-written bodies of the hot
-// paths (deduct, release, errors), which skip encoding/json's reflection.
+// bufPool holds the buffers of the hot paths, which skip encoding/json's
+// reflection: the hand-written response bodies (deduct, release, errors)
+// and the deduct request body.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // writeRaw sends body with status. net/http sets Content-Length itself since
@@ -29,13 +30,18 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
-// sendBuf writes b, built in *bp, and returns the buffer to the pool.
-func sendBuf(w http.ResponseWriter, status int, bp *[]byte, b []byte) {
-	writeRaw(w, status, b)
-	if cap(b) <= 4<<10 { // do not pin a buffer grown by a huge detail
+// putBuf returns bp to the pool, holding b, what was built in it.
+func putBuf(bp *[]byte, b []byte) {
+	if cap(b) <= 4<<10 { // do not pin a buffer grown by a huge detail or body
 		*bp = b[:0]
 		bufPool.Put(bp)
 	}
+}
+
+// sendBuf writes b, built in *bp, and returns the buffer to the pool.
+func sendBuf(w http.ResponseWriter, status int, bp *[]byte, b []byte) {
+	writeRaw(w, status, b)
+	putBuf(bp, b)
 }
 
 // writeJSON encodes v with encoding/json, for the paths off the hot one.

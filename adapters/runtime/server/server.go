@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -511,13 +510,10 @@ func Handler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.Hand
 		OnUnavailable: func(route string, code domain.Code) {
 			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
 		},
-		OnRequest: func(route string, status int, elapsed time.Duration) {
-			a.Metrics.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-			a.Metrics.HTTPDuration.WithLabelValues(route).Observe(elapsed.Seconds())
-		},
-		Ready:  readiness(a, sc),
-		Tracer: requestTracer(),
-		Logger: a.Log,
+		OnRequest: newRequestMetrics(a.Metrics.HTTPRequests, a.Metrics.HTTPDuration).observe,
+		Ready:     readiness(a, sc),
+		Tracer:    requestTracer(),
+		Logger:    a.Log,
 	})
 }
 
