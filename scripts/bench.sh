@@ -4,7 +4,7 @@
 # commit and the date, so the table is always one run's:
 #
 #   - `invledger bench --compare` at 50 and at 1,000 clients: the raw Redis
-#     ceiling (redis-benchmark running the service's own deduct script), the
+#     ceiling (redis-benchmark running the service's own purchase script), the
 #     seed-like script, the Go library, the HTTP API and the SQL-first
 #     baseline, each run starting its own private redis-server and PostgreSQL;
 #   - the projector's drain of a backlog (1 SKU and 256 SKUs) beside the raw

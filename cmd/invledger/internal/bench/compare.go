@@ -382,10 +382,10 @@ func (r *CompareReport) evaluate() {
 		}
 		return 0
 	}
-	if v, ok := ratio("lib_redis_cpu_per_purchase/seed-like", redisCost("lib", false), redisCost(seedLikeLabel, false)); ok {
+	if v, ok := ratio("lib Redis CPU per purchase/seed-like", redisCost("lib", false), redisCost(seedLikeLabel, false)); ok {
 		goal("lib Redis CPU per purchase / seed-like", "<= 0.6", v, v <= 0.6)
 	}
-	if v, ok := ratio("lib_redis_cpu_per_refusal/seed-like", redisCost("lib", true), redisCost(seedLikeSoldOutLabel, true)); ok {
+	if v, ok := ratio("lib Redis CPU per refusal/seed-like sold out", redisCost("lib", true), redisCost(seedLikeSoldOutLabel, true)); ok {
 		goal("lib Redis CPU per refusal / seed-like", "<= 0.3", v, v <= 0.3)
 	}
 	if v, ok := ratio("lib/raw", lib, raw); ok {

@@ -138,7 +138,7 @@ type row struct{ measure, value string }
 
 // targetRows are the compare targets the table shows, with how it names them.
 var targetRows = []struct{ target, name string }{
-	{"raw", "raw ceiling: the deduct script under redis-benchmark"},
+	{"raw", "raw ceiling: the purchase script (batch.lua, one attempt a call) under redis-benchmark"},
 	{"seed-like", "seed-like script under redis-benchmark"},
 	{"lib", "lib: the Go library in-process"},
 	{"http", "http: the HTTP API"},
@@ -146,7 +146,8 @@ var targetRows = []struct{ target, name string }{
 }
 
 // ratioRows are the ratios of CompareReport.Ratios the table shows.
-var ratioRows = []string{"lib/raw", "lib/seed-like", "http/raw", "lib/pg-direct", "http/pg-direct"}
+var ratioRows = []string{"lib/raw", "lib/seed-like", "http/raw", "http/seed-like", "lib Redis CPU per purchase/seed-like",
+	"lib Redis CPU per refusal/seed-like sold out", "lib/pg-direct", "http/pg-direct"}
 
 // measures returns the names of the table's rows, in order, for compare
 // runs at clients: render writes exactly these, parseTable expects them.
@@ -160,7 +161,7 @@ func measures(clients []int) []string {
 		for _, r := range ratioRows {
 			m = append(m, strings.ReplaceAll(r, "/", " / ")+at)
 		}
-		m = append(m, "ledger equals Redis after the lib sale"+at)
+		m = append(m, "lib: mean purchase batch"+at, "ledger equals Redis after the lib sale"+at)
 	}
 	return append(m,
 		"oversold, errors (every target of every run)",
@@ -194,6 +195,7 @@ func render(r run) (string, error) {
 			rows = append(rows, row{strings.ReplaceAll(name, "/", " / ") + at, ratio(v)})
 		}
 		lib := c.Result("lib")
+		rows = append(rows, row{"lib: mean purchase batch" + at, decimal(lib.MeanBatchSize) + " attempts a call"})
 		if lib.LedgerEqualsRedisAfter == nil || lib.LedgerEqualsRedis == nil || !*lib.LedgerEqualsRedis {
 			return "", fmt.Errorf("the compare run at %d clients: the ledger did not catch up with Redis", c.Clients)
 		}
@@ -246,7 +248,7 @@ var stampLine = regexp.MustCompile("^Measured by `make bench` at commit `([0-9a-
 
 // valueCell is any value render writes: a count or rate (with a p99), a
 // ratio, seconds, or the oversold and error counts.
-var valueCell = regexp.MustCompile(`^(\d{1,3}(,\d{3})*(, p99 \d+\.\d+ ms)?|\d+\.\d+×|\d+\.\d+ s|\d+, \d+)$`)
+var valueCell = regexp.MustCompile(`^(\d{1,3}(,\d{3})*(, p99 \d+\.\d+ ms)?|\d+\.\d+×|\d+\.\d+ s|\d+\.\d+ attempts a call|\d+, \d+)$`)
 
 // table is what parseTable reads back from a file.
 type table struct {
