@@ -358,7 +358,7 @@ func (r *CompareReport) evaluate() {
 	raw, lib, web, pg := success(rawLabel), success("lib"), success("http"), success("pg-direct")
 	seed := success(seedLikeLabel)
 	if v, ok := ratio("raw/seed-like", raw, seed); ok {
-		goal("raw (the service's deduct script) / seed-like script", ">= 0.85", v, v >= 0.85)
+		goal("raw (the service's purchase script) / seed-like script", ">= 0.85", v, v >= 0.85)
 	}
 	libGoal := 1.5
 	if r.Clients >= 1000 {
