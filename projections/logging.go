@@ -4,7 +4,37 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+
+	"github.com/ThreeDotsLabs/watermill"
 )
+
+// routerLogger is the Watermill logger of the projector's router:
+// Watermill's slog adapter, with Info mapped to Debug, whose Trace calls
+// cost nothing while trace is off. The router traces every message it
+// receives and acks, and the adapter turns the fields into attributes
+// before slog looks at the level: 4% of the projector's CPU.
+type routerLogger struct {
+	watermill.LoggerAdapter
+	trace bool
+}
+
+func newRouterLogger(logger *slog.Logger) routerLogger {
+	return routerLogger{
+		LoggerAdapter: watermill.NewSlogLoggerWithLevelMapping(slog.New(shutdownNoise{logger.Handler()}),
+			map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}),
+		trace: logger.Enabled(context.Background(), watermill.LevelTrace),
+	}
+}
+
+func (l routerLogger) Trace(msg string, fields watermill.LogFields) {
+	if l.trace {
+		l.LoggerAdapter.Trace(msg, fields)
+	}
+}
+
+func (l routerLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return routerLogger{LoggerAdapter: l.LoggerAdapter.With(fields), trace: l.trace}
+}
 
 // shutdownNoise drops the errors Watermill's subscriber logs when its reads
 // are cancelled by an orderly shutdown ("context canceled"): they say

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/redis/go-redis/v9"
@@ -211,9 +210,7 @@ func (p *Projector) Run(ctx context.Context) error {
 // route runs one router over fresh subscribers until ctx is done or the
 // router fails; the subscribers, and their Redis clients, are closed after.
 func (p *Projector) route(ctx context.Context) error {
-	logger := watermill.NewSlogLoggerWithLevelMapping(slog.New(shutdownNoise{p.cfg.Logger.Handler()}),
-		map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second}, logger)
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second}, newRouterLogger(p.cfg.Logger))
 	if err != nil {
 		return fmt.Errorf("projector router: %w", err)
 	}

@@ -99,7 +99,13 @@ type GroupCommitWriter struct {
 	cfg     GroupCommitConfig
 	store   LedgerAppender
 	metrics *Metrics
-	in      chan submission
+
+	// Handlers queue their events under mu and wake the gatherer only when
+	// the queue was empty: a read's events reach it a few at a time, not
+	// one goroutine switch each.
+	mu     sync.Mutex
+	queued []*submission
+	wake   chan struct{} // holds a token once queued is no longer empty
 }
 
 // NewGroupCommitWriter returns a writer over store. Call Run to start it.
@@ -108,7 +114,7 @@ func NewGroupCommitWriter(cfg GroupCommitConfig, store LedgerAppender, metrics *
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &GroupCommitWriter{cfg: cfg, store: store, metrics: metrics, in: make(chan submission)}, nil
+	return &GroupCommitWriter{cfg: cfg, store: store, metrics: metrics, wake: make(chan struct{}, 1)}, nil
 }
 
 // Submit queues e for the next batch and waits for its commit. read, if
@@ -117,11 +123,19 @@ func NewGroupCommitWriter(cfg GroupCommitConfig, store LedgerAppender, metrics *
 // or ctx's when the caller gives up first; in that case the event may
 // still commit, which is harmless because the insert is idempotent.
 func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event, read *redisbatch.Read) error {
-	s := submission{event: e, read: read, done: make(chan error, 1)}
-	select {
-	case w.in <- s:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s := &submission{event: e, read: read, done: make(chan error, 1)}
+	w.mu.Lock()
+	w.queued = append(w.queued, s)
+	first := len(w.queued) == 1
+	w.mu.Unlock()
+	if first {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 	select {
 	case err := <-s.done:
@@ -131,10 +145,30 @@ func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event, read *re
 	}
 }
 
+// take moves up to n queued submissions into g and reports whether the
+// queue is empty now.
+func (w *GroupCommitWriter) take(g *gathering, n int) (empty bool) {
+	w.mu.Lock()
+	k := min(n, len(w.queued))
+	taken := w.queued[:k]
+	w.queued = w.queued[k:]
+	if len(w.queued) == 0 {
+		// A fresh array, so the taken submissions are not kept alive by it.
+		w.queued = nil
+	}
+	empty = len(w.queued) == 0
+	w.mu.Unlock()
+	for _, s := range taken {
+		g.add(s)
+	}
+	return empty
+}
+
 // Run commits batches until ctx is done. A batch being gathered when ctx ends
-// is still committed, so no submitter is left without an answer.
+// is still committed, and so is every event queued by then, so no submitter
+// that queued before the end is left without an answer.
 func (w *GroupCommitWriter) Run(ctx context.Context) {
-	batches := make(chan []submission)
+	batches := make(chan []*submission)
 	var wg sync.WaitGroup
 	for range w.cfg.Writers {
 		wg.Go(func() {
@@ -149,30 +183,25 @@ func (w *GroupCommitWriter) Run(ctx context.Context) {
 }
 
 // gather forms batches and sends each to a free committer, until ctx is
-// done; it then sends the batch it holds, if any, and returns.
-func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []submission) {
+// done; it then sends the batch it holds and what is still queued, and
+// returns.
+func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []*submission) {
 	g := gathering{seen: map[*redisbatch.Read]int{}, open: map[*redisbatch.Read]struct{}{}}
 	var started time.Time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		empty := w.take(&g, w.cfg.MaxBatch-len(g.batch))
 		if len(g.batch) == 0 {
 			select {
-			case s := <-w.in:
-				g.add(s)
-				started = time.Now()
+			case <-w.wake:
+				continue
 			case <-ctx.Done():
 				return
 			}
 		}
-	drain:
-		for len(g.batch) < w.cfg.MaxBatch {
-			select {
-			case s := <-w.in:
-				g.add(s)
-			default:
-				break drain
-			}
+		if started.IsZero() {
+			started = time.Now()
 		}
 		full := len(g.batch) >= w.cfg.MaxBatch
 		wait := w.cfg.MaxWait
@@ -181,12 +210,12 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []submiss
 		}
 		left := time.Until(started.Add(wait))
 		var (
-			in     = w.in
-			out    chan<- []submission
+			wake   = w.wake
+			out    chan<- []*submission
 			expiry <-chan time.Time
 		)
-		if full {
-			in = nil
+		if full || !empty {
+			wake = nil
 		}
 		if full || left <= 0 {
 			out = batches
@@ -195,13 +224,17 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []submiss
 			expiry = timer.C
 		}
 		select {
-		case s := <-in:
-			g.add(s)
+		case <-wake:
 		case out <- g.batch:
 			g.sent(!full)
+			started = time.Time{}
 		case <-expiry:
 		case <-ctx.Done():
-			batches <- g.batch
+			for len(g.batch) > 0 {
+				batches <- g.batch
+				g.sent(true)
+				w.take(&g, w.cfg.MaxBatch)
+			}
 			return
 		}
 		timer.Stop()
@@ -211,12 +244,12 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []submiss
 // gathering is the batch being formed, and how much of each read it and
 // the batches before it held.
 type gathering struct {
-	batch []submission
+	batch []*submission
 	seen  map[*redisbatch.Read]int      // events received of reads not yet complete
 	open  map[*redisbatch.Read]struct{} // reads of this batch not yet complete
 }
 
-func (g *gathering) add(s submission) {
+func (g *gathering) add(s *submission) {
 	g.batch = append(g.batch, s)
 	if s.read == nil {
 		return
@@ -241,7 +274,7 @@ func (g *gathering) sent(expired bool) {
 		}
 	}
 	clear(g.open)
-	g.batch = make([]submission, 0, cap(g.batch))
+	g.batch = make([]*submission, 0, cap(g.batch))
 }
 
 // tracer names the projector's batch and commit spans.
@@ -249,7 +282,7 @@ var tracer = otel.Tracer("github.com/invledger/invledger/projections")
 
 // commit runs detached from the router's context: a batch that started
 // committing finishes, so shutdown never leaves a half-answered batch.
-func (w *GroupCommitWriter) commit(batch []submission) {
+func (w *GroupCommitWriter) commit(batch []*submission) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.CommitTimeout)
 	defer cancel()
 	events := make([]domain.Event, len(batch))

@@ -59,15 +59,18 @@ func appendEvents(ctx context.Context, pool *pgxpool.Pool, events []domain.Event
 		}
 	}
 	// Balances are locked in sku order so that concurrent batches cannot deadlock.
+	// The uuid columns travel as text[]: pgx has no binary encoding of a
+	// []string as uuid[], and tries it first, formatting the whole array
+	// into the error it then discards.
 	rows, err := pool.Query(ctx, `
 WITH ins AS (
     INSERT INTO ledger_entries (event_id, sku, seq, type, delta, qty, balance_after,
                                 user_id, request_id, actor, reason, occurred_at, stream_id,
                                 hold_id, order_id, expires_at)
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
+    SELECT * FROM unnest($1::text[]::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
                          $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
                          $12::timestamptz[], $13::text[],
-                         $14::uuid[], $15::text[], $16::timestamptz[])
+                         $14::text[]::uuid[], $15::text[], $16::timestamptz[])
     ON CONFLICT (event_id) DO NOTHING
     RETURNING sku, seq, delta, type, `+heldDelta+` AS held
 ), moved AS (

@@ -289,8 +289,9 @@ func (sub *subscription) deliver(xms []redis.XMessage, source string) {
 		todo = append(todo, delivery{xm.ID, msg})
 	}
 	read := &Read{Topic: sub.topic, Source: source, Size: len(todo)}
+	readCtx := context.WithValue(sub.msgCtx, readKey{}, read)
 	for i, d := range todo {
-		cancel := sub.bind(d.msg, read)
+		cancel := sub.bind(d.msg, readCtx)
 		if !sub.send(d.msg) {
 			cancel()
 			for _, rest := range todo[i:] {
@@ -303,13 +304,10 @@ func (sub *subscription) deliver(xms []redis.XMessage, source string) {
 	}
 }
 
-// bind gives msg a fresh context, done when cancel is called or the
-// subscription's messages are cancelled, and carrying read unless it is nil.
-func (sub *subscription) bind(msg *message.Message, read *Read) context.CancelFunc {
-	parent := sub.msgCtx
-	if read != nil {
-		parent = context.WithValue(parent, readKey{}, read)
-	}
+// bind gives msg a fresh context under parent (the subscription's message
+// context, or a read's, which carries the Read), done when cancel is called
+// or the subscription's messages are cancelled.
+func (sub *subscription) bind(msg *message.Message, parent context.Context) context.CancelFunc {
 	ctx, cancel := context.WithCancel(parent)
 	msg.SetContext(ctx)
 	return cancel
@@ -349,7 +347,7 @@ func (sub *subscription) await(b *batch, id string, msg *message.Message, cancel
 		// A message sent again travels alone: it is no longer part of the
 		// read that first delivered it.
 		msg = msg.Copy()
-		cancel = sub.bind(msg, nil)
+		cancel = sub.bind(msg, sub.msgCtx)
 		if !sub.send(msg) {
 			cancel()
 			b.resolve(id, false)
