@@ -126,8 +126,8 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		{"INVLEDGER_DURABILITY", "maybe", "serve", "INVLEDGER_DURABILITY"},
 		{"INVLEDGER_WEBHOOK_ALLOW_NETS", "10.0.0.0/33", "serve", "INVLEDGER_WEBHOOK_ALLOW_NETS"},
 		// The cloud metadata address, refused before anything starts.
-		{"INVLEDGER_ALERT_WEBHOOK", "http://169.254.169.254/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 169.254.169.254 is a link-local address"},
-		{"INVLEDGER_ALERT_WEBHOOK", "http://0x7f000001:9/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 127.0.0.1 is a loopback address"},
+		{"INVLEDGER_ALERT_WEBHOOK", "http://169.254.169.254/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 169.254.169.254 is in 169.254.0.0/16 (Link Local)"},
+		{"INVLEDGER_ALERT_WEBHOOK", "http://0x7f000001:9/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 127.0.0.1 is in 127.0.0.0/8 (Loopback)"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv("INVLEDGER_DATABASE_URL", "postgres://127.0.0.1:1/x")

@@ -63,9 +63,8 @@ type Config struct {
 	AlertWebhookSecret string
 	// WebhookAllowNets are the internal networks (CIDRs) that the alert
 	// webhook and the business-event webhooks may still reach; every other
-	// loopback, link-local, private, unspecified or multicast address is
-	// refused (see egress.Guard). Empty in serve; dev and the test kit
-	// allow 127.0.0.0/8.
+	// address that is not globally reachable is refused (see egress.Guard).
+	// Empty in serve; dev and the test kit allow 127.0.0.0/8.
 	WebhookAllowNets []string
 	// Alerter, if set, receives reconciliation findings instead of
 	// Application.Alerts; the CLI, which prints findings itself, silences

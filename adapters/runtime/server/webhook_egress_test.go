@@ -67,8 +67,10 @@ func (r *redirector) requests() []string {
 
 // TestWebhooksReachNoInternalAddress serves a stack whose allow-list is
 // empty, as serve's is by default: a subscription to an internal address,
-// in any spelling, or with user:password@, is 400 naming url and stores
-// nothing; a subscription the API never checked (one named localhost,
+// in any spelling (an IPv6 form carrying an internal IPv4 address among
+// them), to a special-use address, or with user:password@, is 400 naming
+// url and stores nothing, while one carrying a public IPv4 address is
+// taken; a subscription the API never checked (one named localhost,
 // written to the store as a subscription from before the rule would be,
 // or a name whose DNS answer changed) is listed without its
 // user:password@ and refused by the dialer, and its
@@ -93,8 +95,23 @@ func TestWebhooksReachNoInternalAddress(t *testing.T) {
 		for _, u := range []string{"http://127.0.0.1:" + port + "/hooks", "http://localhost:" + port + "/hooks", "http://[::1]:9/hooks",
 			"http://127.1:9/hooks", "http://2130706433:9/hooks", "http://0x7f000001:9/hooks", "http://169.254.169.254/latest/meta-data",
 			"http://10.0.0.8/hooks", "http://[fd00::8]/hooks", "http://0.0.0.0:9/hooks", "http://224.0.0.1/hooks",
-			"https://user:pass@shop.example/hooks"} {
+			"https://user:pass@shop.example/hooks",
+			// IPv6 forms carrying an internal IPv4 address, and special-use IPv4.
+			"http://[64:ff9b::a9fe:a9fe]/latest/meta-data", "http://[64:ff9b:1::a9fe:a9fe]/", "http://[2002:7f00:1::1]:" + port + "/hooks",
+			"http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/hooks", "http://[::ffff:0:7f00:1]:" + port + "/hooks",
+			"http://198.18.0.1/hooks", "http://240.0.0.1/hooks", "http://192.0.0.8/hooks", "http://192.0.2.1/hooks"} {
 			want(t, "subscribe "+u, call(t, "POST", api+"/v1/webhooks", conOp, `{"url":"`+u+`","event_types":["deducted"]}`), 400, `"field":"url"`)
+		}
+		// Forms carrying a globally reachable IPv4 address are subscribed
+		// (and ended at once: nothing is to be sent to the internet).
+		for _, u := range []string{"http://[64:ff9b::8.8.8.8]/hooks", "http://[2002:0808:0808::1]/hooks"} {
+			a := call(t, "POST", api+"/v1/webhooks", conOp, `{"url":"`+u+`","event_types":["deducted"]}`)
+			want(t, "subscribe "+u, a, 201)
+			var sub struct{ ID string }
+			if err := json.Unmarshal([]byte(a.body), &sub); err != nil || sub.ID == "" {
+				t.Fatalf("subscribe %s: %s: %v", u, a.body, err)
+			}
+			want(t, "end "+u, call(t, "DELETE", api+"/v1/webhooks/"+sub.ID, conOp, ""), 204)
 		}
 		want(t, "list after the refusals", call(t, "GET", api+"/v1/webhooks", conOp, ""), 200, `{"webhooks":[]}`)
 

@@ -4,9 +4,12 @@
 // POST to its own loopback services, the cloud metadata address or the
 // private network behind it.
 //
-// A Guard refuses loopback, link-local, private (including the shared
-// 100.64.0.0/10), unspecified, multicast and broadcast addresses unless
-// its allow-list names them. It checks twice: CheckURL when a URL is
+// A Guard refuses every address that is not globally reachable by the
+// IANA IPv4 and IPv6 Special-Purpose Address Registries (loopback,
+// link-local, private, shared, benchmarking, documentation, reserved and
+// the rest), multicast, and every IPv6 address that carries such an IPv4
+// address (NAT64, 6to4, Teredo, IPv4-mapped), unless its allow-list names
+// the address. It checks the same way twice: CheckURL when a URL is
 // configured (IP literals in every spelling, and localhost), for an
 // early, clear refusal; and the dialer of Client, which sees the address
 // each connection really goes to after DNS, so a name that resolves (or
@@ -31,7 +34,7 @@ import (
 var ErrRefused = errors.New("destination refused")
 
 // Guard decides which addresses outgoing webhook requests may reach. The
-// zero value allows no internal address.
+// zero value allows only globally reachable addresses.
 type Guard struct {
 	allow []netip.Prefix
 }
@@ -58,54 +61,41 @@ func ParseNets(cidrs []string) ([]netip.Prefix, error) {
 // Nets returns the allow-list, for a log line.
 func (g *Guard) Nets() []netip.Prefix { return g.allow }
 
-// reserved are the IPv4 ranges that are internal although netip has no
-// predicate for them: "this network", the carrier-grade NAT range that
-// some clouds put their metadata service in, and the broadcast address;
-// and the deprecated IPv4-compatible and site-local IPv6 addresses.
-var reserved = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("255.255.255.255/32"),
-	netip.MustParsePrefix("::/96"),
-	netip.MustParsePrefix("fec0::/10"),
-}
-
-// kind names the internal class of ip, or "" for a public address.
-func kind(ip netip.Addr) string {
-	ip = ip.Unmap().WithZone("")
-	switch {
-	case ip.IsLoopback():
-		return "loopback"
-	case ip.IsUnspecified():
-		return "unspecified"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return "link-local"
-	case ip.IsMulticast():
-		return "multicast"
-	case ip.IsPrivate():
-		return "private"
-	}
-	for _, p := range reserved {
-		if p.Contains(ip) {
-			return "reserved"
-		}
-	}
-	return ""
-}
-
-// CheckAddr refuses ip when it is internal and not on the allow-list.
+// CheckAddr refuses ip when it is not globally reachable and the
+// allow-list does not name it. The most specific range of the IANA
+// special-purpose registries holding ip decides, and multicast, site-local
+// and the obsolete IPv4-compatible and IPv4-translated forms are refused
+// too. An address that carries IPv4 addresses (IPv4-mapped, NAT64
+// 64:ff9b::/96, 6to4, Teredo) is judged by each address it carries, as if
+// it were that address: 64:ff9b::a9fe:a9fe is refused like
+// 169.254.169.254, 64:ff9b::808:808 passes like 8.8.8.8.
 func (g *Guard) CheckAddr(ip netip.Addr) error {
-	k := kind(ip)
-	if k == "" {
-		return nil
+	if why := g.refusal(ip.WithZone("")); why != "" {
+		return fmt.Errorf("%w: %s is %s; webhooks may not reach it unless --webhook-allow-nets names it", ErrRefused, ip, why)
 	}
-	ip = ip.Unmap().WithZone("")
+	return nil
+}
+
+// refusal says which range refuses ip, or "" if the guard allows it.
+func (g *Guard) refusal(ip netip.Addr) string {
 	for _, p := range g.allow {
 		if p.Contains(ip) {
-			return nil
+			return ""
 		}
 	}
-	return fmt.Errorf("%w: %s is a %s address, which webhooks may not reach unless --webhook-allow-nets names it", ErrRefused, ip, k)
+	s := lookup(ip)
+	switch {
+	case s == nil || s.verdict == reachable:
+		return ""
+	case s.verdict == embeds:
+		for _, v4 := range s.carried(ip.As16()) {
+			if why := g.refusal(v4); why != "" {
+				return fmt.Sprintf("in %s, which carries %s, %s", s, v4, why)
+			}
+		}
+		return ""
+	}
+	return "in " + s.String()
 }
 
 // CheckURL refuses rawURL when its host is an internal address in any
@@ -179,7 +169,7 @@ func parseAtonPart(p string) (uint64, bool) {
 	case len(p) > 1 && p[0] == '0':
 		base, p = 8, p[1:]
 	}
-	if p == "" || len(p) > 32 {
+	if p == "" {
 		return 0, false
 	}
 	var n uint64
