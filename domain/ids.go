@@ -137,21 +137,3 @@ func (r Reason) String() string { return r.v }
 // that is a single escaped /. The ids that name a resource in a URL must
 // be segmentable.
 func pathSegmentable(s string) bool { return strings.Trim(s, ".") != "" && s != "/" }
-
-// isPrintableID accepts valid UTF-8 of 1..maxChars printable runes. Control
-// characters are refused because ids end up in logs, CSV and Redis replies;
-// U+FFFD is refused because decoders put it for bytes that are not UTF-8
-// and for lone surrogates, so two distinct ids would read as one.
-func isPrintableID(s string, maxChars int) bool {
-	if s == "" || len(s) > maxChars*utf8.UTFMax || !utf8.ValidString(s) {
-		return false
-	}
-	n := 0
-	for _, r := range s {
-		n++
-		if n > maxChars || !unicode.IsPrint(r) || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
-}
