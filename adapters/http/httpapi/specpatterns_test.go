@@ -275,7 +275,7 @@ func specCorpus(t *testing.T, patterns map[string]string) map[string]corpusEntry
 			accepts = re.MatchString
 		}
 		seen := map[string]bool{}
-		e := corpusEntry{Pattern: pattern}
+		e := corpusEntry{Pattern: pattern, Values: []string{}, Expected: []bool{}}
 		add := func(v string) {
 			if seen[v] || strings.HasSuffix(where, "/UserID/pattern") && !norm.NFC.IsNormalString(v) {
 				return

@@ -34,7 +34,7 @@ for (const [where, pattern] of [...patterns(spec, '')].sort()) {
     continue;
   }
   const entry = corpus[where];
-  if (entry === undefined || entry.pattern !== pattern) {
+  if (entry === undefined || entry.pattern !== pattern || !entry.values || entry.values.length === 0) {
     console.log(`${where}: the corpus has no values for this pattern`);
     problems++;
     continue;

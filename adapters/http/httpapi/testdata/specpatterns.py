@@ -38,7 +38,7 @@ def main(spec_file, corpus_file):
             problems += 1
             continue
         entry = corpus.get(where)
-        if entry is None or entry["pattern"] != pattern:
+        if entry is None or entry["pattern"] != pattern or not entry["values"]:
             print(f"{where}: the corpus has no values for this pattern")
             problems += 1
             continue
