@@ -55,10 +55,11 @@ func (s SKUID) String() string { return s.v }
 // IsZero reports whether s was never validated.
 func (s SKUID) IsZero() bool { return s.v == "" }
 
-// UserID identifies a buyer: 1-128 printable characters, in Unicode NFC,
-// without leading or trailing whitespace, not only dots nor a single /. The per-user limit counts by the
-// exact id, so ids are refused rather than normalized: "u9 " or a decomposed
-// "é" would otherwise be another buyer. The gateway must send canonical ids.
+// UserID identifies a buyer: 1-128 printable characters (IsPrintable), in
+// Unicode NFC, without leading or trailing whitespace, not only dots nor a
+// single /. The per-user limit counts by the exact id, so ids are refused
+// rather than normalized: "u9 " or a decomposed "é" would otherwise be
+// another buyer. The gateway must send canonical ids.
 type UserID struct{ v string }
 
 // NewUserID validates s as a user id. It never normalizes s: an id with
@@ -85,7 +86,8 @@ func NewUserID(s string) (UserID, error) {
 func (u UserID) String() string { return u.v }
 
 // RequestID is the caller's idempotency key for one purchase attempt:
-// 1-128 printable characters. Retrying with the same RequestID never buys twice.
+// 1-128 printable characters (IsPrintable). Retrying with the same RequestID
+// never buys twice.
 type RequestID struct{ v string }
 
 // NewRequestID validates s as a request id; an empty one is

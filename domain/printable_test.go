@@ -20,6 +20,7 @@ func refusedByCategory(r rune) bool {
 // categories it was taken from, code point by code point, and shows that
 // what Unicode has not assigned is printable.
 func TestUnprintableIsUnicode15Categories(t *testing.T) {
+	t.Parallel()
 	if unicode.Version != "15.0.0" {
 		// The list is the contract and does not move with Go's tables;
 		// a new version's format characters or separators are a decision.

@@ -173,6 +173,7 @@ func patternsOf(v any, at string, out map[string]string) {
 // `go test ./adapters/http/httpapi -run TestSpecPatternsAreDerived -update`
 // rewrites them after the list changes. Every pattern has an entry.
 func TestSpecPatternsAreDerivedFromUnprintable(t *testing.T) {
+	t.Parallel()
 	patterns := servedPatterns(t)
 	for where := range patterns {
 		if _, known := specPatterns[where]; !known {
@@ -308,6 +309,7 @@ func specCorpus(t *testing.T, patterns map[string]string) map[string]corpusEntry
 // Debian's (scripts/install-deps.sh); only `go test -short` off CI may do
 // without them.
 func TestSpecPatternsMeanTheSameInEveryEngine(t *testing.T) {
+	t.Parallel()
 	patterns := servedPatterns(t)
 	corpus := specCorpus(t, patterns)
 	for _, where := range slices.Sorted(maps.Keys(corpus)) {
@@ -346,10 +348,11 @@ func TestSpecPatternsMeanTheSameInEveryEngine(t *testing.T) {
 		{"ECMA-262 (Node)", "specpatterns.js", "nodejs", []string{"node", "nodejs"}},
 	} {
 		t.Run(engine.pkg, func(t *testing.T) {
+			t.Parallel()
 			bin := interpreter(t, engine.pkg, engine.interpreters)
 			out, err := exec.Command(bin, filepath.Join("testdata", engine.script), spec, corpusFile).CombinedOutput()
 			if err != nil {
-				t.Errorf("%s disagrees with the server (%v):\n%s", engine.name, err, out)
+				t.Errorf("%s (%s) disagrees with the server (%v):\n%s", engine.name, bin, err, out)
 			}
 		})
 	}
