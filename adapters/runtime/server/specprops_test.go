@@ -321,6 +321,17 @@ func (g *schemaGen) atMaximum(ctx context.Context, route *routers.Route, p *open
 		v = string(g.integer(&openapi3.Schema{Min: s.Max, Max: s.Max}))
 	}
 	bounded := s.Max != nil
+	c.set(p, v)
+	req, _ := c.request(nil, "http://127.0.0.1", credential{})
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	if req == nil || bounded && openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{Request: req, PathParams: c.params, Route: route, Options: opts}) != nil {
+		return nil
+	}
+	return c
+}
+
+// set gives parameter p the value v.
+func (c *specCase) set(p *openapi3.Parameter, v string) {
 	switch p.In {
 	case openapi3.ParameterInPath:
 		c.params[p.Name] = v
@@ -329,12 +340,6 @@ func (g *schemaGen) atMaximum(ctx context.Context, route *routers.Route, p *open
 	case openapi3.ParameterInHeader:
 		c.header.Set(p.Name, v)
 	}
-	req, _ := c.request(nil, "http://127.0.0.1", credential{})
-	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
-	if req == nil || bounded && openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{Request: req, PathParams: c.params, Route: route, Options: opts}) != nil {
-		return nil
-	}
-	return c
 }
 
 // parameters are the operation's and its path's, the operation's first.
@@ -426,14 +431,7 @@ func (g *schemaGen) breakCase(c *specCase) bool {
 			if text == "" && pv.In == openapi3.ParameterInPath {
 				return false // an empty segment makes another path, not a bad value of this one
 			}
-			switch pv.In {
-			case openapi3.ParameterInPath:
-				c.params[pv.Name] = text
-			case openapi3.ParameterInQuery:
-				c.query.Set(pv.Name, text)
-			case openapi3.ParameterInHeader:
-				c.header.Set(pv.Name, text)
-			}
+			c.set(pv, text)
 			c.broken = pv.Name + " " + what
 			return true
 		})
