@@ -30,40 +30,41 @@ var updateSpec = flag.Bool("update", false, "rewrite docs/openapi.yaml's printab
 // value; a nil accepts says the server parses more forms than the pattern
 // promises, and the engines are held to Go's regexp.
 type specPattern struct {
-	template string // "" for a pattern written by hand; else {P} is [^ Unprintable]
+	template string // "" for a pattern written by hand; {U} stands for domain.Unprintable's characters
 	accepts  func(string) bool
 	samples  []string // valid values the corpus varies
 }
 
-func ok[T any](_ T, err error) bool { return err == nil }
+// noError reports whether a constructor accepted its input.
+func noError[T any](_ T, err error) bool { return err == nil }
 
 // specPatterns are docs/openapi.yaml's patterns, by JSON pointer: every
 // pattern the description has must be here.
 var specPatterns = map[string]specPattern{
 	"/components/schemas/SKUID/pattern": {
-		accepts: func(s string) bool { return ok(domain.NewSKUID(s)) },
+		accepts: func(s string) bool { return noError(domain.NewSKUID(s)) },
 		samples: []string{"sku-1", "a.b:c_d"},
 	},
 	"/components/schemas/UserID/pattern": {
 		// Printable, no space at either end, not only dots nor a single /.
 		template: `^(?:[^ ./{U}](?:[^{U}]*[^ {U}])?|[./]+(?:[^ ./{U}]|[^./{U}][^{U}]*[^ {U}])|[./]+/[./]*|/[./]+)$`,
-		accepts:  func(s string) bool { return ok(domain.NewUserID(s)) },
+		accepts:  func(s string) bool { return noError(domain.NewUserID(s)) },
 		samples:  []string{"u-42", "john smith", "./x"},
 	},
 	"/components/schemas/RequestID/pattern": {
 		template: `^[^{U}]+$`,
-		accepts:  func(s string) bool { return ok(domain.NewRequestID(s)) },
+		accepts:  func(s string) bool { return noError(domain.NewRequestID(s)) },
 		samples:  []string{"r1", " spaced key "},
 	},
 	"/components/schemas/Reason/pattern": {
 		template: `^[^{U}]*$`,
-		accepts:  func(s string) bool { return ok(domain.NewReason(s)) },
+		accepts:  func(s string) bool { return noError(domain.NewReason(s)) },
 		samples:  []string{"", "recount after audit"},
 	},
 	"/components/schemas/OrderID/pattern": {
 		// Printable, not only dots nor a single /.
 		template: `^(?:[^{U}]*[^./{U}][^{U}]*|[./]+/[./]*|/[./]+)$`,
-		accepts:  func(s string) bool { return ok(domain.NewOrderID(s)) },
+		accepts:  func(s string) bool { return noError(domain.NewOrderID(s)) },
 		samples:  []string{"order-9f1c", " o 1 "},
 	},
 	"/components/parameters/IdempotencyKey/schema/pattern": {
@@ -71,7 +72,7 @@ var specPatterns = map[string]specPattern{
 		template: `^[^ {U}](?:[^{U}]*[^ {U}])?$`,
 		accepts: func(s string) bool {
 			r := &http.Request{Header: http.Header{"Idempotency-Key": {s}}}
-			return ok(idempotencyKey(r)) && s == strings.Trim(s, " \t")
+			return noError(idempotencyKey(r)) && s == strings.Trim(s, " \t")
 		},
 		samples: []string{"k1", "key with spaces"},
 	},
@@ -84,7 +85,7 @@ var specPatterns = map[string]specPattern{
 		// (the corpus varies the rest of such a URL); whether the address
 		// may be reached is not a pattern's to say.
 		template: `^[hH][tT][tT][pP][sS]?://(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9._~!$&'()*+,;=<>"\]-]|[^\x00-\x7F{U}])+)(?::[0-9]*)?(?:/(?:[^%?#{U}]|%[0-9A-Fa-f]{2})*)?(?:\?[^#{U}]*)?(?:#(?:[^%{U}]|%[0-9A-Fa-f]{2})*)?$`,
-		accepts:  func(s string) bool { return ok(domain.ValidateWebhook(s, []string{"deducted"})) },
+		accepts:  func(s string) bool { return noError(domain.ValidateWebhook(s, []string{"deducted"})) },
 		samples:  []string{"https://hooks.example.com/in/1", "http://h.example", "HTTP://[::1]:8080/in/some/path%2F?q=1#frag"},
 	},
 	"/components/schemas/Instant/pattern":                             {samples: []string{"now", "-5m", "2026-02-28T23:59:59.5+01:00"}},
@@ -226,7 +227,8 @@ func servedPatterns(t *testing.T) map[string]string {
 }
 
 // probes are the characters the corpus puts into each sample: both sides
-// of every bound of domain.Unprintable, all of ASCII, and letters, marks,
+// of every bound of domain.Unprintable and the middle of each of its
+// ranges, all of ASCII, and letters, marks,
 // emoji, unassigned code points and the last code point, most of them
 // beyond the BMP, where UTF-16 engines see two units.
 func probes() []rune {
@@ -235,7 +237,7 @@ func probes() []rune {
 		out = append(out, r)
 	}
 	bound := func(lo, hi rune) {
-		for _, r := range []rune{lo - 1, lo, hi, hi + 1} {
+		for _, r := range []rune{lo - 1, lo, (lo + hi) / 2, hi, hi + 1} {
 			if r >= 0 && r <= unicode.MaxRune && utf8.ValidRune(r) {
 				out = append(out, r)
 			}
