@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -58,7 +57,7 @@ func validPrintableID(s string, maxRunes int) bool {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsPrint(r) || r == utf8.RuneError {
+		if refusedByCategory(r) {
 			return false
 		}
 	}
@@ -68,7 +67,7 @@ func validPrintableID(s string, maxRunes int) bool {
 var printableIDSeeds = []string{
 	"", "a", "john smith", "ユーザー", "😀", strings.Repeat("u", 128), strings.Repeat("u", 129),
 	strings.Repeat("é", 128), strings.Repeat("é", 129), "a\x00", "a\n", "\t", "\xff", "\xed\xa0\x80",
-	"a\u00a0b", "\u2028", "\ufffd", "\x7f",
+	"a\u00a0b", "\u2028", "\ufffd", "\x7f", "\u202e", "\ue000", "\u0378", "a\U000e0001", "\U0001f600\U0010ffff", "\U0010fffd",
 }
 
 // checkPrintableID asserts the accepted/rejected property for one id constructor.
@@ -83,7 +82,7 @@ func checkPrintableID(t *testing.T, s string, got string, err error, field strin
 			t.Fatalf("%s accepted %q with %d runes", field, s, n)
 		}
 		for _, r := range s {
-			if !unicode.IsPrint(r) {
+			if refusedByCategory(r) {
 				t.Fatalf("%s accepted %q with non-printable rune %U", field, s, r)
 			}
 		}

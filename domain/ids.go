@@ -55,10 +55,11 @@ func (s SKUID) String() string { return s.v }
 // IsZero reports whether s was never validated.
 func (s SKUID) IsZero() bool { return s.v == "" }
 
-// UserID identifies a buyer: 1-128 printable characters, in Unicode NFC,
-// without leading or trailing whitespace, not only dots nor a single /. The per-user limit counts by the
-// exact id, so ids are refused rather than normalized: "u9 " or a decomposed
-// "é" would otherwise be another buyer. The gateway must send canonical ids.
+// UserID identifies a buyer: 1-128 printable characters (IsPrintable), in
+// Unicode NFC, without leading or trailing whitespace, not only dots nor a
+// single /. The per-user limit counts by the exact id, so ids are refused
+// rather than normalized: "u9 " or a decomposed "é" would otherwise be
+// another buyer. The gateway must send canonical ids.
 type UserID struct{ v string }
 
 // NewUserID validates s as a user id. It never normalizes s: an id with
@@ -85,7 +86,8 @@ func NewUserID(s string) (UserID, error) {
 func (u UserID) String() string { return u.v }
 
 // RequestID is the caller's idempotency key for one purchase attempt:
-// 1-128 printable characters. Retrying with the same RequestID never buys twice.
+// 1-128 printable characters (IsPrintable). Retrying with the same RequestID
+// never buys twice.
 type RequestID struct{ v string }
 
 // NewRequestID validates s as a request id; an empty one is
@@ -137,21 +139,3 @@ func (r Reason) String() string { return r.v }
 // that is a single escaped /. The ids that name a resource in a URL must
 // be segmentable.
 func pathSegmentable(s string) bool { return strings.Trim(s, ".") != "" && s != "/" }
-
-// isPrintableID accepts valid UTF-8 of 1..maxChars printable runes. Control
-// characters are refused because ids end up in logs, CSV and Redis replies;
-// U+FFFD is refused because decoders put it for bytes that are not UTF-8
-// and for lone surrogates, so two distinct ids would read as one.
-func isPrintableID(s string, maxChars int) bool {
-	if s == "" || len(s) > maxChars*utf8.UTFMax || !utf8.ValidString(s) {
-		return false
-	}
-	n := 0
-	for _, r := range s {
-		n++
-		if n > maxChars || !unicode.IsPrint(r) || r == utf8.RuneError {
-			return false
-		}
-	}
-	return true
-}

@@ -40,17 +40,21 @@ type WebhookSubscription struct {
 func (w WebhookSubscription) Wants(t string) bool { return slices.Contains(w.EventTypes, t) }
 
 // ValidateWebhook checks a new subscription's URL (absolute http or https,
-// at most MaxWebhookURL bytes, without user:password@, which listing the
-// subscriptions would show every operator) and event types (at least one,
-// each of WebhookEventTypes), and returns the types without repeats.
-// Errors name the field: url or event_types. Whether the URL's address
-// may be reached is the delivering adapter's to say.
+// at most MaxWebhookURL bytes, printable text as IsPrintable says, so that
+// no control or bidirectional override reaches a log line or the console,
+// and without user:password@, which listing the subscriptions would show
+// every operator) and event types (at least one, each of
+// WebhookEventTypes), and returns the types without repeats. Errors name
+// the field: url or event_types. Whether the URL's address may be reached
+// is the delivering adapter's to say.
 func ValidateWebhook(rawURL string, types []string) ([]string, error) {
 	var errs []error
 	u, err := url.Parse(rawURL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(rawURL) > MaxWebhookURL:
 		errs = append(errs, NewFieldError("url", fmt.Errorf("must be an absolute http or https URL of at most %d bytes", MaxWebhookURL)))
+	case !IsPrintableText(rawURL):
+		errs = append(errs, NewFieldError("url", errors.New("must hold printable characters only (no controls, format characters or separators but the space); percent-encode the others")))
 	case u.User != nil:
 		errs = append(errs, NewFieldError("url", errors.New("must not carry user:password@; verify deliveries by their signature")))
 	}

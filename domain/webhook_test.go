@@ -7,7 +7,7 @@ import (
 )
 
 func TestValidateWebhookNamesTheField(t *testing.T) {
-	types, err := ValidateWebhook("https://shop.example/hooks", []string{"deducted", "sold_out", "deducted"})
+	types, err := ValidateWebhook("https://shop.example/hooks/a b/\U0001f600", []string{"deducted", "sold_out", "deducted"})
 	if err != nil || !slices.Equal(types, []string{"deducted", "sold_out"}) {
 		t.Fatalf("valid subscription: %v %v", types, err)
 	}
@@ -20,6 +20,9 @@ func TestValidateWebhookNamesTheField(t *testing.T) {
 		{"/hooks", []string{"deducted"}, "url"},
 		{"https://user:secret@shop.example/hooks", []string{"deducted"}, "url"},
 		{"https://token@shop.example/hooks", []string{"deducted"}, "url"},
+		{"https://shop.example/\u202ekoohs", []string{"deducted"}, "url"}, // a bidirectional override
+		{"https://shop.example/a\u0085b", []string{"deducted"}, "url"},    // a C1 control, which url.Parse takes
+		{"https://shop\U000e0001.example/", []string{"deducted"}, "url"},
 		{"https://shop.example/", nil, "event_types"},
 		{"https://shop.example/", []string{"stocked"}, "event_types"},
 	} {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what invledger's demo and tests need and the
 # machine lacks: redis-server, PostgreSQL, gcc and the C headers (cgo),
-# promtool (package prometheus) and chromium (the console's browser tests)
-# from Debian's packages. Tests and the demo start private instances of their
-# own; nothing here configures or relies on the machine's default services.
+# promtool (package prometheus), chromium (the console's browser tests),
+# python3 and nodejs (the check of the OpenAPI patterns in their regular
+# expressions) from Debian's packages. Tests and the demo start private
+# instances of their own; nothing here configures or relies on the
+# machine's default services.
 set -euo pipefail
 
 missing=()
@@ -23,6 +25,10 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc) # go test -race needs cgo
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in the tests
 # The console's end-to-end tests and `make screenshots` drive Debian's chromium.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# docs/openapi.yaml's patterns are checked in Python's re and ECMA-262 as
+# well as Go's regexp (adapters/http/httpapi, TestSpecPatternsMeanTheSameInEveryEngine).
+[[ -x /usr/bin/python3 ]] || command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]} from Debian's packages" >&2

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/google/uuid"
 
 	"github.com/invledger/invledger/adapters/http/httpapi"
@@ -36,13 +37,15 @@ type schemaGen struct {
 
 // nonASCII are the letters and symbols text may hold beside ASCII: each is
 // NFC on its own and next to ASCII, which schemas cannot say but user ids
-// must be.
-var nonASCII = []rune("éßЖ中ü€ñ")
+// must be. Some are beyond the BMP, and U+0378 is a code point Unicode has
+// not assigned, which printable text may hold (domain.Unprintable).
+var nonASCII = []rune("éßЖ中ü€ñ😀𠀀͸")
 
 // hostile are the characters an invalid string is given: controls,
-// spaces other than U+0020, format characters, a noncharacter, U+FFFD and
-// ASCII the patterns leave out.
-var hostile = []rune{0, 0x1f, 0x7f, 0x85, 0xa0, 0x200b, 0x2028, 0xfeff, 0xfffd, 0xffff, ' ', '{', '/', '%', '?', '#', 'é'}
+// spaces other than U+0020, format characters (a bidirectional override
+// and a tag among them), private use, noncharacters, U+FFFD and ASCII the
+// patterns leave out.
+var hostile = []rune{0, 0x1f, 0x7f, 0x85, 0xa0, 0x200b, 0x2028, 0x202e, 0xe000, 0xfeff, 0xfffd, 0xffff, 0xe0001, 0x10ffff, ' ', '{', '/', '%', '?', '#', 'é'}
 
 // valid returns a value s accepts.
 func (g *schemaGen) valid(s *openapi3.Schema) any {
@@ -435,7 +438,8 @@ func specPatterns(doc *openapi3.T) map[string]string {
 // which LoadOpenAPI runs: no path ends in a slash (routers take /x/ and /x
 // for two paths); every tag is declared and described; every operation has
 // a unique operationId, a summary and declared tags, and either roles or
-// its own security (none, or the console's session); every pattern compiles as the Go regexp the
+// its own security (none, or the console's session); every integer
+// parameter has a maximum; every pattern compiles as the Go regexp the
 // validator uses and is anchored. Left, as redocly reports them: health,
 // metrics and this document describe no 4xx, and the console's redirects
 // no 2xx, because they answer none.
@@ -472,6 +476,11 @@ func TestOpenAPIDescriptionIsClean(t *testing.T) {
 			}
 			if _, ok := op.Extensions["x-invledger-roles"]; !ok && op.Security == nil {
 				t.Errorf("%s names neither x-invledger-roles nor its own security", where)
+			}
+			for _, p := range parameters(&routers.Route{PathItem: item, Operation: op}) {
+				if s := p.Value.Schema.Value; s.Type.Is("integer") && s.Max == nil {
+					t.Errorf("%s: integer parameter %s has no maximum: a client may send what no int64 holds", where, p.Value.Name)
+				}
 			}
 		}
 	}
