@@ -195,14 +195,16 @@ func TestFullAPIStillServesHealthAndNewClients(t *testing.T) {
 
 // TestBusyGatewayIsServedUnderDefaultSettings: a gateway's 200 keep-alive
 // connections from one address, all busy with a purchase at once, are all
-// served under the default settings: no 503, no connection closed. The
-// per-client cap is off by default.
+// served under the default connection caps: no 503, no connection
+// closed. The per-client cap is off by default. (The body timeout is
+// raised only so that a loaded machine cannot turn the held bodies into
+// 408s.)
 func TestBusyGatewayIsServedUnderDefaultSettings(t *testing.T) {
 	t.Parallel()
 	st := stacktest.New(t)
 	const n = 200
 	st.SKU(t, "gw-1", n, 1)
-	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens}), "http://")
+	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, BodyTimeout: time.Minute}), "http://")
 	conns := make([]net.Conn, n)
 	rest := make([]string, n)
 	for i := range conns {
@@ -226,9 +228,35 @@ func TestBusyGatewayIsServedUnderDefaultSettings(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("purchase %d of %d busy connections from one address = %d %s, want 200", i+1, n, resp.StatusCode, b)
+		if resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("purchase %d of %d busy connections from one address = %d %s (Connection: %q), want 200 on a connection kept open",
+				i+1, n, resp.StatusCode, b, resp.Header.Get("Connection"))
 		}
+	}
+}
+
+// TestSilentConnectionsDoNotKeepANewClientOut: --max-conns 16 connections
+// that send nothing, from one address or from eight, hold their places for
+// a second at most: then a new client is served in place of one of them.
+func TestSilentConnectionsDoNotKeepANewClientOut(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	for _, addrs := range []int{1, 8} {
+		t.Run(fmt.Sprintf("from %d addresses", addrs), func(t *testing.T) {
+			t.Parallel()
+			addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 16}), "http://")
+			var silent []net.Conn
+			for i := range 16 {
+				silent = append(silent, dialFrom(t, addr, fmt.Sprintf("127.0.0.%d", 70+10*addrs+i%addrs)))
+			}
+			time.Sleep(newConnAge + 100*time.Millisecond)
+			if status, retry := getFrom(t, addr, "127.0.0.2", "/v1/skus", secretAuditor); status != 200 {
+				t.Fatalf("a new client with 16 silent connections holding every place = %d (Retry-After %q), want 200", status, retry)
+			}
+			if n := closedCount(silent); n != 1 {
+				t.Fatalf("%d silent connections closed to admit a new client, want 1", n)
+			}
+		})
 	}
 }
 

@@ -147,23 +147,23 @@ func (l *limitListener) admit(c net.Conn) *countedConn {
 // newConnAge; nil if none. Called with l.mu held.
 func (l *limitListener) evictableOf(client string) *countedConn {
 	for e := l.evictable.Front(); e != nil; e = e.Next() {
-		if cc := e.Value.(*countedConn); cc.client == client && cc.evictable() {
+		if cc := e.Value.(*countedConn); cc.client == client && cc.canEvict() {
 			return cc
 		}
 	}
 	return nil
 }
 
-// evictableOfLargest is the evictable connection of the address holding
-// the most connections, busy ones included, and of those the one idle the
-// longest; nil if none. Busy connections are never taken: the address
-// with the most idle ones pays for a newcomer, not the busiest client.
-// One pass over the evictable, at most max. Called with l.mu held.
+// evictableOfLargest is, among the evictable connections, one of the
+// address holding the most connections, busy ones included, and of those
+// the one idle the longest; nil if none. The address that takes the most
+// places gives one back first, but only from those it does not use. One
+// pass over the evictable, at most max. Called with l.mu held.
 func (l *limitListener) evictableOfLargest() *countedConn {
 	var victim *countedConn
 	for e := l.evictable.Front(); e != nil; e = e.Next() {
 		cc := e.Value.(*countedConn)
-		if cc.evictable() && (victim == nil || l.byClient[cc.client] > l.byClient[victim.client]) {
+		if cc.canEvict() && (victim == nil || l.byClient[cc.client] > l.byClient[victim.client]) {
 			victim = cc
 		}
 	}
@@ -294,10 +294,10 @@ type countedConn struct {
 	elem     *list.Element
 }
 
-// evictable reports whether cc may be closed to admit another: it is
+// canEvict reports whether c may be closed to admit another: it is
 // between requests, or has sent nothing for newConnAge. Called with l.mu
 // held.
-func (c *countedConn) evictable() bool {
+func (c *countedConn) canEvict() bool {
 	return c.idle || time.Since(c.since) > newConnAge
 }
 
