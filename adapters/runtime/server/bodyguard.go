@@ -11,25 +11,24 @@ import (
 var aLongTimeAgo = time.Unix(1, 0)
 
 // guardBodies bounds what a request body may cost a connection slot. A
-// body must arrive within bodyTimeout of its headers; once it has, the
-// read deadline goes back to readTimeout from then, the bound the server's
-// background read (which notices a client gone) keeps. An answer written
+// body must arrive within bodyTimeout of its headers; once it has,
+// net/http lifts the read deadline for its background read, which notices
+// a client gone, so a handler may work past bodyTimeout. An answer written
 // before the body was read to its end (a 401 or 403 ahead of any reading,
 // a 404, a 400 on a malformed start) carries Connection: close, and its
 // connection ends once the answer is sent: net/http would otherwise read
 // what is left of the body, up to 256 KiB, to reuse the connection, and a
 // client sending it slowly would keep the connection busy, and counted,
 // for the whole read.
-func guardBodies(h http.Handler, bodyTimeout, readTimeout time.Duration) http.Handler {
+func guardBodies(h http.Handler, bodyTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			h.ServeHTTP(w, r)
 			return
 		}
 		rc := http.NewResponseController(w)
-		start := time.Now()
-		_ = rc.SetReadDeadline(start.Add(bodyTimeout))
-		body := &guardedBody{ReadCloser: r.Body, onEOF: func() { _ = rc.SetReadDeadline(start.Add(readTimeout)) }}
+		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		body := &guardedBody{ReadCloser: r.Body}
 		// A copy: the server reads what is left of its own request's body.
 		r = r.WithContext(r.Context())
 		r.Body = body
@@ -37,17 +36,16 @@ func guardBodies(h http.Handler, bodyTimeout, readTimeout time.Duration) http.Ha
 	})
 }
 
-// guardedBody is a request body that tells when it was read to its end.
+// guardedBody is a request body that tells whether it was read to its end.
 type guardedBody struct {
 	io.ReadCloser
-	eof   atomic.Bool
-	onEOF func()
+	eof atomic.Bool
 }
 
 func (b *guardedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && b.eof.CompareAndSwap(false, true) {
-		b.onEOF()
+	if err == io.EOF {
+		b.eof.Store(true)
 	}
 	return n, err
 }

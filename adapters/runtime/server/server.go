@@ -590,10 +590,6 @@ const DefaultIdempotencyWindow = 24 * time.Hour
 // opens connections and leaves them idle holds them only this long.
 const idleTimeout = 30 * time.Second
 
-// readTimeout bounds the reading of a whole request, headers and body;
-// guardBodies bounds the body alone much sooner.
-const readTimeout = 10 * time.Second
-
 // apiComponent serves the API on --listen until ctx ends.
 func apiComponent(a *app.Application, sc Config, tokens *httpapi.TokenSet) (component, error) {
 	api, err := Handler(a, sc, tokens)
@@ -647,10 +643,10 @@ func httpComponent(a *app.Application, sc Config, name string, handler http.Hand
 	limited := newLimitListener(ln, sc.MaxConns, sc.MaxConnsPerClient, handler, a.Log)
 	ln = limited
 	srv := &http.Server{
-		Handler:           guardBodies(handler, sc.BodyTimeout, readTimeout),
+		Handler:           guardBodies(handler, sc.BodyTimeout),
 		ConnState:         limited.connState,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       readTimeout,
+		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      15 * time.Second,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    16 << 10,
