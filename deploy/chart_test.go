@@ -501,15 +501,13 @@ func TestChartSettingsReachThePods(t *testing.T) {
 	}
 
 	// Behind the ingress every client is an ingress pod: by default the
-	// per-client cap is the whole cap, as docs/configuration.md says.
+	// per-client cap is off, as it is for serve.
 	defaults, err := decode(render(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _ := envOf(defaults, "Deployment", "INVLEDGER_MAX_CONNS")
-	perClient, _ := envOf(defaults, "Deployment", "INVLEDGER_MAX_CONNS_PER_CLIENT")
-	if all.Value == "" || perClient.Value != all.Value {
-		t.Errorf("by default INVLEDGER_MAX_CONNS_PER_CLIENT is %q, want INVLEDGER_MAX_CONNS %q", perClient.Value, all.Value)
+	if perClient, _ := envOf(defaults, "Deployment", "INVLEDGER_MAX_CONNS_PER_CLIENT"); perClient.Value != "0" {
+		t.Errorf("by default INVLEDGER_MAX_CONNS_PER_CLIENT is %q, want 0 (no per-client cap)", perClient.Value)
 	}
 }
 

@@ -208,9 +208,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		Serve: func(ctx context.Context, tokens string, ready chan<- string) error {
 			return serve(ctx, cfg, serveSettings{Durability: b.durability, Config: server.Config{
 				Listen: "127.0.0.1:0", Tokens: tokens, Components: []string{server.ComponentAPI, server.ComponentProjector}, ConsumerName: "invledger-bench",
-				// Every bench client shares one address: only the global cap applies.
-				MaxConnsPerClient: server.DefaultMaxConns,
-				OnListening:       func(addr string) { ready <- addr }}})
+				OnListening: func(addr string) { ready <- addr }}})
 		},
 		Close: a.Close,
 	}, nil

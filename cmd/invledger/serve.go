@@ -47,8 +47,8 @@ invledger migrate first), so serves started together do not wait on each other.`
 	}
 	env := &envFlags{fs: cmd.Flags()}
 	env.String(&ss.Listen, "listen", "INVLEDGER_LISTEN", "127.0.0.1:8080", "HTTP listen address: the API, or /metrics, /healthz and /readyz in a process without the API")
-	env.Int(&ss.MaxConns, "max-conns", "INVLEDGER_MAX_CONNS", server.DefaultMaxConns, "most open API connections; when all are busy one more gets 503 at once")
-	env.Int(&ss.MaxConnsPerClient, "max-conns-per-client", "INVLEDGER_MAX_CONNS_PER_CLIENT", 0, "most open API connections from one client address (0: an eighth of --max-conns); behind a proxy every client is the proxy")
+	env.Int(&ss.MaxConns, "max-conns", "INVLEDGER_MAX_CONNS", server.DefaultMaxConns, "most open API connections; when full an idle one is closed to make room, and when all are busy one more gets 503 at once")
+	env.Int(&ss.MaxConnsPerClient, "max-conns-per-client", "INVLEDGER_MAX_CONNS_PER_CLIENT", 0, "most open API connections from one client address (0: no cap, a busy client is served up to --max-conns); behind a proxy every client is the proxy")
 	env.Secret(&ss.Tokens, "tokens", "INVLEDGER_TOKENS", "API tokens, name:role:secret comma-separated; roles gateway, operator, approver, auditor")
 	env.String(&ss.TokensFile, "tokens-file", "INVLEDGER_TOKENS_FILE", "", "file with API tokens, one name:role:secret per line; read again on SIGHUP")
 	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")

@@ -338,9 +338,9 @@ func (s *keyScanner) skipValue() {
 	}
 }
 
-// errBodyTimeout is a request body that did not arrive within the
-// server's read timeout: 408, not the caller's malformed JSON.
-var errBodyTimeout = errors.New("the request body did not arrive within the server's read timeout")
+// errBodyTimeout is a request body that did not arrive before the
+// connection's read deadline: 408, not the caller's malformed JSON.
+var errBodyTimeout = errors.New("the request body did not arrive in time")
 
 // translateJSONError turns an encoding/json error into a *domain.FieldError
 // naming the field when there is one, and "body" otherwise. A failure to

@@ -5,7 +5,11 @@
 // transport errors when it cannot write twice: reads, purchases and
 // releases (their request_id is the idempotency key), and every other
 // write, which the client sends with an Idempotency-Key it makes once per
-// call. Every call ends by its context's deadline.
+// call. Purchases, reserves, orders and releases send their own key
+// (request_id, order_id) as Idempotency-Key too: the API closes an idle
+// keep-alive connection to admit another when it is full, and the header
+// lets Go's transport send a request that met such a close again, on a
+// fresh connection, at once. Every call ends by its context's deadline.
 //
 // Its request and answer bodies are those the server uses, from
 // adapters/http/apiwire; of invledger it links only that and domain, none

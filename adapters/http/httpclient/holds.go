@@ -17,7 +17,7 @@ func (c *Client) Reserve(ctx context.Context, sku, user string, qty int64, reque
 		body.TTLSeconds = &ttlSeconds
 	}
 	var h apiwire.HoldJSON
-	_, err := c.do(ctx, call{method: http.MethodPost, path: holdsPath(sku), retry: true, body: body}, &h)
+	_, err := c.do(ctx, call{method: http.MethodPost, path: holdsPath(sku), retry: true, key: requestID, body: body}, &h)
 	return h, err
 }
 

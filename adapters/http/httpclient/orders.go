@@ -18,7 +18,7 @@ func (c *Client) PlaceOrder(ctx context.Context, orderID, user string, ttlSecond
 		body.TTLSeconds = &ttlSeconds
 	}
 	var o apiwire.OrderJSON
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/orders", retry: true, body: body}, &o)
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/orders", retry: true, key: orderID, body: body}, &o)
 	return o, err
 }
 

@@ -23,7 +23,7 @@ type Receipt struct {
 // receipt and never buys twice.
 func (c *Client) Deduct(ctx context.Context, sku, user string, qty int64, requestID string) (Receipt, error) {
 	var rc Receipt
-	a, err := c.do(ctx, call{method: http.MethodPost, path: skuPath(sku) + "/deduct", retry: true,
+	a, err := c.do(ctx, call{method: http.MethodPost, path: skuPath(sku) + "/deduct", retry: true, key: requestID,
 		body: apiwire.DeductBody{UserID: user, Qty: &qty, RequestID: requestID}}, &rc.ReceiptJSON)
 	rc.Replayed, rc.Released = a.header.Get(apiwire.HeaderReplayed) == "true", a.header.Get(apiwire.HeaderReleased) == "true"
 	return rc, err
@@ -32,7 +32,7 @@ func (c *Client) Deduct(ctx context.Context, sku, user string, qty int64, reques
 // Release gives back the units of the purchase requestID made, once.
 func (c *Client) Release(ctx context.Context, sku, user, requestID, reason string) (apiwire.ReleaseReceiptJSON, error) {
 	var rr apiwire.ReleaseReceiptJSON
-	_, err := c.do(ctx, call{method: http.MethodPost, path: skuPath(sku) + "/release", retry: true,
+	_, err := c.do(ctx, call{method: http.MethodPost, path: skuPath(sku) + "/release", retry: true, key: requestID,
 		body: apiwire.ReleaseBody{UserID: user, RequestID: requestID, Reason: reason}}, &rr)
 	return rr, err
 }

@@ -32,11 +32,14 @@ const maxRefusing = 64
 // request at once.
 const newConnAge = time.Second
 
-// limitListener caps the connections open at once, in all and from one
-// client address (the TCP peer's IP). Accept never waits for a slot: when
-// full, it closes the longest-idle keep-alive connection (or one that has
-// sent nothing for newConnAge) to make room, so idle connections hold no
-// one's turn; when every connection is busy, the new one is refused. A
+// limitListener caps the connections open at once, in all and, when
+// perClient is set, from one client address (the TCP peer's IP). Accept
+// never waits for a slot: when full, it closes an evictable connection (a
+// keep-alive one between requests, or one that has sent nothing for
+// newConnAge) to make room, taking it from the address that holds the most
+// connections, and of those the longest idle; so idle and slow connections
+// hold no one's turn, and a client whose connections are busy is served up
+// to the cap. When every connection is busy, the new one is refused. A
 // refused connection is still answered /healthz and /readyz by the
 // overflow server, and 503 with Retry-After for anything else.
 type limitListener struct {
@@ -60,8 +63,9 @@ type limitListener struct {
 	lastLog  atomic.Int64 // unix nanoseconds
 }
 
-// newLimitListener caps ln at max connections, perClient from one address;
-// handler answers the health probes of refused connections.
+// newLimitListener caps ln at max connections, and at perClient from one
+// address unless perClient is 0; handler answers the health probes of
+// refused connections.
 func newLimitListener(ln net.Listener, max, perClient int, handler http.Handler, log *slog.Logger) *limitListener {
 	l := &limitListener{Listener: ln, max: max, perClient: perClient, log: log, byClient: map[string]int{},
 		evictable: list.New(), refused: make(chan net.Conn, maxRefusing), done: make(chan struct{})}
@@ -114,14 +118,14 @@ func (l *limitListener) admit(c net.Conn) *countedConn {
 	client := peerIP(c)
 	l.mu.Lock()
 	var victim *countedConn
+	overClient := l.perClient > 0 && l.byClient[client] >= l.perClient
 	switch {
-	case l.byClient[client] >= l.perClient:
-		victim = l.oldestEvictable(client)
+	case overClient:
+		victim = l.evictableOf(client)
 	case l.open >= l.max:
-		victim = l.oldestEvictable("")
+		victim = l.evictableOfLargest()
 	}
-	full := l.byClient[client] >= l.perClient || l.open >= l.max
-	if full && victim == nil {
+	if (overClient || l.open >= l.max) && victim == nil {
 		l.mu.Unlock()
 		return nil
 	}
@@ -139,19 +143,31 @@ func (l *limitListener) admit(c net.Conn) *countedConn {
 	return cc
 }
 
-// oldestEvictable is the connection, of client or of anyone (""), idle the
-// longest or silent for over newConnAge; nil if none. Called with l.mu held.
-func (l *limitListener) oldestEvictable(client string) *countedConn {
+// evictableOf is client's connection idle the longest or silent for over
+// newConnAge; nil if none. Called with l.mu held.
+func (l *limitListener) evictableOf(client string) *countedConn {
 	for e := l.evictable.Front(); e != nil; e = e.Next() {
-		cc := e.Value.(*countedConn)
-		if client != "" && cc.client != client {
-			continue
-		}
-		if cc.idle || time.Since(cc.since) > newConnAge {
+		if cc := e.Value.(*countedConn); cc.client == client && cc.canEvict() {
 			return cc
 		}
 	}
 	return nil
+}
+
+// evictableOfLargest is, among the evictable connections, one of the
+// address holding the most connections, busy ones included, and of those
+// the one idle the longest; nil if none. The address that takes the most
+// places gives one back first, but only from those it does not use. One
+// pass over the evictable, at most max. Called with l.mu held.
+func (l *limitListener) evictableOfLargest() *countedConn {
+	var victim *countedConn
+	for e := l.evictable.Front(); e != nil; e = e.Next() {
+		cc := e.Value.(*countedConn)
+		if cc.canEvict() && (victim == nil || l.byClient[cc.client] > l.byClient[victim.client]) {
+			victim = cc
+		}
+	}
+	return victim
 }
 
 // releaseLocked gives cc's slot back, once. Called with l.mu held.
@@ -236,7 +252,7 @@ func (l *limitListener) logRefusal() {
 		return
 	}
 	l.dropped.Add(-n)
-	l.log.Warn("connections refused: every connection is busy, in all or from one client address (is the reverse proxy in front pooling them?)",
+	l.log.Warn("connections refused: every connection is busy, in all or, with a per-client cap, from one client address",
 		"refused", n, "max_conns", l.max, "max_conns_per_client", l.perClient)
 }
 
@@ -276,6 +292,13 @@ type countedConn struct {
 	idle     bool
 	released bool
 	elem     *list.Element
+}
+
+// canEvict reports whether c may be closed to admit another: it is
+// between requests, or has sent nothing for newConnAge. Called with l.mu
+// held.
+func (c *countedConn) canEvict() bool {
+	return c.idle || time.Since(c.since) > newConnAge
 }
 
 // CloseWrite half-closes a TCP connection, as net/http does to deliver an

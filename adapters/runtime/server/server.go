@@ -52,16 +52,23 @@ type Config struct {
 	// Listen is the API's address, or, in a process without the API, the
 	// address of its /metrics, /healthz and /readyz. Default 127.0.0.1:8080.
 	Listen string
-	// MaxConns caps the API's open connections. When every one is busy, one
-	// more is answered 503 with Retry-After and closed at once (but /healthz
-	// and /readyz are answered); an idle keep-alive connection is closed to
-	// make room instead. Default 1024.
+	// MaxConns caps the API's open connections. When full, an idle
+	// keep-alive connection, or one silent for a second since it opened,
+	// is closed to make room, taken from the client address holding the
+	// most connections; when every one is busy, one more is answered 503
+	// with Retry-After and closed at once (but /healthz and /readyz are
+	// answered). Default 1024.
 	MaxConns int
-	// MaxConnsPerClient caps the open connections from one TCP peer
-	// address, below MaxConns, so one client cannot take every slot.
-	// Behind a proxy every client is the proxy. Default MaxConns/8, at
-	// least 1.
+	// MaxConnsPerClient, when set, caps the open connections from one TCP
+	// peer address, below MaxConns. 0, the default, is no cap: a client
+	// whose connections are busy is served up to MaxConns, as a gateway
+	// or a proxy, behind which every client is the proxy, must be.
 	MaxConnsPerClient int
+	// BodyTimeout bounds the wait for a request's body once its headers
+	// are read: a body not in by then is answered 408 and its connection
+	// closed, so a slowly sent body holds a connection this long at most.
+	// Default 2s.
+	BodyTimeout time.Duration
 	// Tokens and TokensFile hold name:role:secret entries; the API needs
 	// one. TokensFile is read again on SIGHUP; a bad file is refused and
 	// the tokens in use are kept.
@@ -145,8 +152,8 @@ func (c *Config) setDefaults() {
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
 	}
-	if c.MaxConnsPerClient == 0 {
-		c.MaxConnsPerClient = max(1, c.MaxConns/8)
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.Subscribers == 0 {
 		c.Subscribers = 1
@@ -191,8 +198,11 @@ func (c Config) Validate() error {
 	if c.MaxConns < 1 {
 		errs = append(errs, errors.New("--max-conns (INVLEDGER_MAX_CONNS) must be at least 1"))
 	}
-	if c.MaxConnsPerClient < 1 || c.MaxConnsPerClient > c.MaxConns {
-		errs = append(errs, fmt.Errorf("--max-conns-per-client (INVLEDGER_MAX_CONNS_PER_CLIENT) must be 1 to --max-conns (%d), got %d", c.MaxConns, c.MaxConnsPerClient))
+	if c.MaxConnsPerClient < 0 || c.MaxConnsPerClient > c.MaxConns {
+		errs = append(errs, fmt.Errorf("--max-conns-per-client (INVLEDGER_MAX_CONNS_PER_CLIENT) must be 0 (no cap) or 1 to --max-conns (%d), got %d", c.MaxConns, c.MaxConnsPerClient))
+	}
+	if c.BodyTimeout < 0 {
+		errs = append(errs, errors.New("body timeout must not be negative"))
 	}
 	if c.Subscribers < 1 {
 		errs = append(errs, errors.New("--projector-subscribers must be at least 1"))
@@ -567,6 +577,10 @@ func readiness(a *app.Application, sc Config) func(ctx context.Context) httpapi.
 // DefaultMaxConns is Config.MaxConns's default.
 const DefaultMaxConns = 1024
 
+// DefaultBodyTimeout is Config.BodyTimeout's default: a body is at most
+// 64 KiB, which an honest client sends in milliseconds.
+const DefaultBodyTimeout = 2 * time.Second
+
 // DefaultIdempotencyWindow is Config.IdempotencyWindow's default: the
 // window in which gateways retry, as Stripe keeps its keys.
 const DefaultIdempotencyWindow = 24 * time.Hour
@@ -629,7 +643,7 @@ func httpComponent(a *app.Application, sc Config, name string, handler http.Hand
 	limited := newLimitListener(ln, sc.MaxConns, sc.MaxConnsPerClient, handler, a.Log)
 	ln = limited
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           guardBodies(handler, sc.BodyTimeout),
 		ConnState:         limited.connState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
