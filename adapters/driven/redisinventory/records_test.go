@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/domain"
@@ -117,6 +118,20 @@ func TestEveryCallThatMeetsACorruptRecordAnswersUnavailableAndReportsIt(t *testi
 	_, err = inv.Release(ctx, sku, user, req("h3"), must(domain.NewReason("")), uuid.NewString())
 	wantCorrupt(t, "release of a sale whose hold record is corrupt", err, rep, hold("h3", h3))
 	assertSame(t, before, f.snapshot(t))
+
+	// The sweeper, when a held hold's deadline passes: the call that
+	// meets the record cannot say which of its holds it was, so the
+	// sweeper finds out and reports that one.
+	sw := must(redisinventory.NewSweeper(f.client, f.keys, redisinventory.SweeperConfig{Corrupt: rep}))
+	if err := f.client.ZAddXX(ctx, f.keys.SKUExpiryKey(s), redis.Z{Score: 0, Member: s + " " + h1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.ExpireDue(ctx); err == nil {
+		t.Fatal("the sweeper expired a hold whose record is corrupt")
+	}
+	if got := rep.take(); len(got) != 1 || got[0] != hold("", h1) {
+		t.Fatalf("the sweeper reported %+v, want %+v", got, hold("", h1))
+	}
 
 	// The reconciler's look at the SKU finds exactly these records.
 	found := must(f.reconcile.CorruptRecords(ctx, sku))

@@ -229,9 +229,6 @@ func (a *Application) wire() error {
 		return err
 	}
 	ad.Epoch = redisinventory.NewRedisEpoch(a.Redis)
-	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{}); err != nil {
-		return err
-	}
 	ad.SKUs = pgstore.NewPostgresSKUStore(a.Pool)
 	ad.Ledger = pgstore.NewPostgresLedgerStore(a.Pool)
 	ad.Projection = pgstore.NewPostgresProjectionStore(a.Pool)
@@ -316,10 +313,14 @@ func (a *Application) wire() error {
 	if a.Reconciler, err = reconcile.New(rc); err != nil {
 		return err
 	}
-	// A corrupt record the purchase path meets is rebuilt by the reconciler.
+	// A corrupt record the purchase path or the sweeper meets is rebuilt
+	// by the reconciler.
 	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
 		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch,
 		Corrupt: a.Reconciler}); err != nil {
+		return err
+	}
+	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{Corrupt: a.Reconciler}); err != nil {
 		return err
 	}
 	var (
