@@ -77,4 +77,3 @@ func TestACorruptRecordAnswers503WithRetryAfterUntilItIsRebuilt(t *testing.T) {
 		}
 	}
 }
-
