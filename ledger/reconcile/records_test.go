@@ -122,7 +122,7 @@ func TestACorruptRecordAnswersUnavailableUntilTheLedgerRebuildsIt(t *testing.T) 
 
 	// Each record once, however many retries met it.
 	if err := testutil.GatherAndCompare(s.App.Metrics.Registry, strings.NewReader(`
-# HELP invledger_corrupt_records_total Corrupt receipts and hold records met by the purchase path (each counted once until it is rebuilt), by kind.
+# HELP invledger_corrupt_records_total Corrupt receipts and hold records met by the purchase path or the hold sweeper, by kind; meetings while its repair runs count once.
 # TYPE invledger_corrupt_records_total counter
 invledger_corrupt_records_total{kind="hold"} 1
 invledger_corrupt_records_total{kind="receipt"} 1
