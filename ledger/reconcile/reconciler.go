@@ -151,7 +151,9 @@ func New(cfg Config) (*Reconciler, error) {
 
 // Options select what one run does.
 type Options struct {
-	// SKUs limits the run; empty means every defined SKU.
+	// SKUs limits the run; empty means every defined SKU. A run that
+	// names SKUs also reads each one's receipts and hold records for
+	// corrupt ones; the periodic pass, naming none, never reads them all.
 	SKUs []string
 	// Repair corrects what can be corrected: Redis stock by compare-and-set,
 	// lost Redis state by restore from the ledger, balances by recompute,
