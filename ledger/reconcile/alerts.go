@@ -58,7 +58,8 @@ func (a *LogAlerter) Alert(ctx context.Context, f Finding) {
 		"redis_stock", valueOf(f.Before.RedisStock), "redis_seq", valueOf(f.Before.RedisSeq), "ledger_stock", f.Before.LedgerStock,
 		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError}
 	if f.Class == ClassCorruptRecord {
-		attrs = append(attrs, "request_id", f.RequestID, "hold_id", f.HoldID)
+		// Not request_id: an API request's log lines carry its own under that key.
+		attrs = append(attrs, "purchase_request_id", f.RequestID, "hold_id", f.HoldID)
 	}
 	a.log.ErrorContext(ctx, "reconciliation finding", attrs...)
 	if a.next != nil {

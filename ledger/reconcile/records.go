@@ -55,10 +55,10 @@ func (r *Reconciler) ReportCorrupt(ctx context.Context, rec ledger.CorruptRecord
 	}
 	r.cfg.Metrics.corrupt.WithLabelValues(string(rec.Kind)).Inc()
 	r.cfg.Logger.ErrorContext(ctx, "corrupt record met: its calls answer unavailable until it is rebuilt from the ledger",
-		"sku", rec.SKU, "kind", rec.Kind, "request_id", rec.RequestID, "hold_id", rec.HoldID)
+		"sku", rec.SKU, "kind", rec.Kind, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID)
 	if full {
 		r.cfg.Logger.WarnContext(ctx, "too many corrupt records being repaired; this one waits for the next call that meets it",
-			"sku", rec.SKU, "request_id", rec.RequestID, "hold_id", rec.HoldID, "repairing", r.cfg.MaxRecordRepairs)
+			"sku", rec.SKU, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID, "repairing", r.cfg.MaxRecordRepairs)
 		return
 	}
 	r.cfg.Alerts.Alert(ctx, corruptFinding(rec))
