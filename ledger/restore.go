@@ -17,6 +17,8 @@ type RecoveryConfig struct {
 	SKUs     SKUCatalog
 	Balances BalanceRecomputer
 	Redis    InventoryRestorer
+	// Records rewrites single corrupt records (RepairRecord).
+	Records RecordRewriter
 	// Operations records who restored and rebuilt each SKU.
 	Operations OperationLog
 	// ConsumerGroup is the projector's consumer group, recreated on the
@@ -42,7 +44,7 @@ func (c RecoveryConfig) Validate() error {
 	var errs []error
 	for name, missing := range map[string]bool{
 		"Ledger": c.Ledger == nil, "SKUs": c.SKUs == nil, "Balances": c.Balances == nil, "Redis": c.Redis == nil,
-		"Operations": c.Operations == nil,
+		"Records": c.Records == nil, "Operations": c.Operations == nil,
 	} {
 		if missing {
 			errs = append(errs, fmt.Errorf("recovery: %s is required", name))

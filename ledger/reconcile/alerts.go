@@ -54,9 +54,14 @@ func NewLogAlerter(log *slog.Logger, next Notifier) *LogAlerter {
 
 // Alert logs the finding and passes it on.
 func (a *LogAlerter) Alert(ctx context.Context, f Finding) {
-	a.log.ErrorContext(ctx, "reconciliation finding", "sku", f.SKU, "class", f.Class, "detail", f.Detail,
+	attrs := []any{"sku", f.SKU, "class", f.Class, "detail", f.Detail,
 		"redis_stock", valueOf(f.Before.RedisStock), "redis_seq", valueOf(f.Before.RedisSeq), "ledger_stock", f.Before.LedgerStock,
-		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError)
+		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError}
+	if f.Class == ClassCorruptRecord {
+		// Not request_id: an API request's log lines carry its own under that key.
+		attrs = append(attrs, "purchase_request_id", f.RequestID, "hold_id", f.HoldID)
+	}
+	a.log.ErrorContext(ctx, "reconciliation finding", attrs...)
 	if a.next != nil {
 		a.next.Alert(ctx, f)
 	}

@@ -60,6 +60,14 @@ const (
 	// expiry (so no sweeper would ever return their units). The finding
 	// names them. It is reported, not repaired, for the same reason.
 	ClassHoldLedgerOnly Class = "hold_ledger_only"
+	// ClassCorruptRecord means a receipt or hold record of the SKU does not
+	// parse: every call that meets it answers unavailable, and a retry of
+	// its request id cannot learn its outcome. The finding names the
+	// request id (and the hold id); the repair rebuilds that one record
+	// from the ledger once the ledger holds every event up to the SKU's seq
+	// when the record was read. Found when a call meets it, or by a run
+	// that names the SKU.
+	ClassCorruptRecord Class = "corrupt_record"
 )
 
 // Figures are the numbers a finding compares.
@@ -104,7 +112,10 @@ type Finding struct {
 	After       *Figures
 	MissingSeqs []SeqRange
 	// Lost lists acknowledged deductions found in neither Redis nor the ledger.
-	Lost        []LostReceipt
+	Lost []LostReceipt
+	// RequestID and HoldID name the record of a corrupt_record finding.
+	RequestID   string
+	HoldID      string
 	Repaired    bool
 	RepairError string
 }

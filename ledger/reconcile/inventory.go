@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // Inventory is the live side as the reconciler reads and repairs it.
@@ -23,6 +24,10 @@ type Inventory interface {
 	Fence(ctx context.Context, sku domain.SKUID, seq int64) (fenced bool, err error)
 	// Correct sets sku's stock and stamps it verified if its seq is still seq.
 	Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (corrected bool, err error)
+	// CorruptRecords finds sku's receipts and hold records that do not
+	// parse. It reads every record of the SKU, so only a run that names
+	// the SKU asks.
+	CorruptRecords(ctx context.Context, sku domain.SKUID) ([]ledger.CorruptRecord, error)
 }
 
 // LiveSKU is one SKU's live state within a Snapshot.

@@ -2,12 +2,14 @@ package reconcile
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/invledger/invledger/ledger"
 )
 
 // driftClasses are the finding classes, which all count as drift.
 var driftClasses = []Class{ClassRedisLow, ClassRedisHigh, ClassRedisBehind, ClassRedisMissing, ClassLedgerGap,
 	ClassBalancesDrift, ClassBuyersDrift, ClassReceiptsMissing, ClassLostAcknowledged, ClassHeldDrift, ClassOpenHoldsDrift,
-	ClassHoldRedisOnly, ClassHoldLedgerOnly}
+	ClassHoldRedisOnly, ClassHoldLedgerOnly, ClassCorruptRecord}
 
 // Metrics are the reconciler's Prometheus instruments.
 type Metrics struct {
@@ -18,6 +20,7 @@ type Metrics struct {
 	unverified prometheus.Gauge
 	leader     prometheus.Gauge
 	holdsOpen  prometheus.Gauge
+	corrupt    *prometheus.CounterVec
 }
 
 // NewMetrics creates the reconciler's metrics and registers them on reg.
@@ -55,10 +58,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "invledger_holds_open",
 		Help: "Open holds in Redis over every SKU, as of the last reconciliation of every SKU.",
 	})
-	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader, m.holdsOpen)
+	// The kind only: request ids are unbounded; the log line and the alert
+	// name them.
+	m.corrupt = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "invledger_corrupt_records_total",
+		Help: "Corrupt receipts and hold records met by the purchase path or the hold sweeper, by kind; meetings while its repair runs count once.",
+	}, []string{"kind"})
+	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader, m.holdsOpen, m.corrupt)
 	// Series that exist from the start let increase() see the first finding.
 	for _, c := range driftClasses {
 		m.findings.WithLabelValues(string(c))
+	}
+	for _, k := range ledger.RecordKinds {
+		m.corrupt.WithLabelValues(string(k))
 	}
 	return m
 }

@@ -41,9 +41,11 @@ type SKULister interface {
 }
 
 // Restorer brings back what Redis lost of one SKU: its state, rebuilt from
-// the ledger fold and stamped, or its tombstone when it was retired.
+// the ledger fold and stamped, or its tombstone when it was retired; and
+// rebuilds one corrupt record from the ledger (ledger.Recovery.RepairRecord).
 type Restorer interface {
 	RepairSKU(ctx context.Context, sku string) error
+	RepairRecord(ctx context.Context, rec ledger.CorruptRecord) (_ ledger.CorruptRecord, repaired bool, err error)
 }
 
 // BalanceRepairer repairs one SKU's drifted balances row by recomputing it
@@ -90,11 +92,26 @@ type Config struct {
 	// leader's, an operator's on demand, an adjustment's) never repair the
 	// same drift twice: the second run checks after the first repaired.
 	RepairLock ledger.Lock
+	// RecordRepairWait bounds the repair of a corrupt record a call met
+	// (ReportCorrupt): it retries while the ledger is behind, then gives
+	// up, alerts, and leaves the record to the next call that meets it or
+	// to a run that names the SKU. Default 2 minutes.
+	RecordRepairWait time.Duration
+	// MaxRecordRepairs bounds the corrupt records being repaired at once;
+	// beyond it a report is dropped, and the next call that meets the
+	// record reports it again. Default 1000.
+	MaxRecordRepairs int
 }
 
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.RecordRepairWait == 0 {
+		c.RecordRepairWait = 2 * time.Minute
+	}
+	if c.MaxRecordRepairs == 0 {
+		c.MaxRecordRepairs = 1000
 	}
 }
 
@@ -108,6 +125,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("reconcile: Config.%s is required", name))
 		}
 	}
+	if c.RecordRepairWait < 0 || c.MaxRecordRepairs < 0 {
+		errs = append(errs, errors.New("reconcile: Config.RecordRepairWait and MaxRecordRepairs must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -116,6 +136,8 @@ func (c Config) Validate() error {
 type Reconciler struct {
 	cfg Config
 	mu  sync.Mutex
+	// records are the corrupt records being repaired (ReportCorrupt).
+	records recordRepairs
 }
 
 // New returns a reconciler.
@@ -124,12 +146,14 @@ func New(cfg Config) (*Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Reconciler{cfg: cfg}, nil
+	return &Reconciler{cfg: cfg, records: recordRepairs{active: map[recordKey]bool{}}}, nil
 }
 
 // Options select what one run does.
 type Options struct {
-	// SKUs limits the run; empty means every defined SKU.
+	// SKUs limits the run; empty means every defined SKU. A run that
+	// names SKUs also reads each one's receipts and hold records for
+	// corrupt ones; the periodic pass, naming none, never reads them all.
 	SKUs []string
 	// Repair corrects what can be corrected: Redis stock by compare-and-set,
 	// lost Redis state by restore from the ledger, balances by recompute,
@@ -243,6 +267,9 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			if f, ok := r.lostAcknowledged(ctx, c); ok {
 				findings = append(findings, f)
 			}
+		}
+		if len(opts.SKUs) > 0 && c.live.Present {
+			findings = append(findings, r.corruptRecords(ctx, c)...)
 		}
 		if c.live.Present && !c.live.Verified {
 			unverified++
@@ -541,6 +568,8 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 		f.Repaired = true
 	case ClassLedgerGap:
 		r.reproject(ctx, sku, f)
+	case ClassCorruptRecord:
+		_ = r.repairRecord(ctx, f) // its error is the finding's RepairError
 	}
 }
 

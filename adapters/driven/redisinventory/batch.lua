@@ -14,7 +14,9 @@
 -- and its first write is the one that can fail (ZADD or XADD on a key of
 -- the wrong type; the hashes were read by its checks). An attempt that
 -- raises is answered {-20, message} and has written nothing, and the others
--- go on. A Redis error met before the call's first write (READONLY on a
+-- go on. A receipt or hold record that does not parse raises that way
+-- (read_receipt, read_hold): the Go side reads its message as a corrupt
+-- record, answers unavailable and has the record rebuilt from the ledger. A Redis error met before the call's first write (READONLY on a
 -- demoted master, OOM) is the whole call's: it is raised again, so the
 -- caller sees Redis's own error, and nothing was written. Each attempt's
 -- event is its own stream entry (entry.lua).

@@ -39,8 +39,9 @@ func batchOf(t *testing.T, f *fixture, sku domain.SKUID, attempts []func() error
 
 // TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone puts a malformed
 // receipt and a malformed hold record in the middle of a batch: those two
-// attempts fail with an ErrScript naming the problem and write nothing,
-// and the attempts around them sell, with contiguous seqs.
+// attempts fail as corrupt records (unavailable), with the script's error
+// naming the problem, and write nothing, and the attempts around them sell,
+// with contiguous seqs.
 func TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -71,8 +72,9 @@ func TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone(t *testing.T) {
 		switch {
 		case want == "" && errs[i] != nil:
 			t.Errorf("attempt %d: %v, want sold", i, errs[i])
-		case want != "" && (!errors.Is(errs[i], redisinventory.ErrScript) || !strings.Contains(errs[i].Error(), want)):
-			t.Errorf("attempt %d: %v, want an ErrScript saying %q", i, errs[i], want)
+		case want != "" && (!errors.Is(errs[i], domain.ErrCorruptRecord) || !errors.Is(errs[i], redisinventory.ErrScript) ||
+			!strings.Contains(errs[i].Error(), want)):
+			t.Errorf("attempt %d: %v, want a corrupt record whose ErrScript says %q", i, errs[i], want)
 		}
 	}
 	st := must(f.inv.State(ctx, sku))

@@ -9,6 +9,9 @@
 -- partition's expiry set is "<sku> <hold_id>", scored by expires_ms: no
 -- SKU id holds a space. Fields held and holds of the SKU hash count the
 -- units and the number of its open holds.
+-- read_hold raises 'malformed hold record: <raw>' for a record that does
+-- not parse, before any write of its caller: the Go side reads that text as
+-- a corrupt record (codes.go) and has it rebuilt from the ledger.
 local hold_fields = {'status', 'expires', 'seq', 'remaining', 'qty', 'event_id', 'end_seq', 'end_event_id',
   'request_id', 'order_id', 'user'}
 
@@ -23,11 +26,13 @@ local function read_hold(raw)
     end
     i, from = i + 1, nl + 1
   end
-  if i ~= #hold_fields then
+  if i == #hold_fields then
+    h.expires, h.seq, h.remaining, h.qty, h.end_seq =
+      tonumber(h.expires), tonumber(h.seq), tonumber(h.remaining), tonumber(h.qty), tonumber(h.end_seq)
+  end
+  if i ~= #hold_fields or not (h.expires and h.seq and h.remaining and h.qty and h.end_seq) then
     error('malformed hold record: ' .. raw)
   end
-  h.expires, h.seq, h.remaining, h.qty, h.end_seq =
-    tonumber(h.expires), tonumber(h.seq), tonumber(h.remaining), tonumber(h.qty), tonumber(h.end_seq)
   return h
 end
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // holdAction is what hold_end.lua does to a held hold.
@@ -43,7 +44,7 @@ func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user dom
 		return domain.Hold{}, err
 	}
 	if err := holdRefusal(op, v, subject{sku: s, req: req}); err != nil {
-		return domain.Hold{}, err
+		return domain.Hold{}, r.corrupt(ctx, err, ledger.CorruptRecord{SKU: s, RequestID: req.String(), HoldID: holdID})
 	}
 	h.Replayed = code == codeDoneBefore
 	return h, nil
@@ -79,7 +80,7 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 	keys := r.keys.HoldKeys(s)
 	v, err := holdEndScript.Run(ctx, r.client, keys, s, string(action), hold.String(), eventID).Slice()
 	if err != nil {
-		return domain.Hold{}, time.Time{}, r.failed(ctx, op, err)
+		return domain.Hold{}, time.Time{}, r.corrupt(ctx, r.failed(ctx, op, err), ledger.CorruptRecord{SKU: s, HoldID: hold.String()})
 	}
 	replies, err := holdEndReplies(op, v, 1)
 	if err != nil {
@@ -102,7 +103,7 @@ func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain
 	op := fmt.Sprintf("hold %s of %s", hold, s)
 	v, err := holdShowScript.Run(ctx, r.client, []string{r.keys.SKUKey(s), r.keys.RequestsKey(s)}, hold.String()).Slice()
 	if err != nil {
-		return domain.Hold{}, r.failed(ctx, op, err)
+		return domain.Hold{}, r.corrupt(ctx, r.failed(ctx, op, err), ledger.CorruptRecord{SKU: s, HoldID: hold.String()})
 	}
 	h, _, _, err := parseHold(op, s, hold.String(), v)
 	if err != nil {

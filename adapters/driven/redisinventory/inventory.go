@@ -40,6 +40,10 @@ type InventoryConfig struct {
 	// ObserveBatch, if set, is told the size of every purchase batch sent.
 	// It runs on the purchase path and must not block.
 	ObserveBatch func(size int)
+	// Corrupt, if set, hears of every receipt or hold record a call met
+	// that does not parse; the call itself answers a
+	// *ledger.CorruptRecordError, which matches domain.ErrUnavailable.
+	Corrupt CorruptRecordReporter
 }
 
 func (c *InventoryConfig) setDefaults() {
@@ -233,7 +237,7 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	rp := newReply("deduct "+s, v)
 	code, err := rp.outcome(subject{sku: s, req: req})
 	if err != nil {
-		return domain.Receipt{}, err
+		return domain.Receipt{}, r.corrupt(ctx, err, ledger.CorruptRecord{SKU: s, RequestID: req.String()})
 	}
 	rc := domain.Receipt{SKU: s, Qty: qty.Int64(), User: user.String(), RequestID: req.String()}
 	rc.EventID = rp.String(1, "event_id")
@@ -261,10 +265,10 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 	}
 	op := fmt.Sprintf("release %s request_id %q", s, req.String())
 	keys := []string{r.keys.SKUKey(s), r.keys.BuyersKey(s), r.keys.RequestsKey(s), r.keys.SKUStreamKey(s)}
-	v, err := releaseScript.Run(ctx, r.client, keys, s, user.String(), req.String(), eventID, reason.String(),
-		domain.HoldIDFor(sku, req).String()).Slice()
+	holdID := domain.HoldIDFor(sku, req).String()
+	v, err := releaseScript.Run(ctx, r.client, keys, s, user.String(), req.String(), eventID, reason.String(), holdID).Slice()
 	if err != nil {
-		return domain.ReleaseReceipt{}, r.failed(ctx, op, err)
+		return domain.ReleaseReceipt{}, r.corrupt(ctx, r.failed(ctx, op, err), ledger.CorruptRecord{SKU: s, RequestID: req.String(), HoldID: holdID})
 	}
 	rp := newReply("release "+s, v)
 	code, err := rp.outcome(subject{sku: s, req: req})

@@ -10,6 +10,9 @@
 -- A request id that reserved a hold, until the hold is confirmed, maps to
 -- H<hold_id> (hold.lua), read as {hold_id = ...}; confirm replaces it with
 -- the purchase receipt.
+-- read_receipt raises 'malformed receipt in the requests hash: <raw>' for a
+-- value that does not parse: the Go side reads that text as a corrupt record
+-- (codes.go) and has it rebuilt from the ledger.
 local function read_receipt(raw)
   if string.byte(raw, 1) == 72 then
     return {hold_id = string.sub(raw, 2)}
@@ -17,7 +20,8 @@ local function read_receipt(raw)
   local p, rest = {}, raw
   if string.byte(raw, 1) == 82 then
     local rseq, revent, tail = string.match(raw, '^R(%d+):([^:]*):(.*)$')
-    p.released, p.release_seq, p.release_event_id, rest = true, tonumber(rseq), revent, tail
+    -- A value that only starts like a released receipt is malformed below.
+    p.released, p.release_seq, p.release_event_id, rest = true, tonumber(rseq), revent, tail or ''
   end
   local seq, remaining, qty, event_id, user = string.match(rest, '^(%d+):(%-?%d+):(%d+):([^:]*):(.*)$')
   if not seq then

@@ -30,6 +30,13 @@ end
 if p.released then
   return {2, p.release_event_id, p.release_seq}
 end
+-- Read before the first write: a hold record that does not parse raises.
+local fields = {'user', user, 'request_id', request_id, 'reason', reason}
+local raw_hold = redis.call('HGET', sku_key, 'hold:' .. hold_id)
+if raw_hold then
+  local h = read_hold(raw_hold)
+  fields[7], fields[8], fields[9], fields[10] = 'hold_id', hold_id, 'order_id', h.order_id
+end
 
 -- All checks done; writes follow.
 local stock, seq = tonumber(live[1]) + p.qty, tonumber(live[5]) + 1
@@ -37,11 +44,5 @@ redis.call('HSET', sku_key, 'stock', stock, 'seq', seq)
 free_allowance(buyers_key, user, p.qty)
 redis.call('HSET', requests_key, request_id,
   'R' .. seq .. ':' .. event_id .. ':' .. write_receipt(p.seq, p.remaining, p.qty, p.event_id, user))
-local fields = {'user', user, 'request_id', request_id, 'reason', reason}
-local raw_hold = redis.call('HGET', sku_key, 'hold:' .. hold_id)
-if raw_hold then
-  local h = read_hold(raw_hold)
-  fields[7], fields[8], fields[9], fields[10] = 'hold_id', hold_id, 'order_id', h.order_id
-end
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'released', sku, seq, p.qty, stock), unpack(fields))
 return {1, event_id, seq, stock}

@@ -109,8 +109,8 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 		if err := w.add(ctx, keys[0], "hold:"+id, HoldRecord(h)); err != nil {
 			return err
 		}
-		if h.Status != domain.HoldConfirmed {
-			if err := w.add(ctx, keys[2], h.RequestID, "H"+id); err != nil {
+		if marker, ok := holdMarker(h); ok {
+			if err := w.add(ctx, keys[2], h.RequestID, marker); err != nil {
 				return err
 			}
 			requests++

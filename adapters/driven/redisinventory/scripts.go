@@ -65,6 +65,9 @@ var (
 	restoreChunkScript  = newScript("restore_chunk.lua")
 	restoreFinishScript = newScript("restore_finish.lua", nodeLua)
 	entombScript        = newScript("entomb.lua")
+
+	recordProbeScript  = newScript("record_probe.lua", receiptLua, holdLua)
+	recordRepairScript = newScript("record_repair.lua", nodeLua)
 )
 
 // luaScript is one script of the table.

@@ -38,6 +38,10 @@ type SweeperConfig struct {
 	PerCall int
 	// Timeout bounds each Redis round trip of a pass. Default DefaultTimeout.
 	Timeout time.Duration
+	// Corrupt, if set, hears of every hold record a pass could not expire
+	// because it does not parse; until it is rebuilt, the holds of its
+	// SKU expired in the same call wait too.
+	Corrupt CorruptRecordReporter
 }
 
 func (c *SweeperConfig) setDefaults() {
@@ -237,6 +241,7 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) ([]ledge
 		op := fmt.Sprintf("expire %d holds of %s", len(c.holds), c.sku)
 		v, err := c.cmd.Slice()
 		if err != nil {
+			s.reportCorrupt(ctx, c.sku, c.holds, err)
 			errs = append(errs, fmt.Errorf("%s: %w", op, translate(err)))
 			continue
 		}
@@ -257,6 +262,21 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) ([]ledge
 		}
 	}
 	return expired, errors.Join(errs...)
+}
+
+// reportCorrupt reports which of holds, the holds of sku one hold_end.lua
+// call was given, have a corrupt record, when err says the call met one;
+// the error does not say which, so each is probed.
+func (s *Sweeper) reportCorrupt(ctx context.Context, sku string, holds []string, err error) {
+	if kind, ok := corruptKind(err); !ok || kind != ledger.RecordHold || s.cfg.Corrupt == nil {
+		return
+	}
+	for _, hold := range holds {
+		rec := ledger.CorruptRecord{SKU: sku, Kind: ledger.RecordHold, HoldID: hold}
+		if p, err := probeRecord(ctx, s.client, s.keys, rec); err == nil && p.Corrupt {
+			s.cfg.Corrupt.ReportCorrupt(ctx, rec)
+		}
+	}
 }
 
 // isScriptReplyError tells an error reply of one pipelined script, which

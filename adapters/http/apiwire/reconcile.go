@@ -26,6 +26,8 @@ type FindingJSON struct {
 	After       *FiguresJSON      `json:"after,omitempty"`
 	MissingSeqs []SeqRangeJSON    `json:"missing_seqs,omitempty"`
 	Lost        []LostReceiptJSON `json:"lost,omitempty"`
+	RequestID   string            `json:"request_id,omitempty"`
+	HoldID      string            `json:"hold_id,omitempty"`
 	Repaired    bool              `json:"repaired"`
 	RepairError string            `json:"repair_error,omitempty"`
 }

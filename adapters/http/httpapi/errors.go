@@ -77,8 +77,15 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		detail = "redis restarted and this sku is being checked against the ledger; retry shortly with the same request_id"
 	case domain.CodeUnavailable:
-		s.log.WarnContext(r.Context(), "httpapi: a server is unavailable", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
 		w.Header().Set("Retry-After", "1")
+		if errors.Is(err, domain.ErrCorruptRecord) {
+			// Not an outage: one record is damaged, and its repair is
+			// logged and alerted where it was reported.
+			s.log.WarnContext(r.Context(), "httpapi: a corrupt redis record is being rebuilt", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
+			detail = "the record Redis keeps for this request is damaged and is being rebuilt from the ledger; retry with the same request_id"
+			break
+		}
+		s.log.WarnContext(r.Context(), "httpapi: a server is unavailable", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
 		detail = "a server this request needs is unavailable or did not answer in time (restarting, failing over or moving data); retry with the same request_id"
 	case domain.CodeUnsafeRedis:
 		w.Header().Set("Retry-After", "5")

@@ -223,19 +223,12 @@ func (a *Application) wire() error {
 	var err error
 	reg := cfg.Registry
 	inventoryMetrics := ledger.NewInventoryMetrics(reg)
-	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
-		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch}); err != nil {
-		return err
-	}
 	ad.Restorer = redisinventory.NewRedisRestorer(a.Redis, a.Keys)
 	ad.Archiver = redisinventory.NewRedisArchiver(a.Redis, a.Keys)
 	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, redisinventory.ReconcileSourceConfig{}); err != nil {
 		return err
 	}
 	ad.Epoch = redisinventory.NewRedisEpoch(a.Redis)
-	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{}); err != nil {
-		return err
-	}
 	ad.SKUs = pgstore.NewPostgresSKUStore(a.Pool)
 	ad.Ledger = pgstore.NewPostgresLedgerStore(a.Pool)
 	ad.Projection = pgstore.NewPostgresProjectionStore(a.Pool)
@@ -286,39 +279,15 @@ func (a *Application) wire() error {
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
 
-	var (
-		inventory      ledger.Inventory      = ad.Inventory
-		orderInventory ledger.OrderInventory = ad.Inventory
-	)
 	if cfg.Durability == DurabilityEverysec {
 		a.Journal = ledger.NewReceiptJournal(journalWindow)
-		inventory, orderInventory = a.Journal.Wrap(inventory), a.Journal.WrapOrders(orderInventory)
 	}
-	a.Refusals = refusals.NewCounter(refusals.DefaultMaxSKUs)
-	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(a.Refusals.Wrap(inventory)), ad.SKUs, ad.Ledger, ad.Operations)
 	a.Egress, _ = cfg.egressGuard() // checked by Validate
 	if nets := a.Egress.Nets(); len(nets) > 0 {
 		a.Log.Info("webhooks may reach these internal networks (--webhook-allow-nets)", "nets", fmt.Sprint(nets))
 	}
-	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks, CheckURL: a.Egress.CheckURL}); err != nil {
-		return err
-	}
-	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
-	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
-	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
-	holdInventory := a.Metrics.Inventory.WrapOrders(a.Refusals.WrapOrders(orderInventory))
-	if a.Holds, err = ledger.NewHolds(holdInventory, ad.Ledger, cfg.Holds); err != nil {
-		return err
-	}
-	if a.Orders, err = ledger.NewOrders(holdInventory, ad.Ledger, a.Holds, cfg.Orders); err != nil {
-		return err
-	}
-	if a.HoldExpiry, err = ledger.NewHoldExpiry(ledger.HoldExpiryConfig{Holds: ad.Sweeper, Orders: a.Orders,
-		Metrics: a.Metrics.Inventory, Logger: a.Log}); err != nil {
-		return err
-	}
 	if a.Recovery, err = ledger.NewRecovery(ledger.RecoveryConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Balances: ad.Balances,
-		Redis: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
+		Redis: ad.Restorer, Records: ad.Restorer, Operations: ad.Operations, ConsumerGroup: projections.ConsumerGroup, Logger: a.Log}); err != nil {
 		return err
 	}
 	// Findings, dead letters and fenced SKUs all alert through one alerter.
@@ -342,6 +311,42 @@ func (a *Application) wire() error {
 		rc.Journal = a.Journal
 	}
 	if a.Reconciler, err = reconcile.New(rc); err != nil {
+		return err
+	}
+	// A corrupt record the purchase path or the sweeper meets is rebuilt
+	// by the reconciler.
+	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
+		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch,
+		Corrupt: a.Reconciler}); err != nil {
+		return err
+	}
+	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{Corrupt: a.Reconciler}); err != nil {
+		return err
+	}
+	var (
+		inventory      ledger.Inventory      = ad.Inventory
+		orderInventory ledger.OrderInventory = ad.Inventory
+	)
+	if a.Journal != nil {
+		inventory, orderInventory = a.Journal.Wrap(inventory), a.Journal.WrapOrders(orderInventory)
+	}
+	a.Refusals = refusals.NewCounter(refusals.DefaultMaxSKUs)
+	a.Service = ledger.NewService(a.Metrics.Inventory.Wrap(a.Refusals.Wrap(inventory)), ad.SKUs, ad.Ledger, ad.Operations)
+	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks, CheckURL: a.Egress.CheckURL}); err != nil {
+		return err
+	}
+	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
+	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
+	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
+	holdInventory := a.Metrics.Inventory.WrapOrders(a.Refusals.WrapOrders(orderInventory))
+	if a.Holds, err = ledger.NewHolds(holdInventory, ad.Ledger, cfg.Holds); err != nil {
+		return err
+	}
+	if a.Orders, err = ledger.NewOrders(holdInventory, ad.Ledger, a.Holds, cfg.Orders); err != nil {
+		return err
+	}
+	if a.HoldExpiry, err = ledger.NewHoldExpiry(ledger.HoldExpiryConfig{Holds: ad.Sweeper, Orders: a.Orders,
+		Metrics: a.Metrics.Inventory, Logger: a.Log}); err != nil {
 		return err
 	}
 	if a.Archiver, err = ledger.NewArchiver(ledger.ArchiverConfig{Ledger: ad.Ledger, SKUs: ad.SKUs, Inventory: ad.Inventory,

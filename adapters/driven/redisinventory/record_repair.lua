@@ -1,0 +1,36 @@
+-- record_repair.lua: replace one corrupt receipt or hold record with what
+-- the ledger holds for it. A record that does not parse makes every script
+-- that reads it fail before its first write, so nothing changed its truth
+-- since record_probe.lua read it; the one check that matters is that it
+-- still holds the value the probe read (nobody repaired or restored it
+-- since). The SKU must be verified under this node's run (node.lua): a
+-- restore in progress, or a Redis that restarted, rewrites or verifies the
+-- whole SKU instead.
+-- KEYS[1] sku hash, KEYS[2] requests hash
+-- ARGV[1] receipt or hold, ARGV[2] the request id (receipt) or hold id (hold),
+-- ARGV[3] the corrupt value the probe read, ARGV[4] the record the ledger gives,
+-- '' when the ledger has none: the field is deleted
+-- Reply: {1} rewritten; {-1} not warmed; {-4} recovering: not verified under
+-- this node's run; {-13} the field no longer holds the value read: nothing written.
+local live = redis.call('HMGET', KEYS[1], 'seq', 'fence')
+if not live[1] then
+  return {-1}
+end
+if not fence_holds(live[2]) then
+  return {-4}
+end
+local key, field = KEYS[2], ARGV[2]
+if ARGV[1] == 'hold' then
+  key, field = KEYS[1], 'hold:' .. ARGV[2]
+end
+if redis.call('HGET', key, field) ~= ARGV[3] then
+  return {-13}
+end
+
+-- All checks done; the one write follows.
+if ARGV[4] == '' then
+  redis.call('HDEL', key, field)
+else
+  redis.call('HSET', key, field, ARGV[4])
+end
+return {1}

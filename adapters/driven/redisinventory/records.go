@@ -1,0 +1,241 @@
+package redisinventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+// CorruptRecordReporter hears of every receipt or hold record that a call
+// of the purchase path met and could not read, so that it is rebuilt from
+// the ledger (ledger.Recovery.RepairRecord). It runs on the purchase path
+// and must not block.
+type CorruptRecordReporter interface {
+	ReportCorrupt(ctx context.Context, rec ledger.CorruptRecord)
+}
+
+// corruptRecordText matches the error that read_receipt (receipt.lua) and
+// read_hold (hold.lua) raise for a record that does not parse, as Redis
+// reports it: under batch.lua's pcall in the attempt's {-20, message}, and
+// from the other scripts as the call's error. Its position prefix comes
+// before the record's raw value, so a value that holds the same words
+// cannot be taken for another kind.
+var corruptRecordText = regexp.MustCompile(`user_script:\d+: malformed (receipt|hold record)`)
+
+// corruptKind tells whether err is a script's refusal to read a corrupt
+// record, and of which kind.
+func corruptKind(err error) (ledger.RecordKind, bool) {
+	m := corruptRecordText.FindStringSubmatch(err.Error())
+	switch {
+	case m == nil:
+		return "", false
+	case m[1] == "receipt":
+		return ledger.RecordReceipt, true
+	}
+	return ledger.RecordHold, true
+}
+
+// corrupt turns err, the error of a call about rec's SKU, request id and
+// hold id, into a *ledger.CorruptRecordError when a script met a corrupt
+// record, which it reports; any other error passes through.
+func (r *RedisInventory) corrupt(ctx context.Context, err error, rec ledger.CorruptRecord) error {
+	kind, ok := corruptKind(err)
+	if !ok {
+		return err
+	}
+	rec.Kind = kind
+	if kind == ledger.RecordReceipt {
+		rec.HoldID = ""
+	}
+	if r.cfg.Corrupt != nil {
+		r.cfg.Corrupt.ReportCorrupt(ctx, rec)
+	}
+	return &ledger.CorruptRecordError{Record: rec, Err: err}
+}
+
+var _ ledger.RecordRewriter = (*RedisRestorer)(nil)
+
+// recordKeys are the keys and the field argument of rec for
+// record_probe.lua and record_repair.lua.
+func recordKeys(keys Keyspace, rec ledger.CorruptRecord) (skuKeys []string, field string) {
+	field = rec.RequestID
+	if rec.Kind == ledger.RecordHold {
+		field = rec.HoldID
+	}
+	return []string{keys.SKUKey(rec.SKU), keys.RequestsKey(rec.SKU)}, field
+}
+
+// ProbeRecord reads rec as the scripts read it, with its SKU's seq, in one
+// script call (record_probe.lua).
+func (r *RedisRestorer) ProbeRecord(ctx context.Context, rec ledger.CorruptRecord) (_ ledger.RecordProbe, err error) {
+	defer translateInto(&err)
+	return probeRecord(ctx, r.client, r.keys, rec)
+}
+
+func probeRecord(ctx context.Context, client redis.UniversalClient, keys Keyspace, rec ledger.CorruptRecord) (ledger.RecordProbe, error) {
+	skuKeys, field := recordKeys(keys, rec)
+	op := "probe the " + rec.String()
+	v, err := recordProbeScript.Run(ctx, client, skuKeys, string(rec.Kind), field).Slice()
+	if err != nil {
+		return ledger.RecordProbe{}, fmt.Errorf("%s: %w", op, err)
+	}
+	rp := newReply(op, v)
+	code, err := rp.outcome(subject{sku: rec.SKU})
+	if err != nil || code == codeDoneBefore {
+		return ledger.RecordProbe{}, err
+	}
+	p := ledger.RecordProbe{Corrupt: true, Seq: rp.Int(1, "seq"), Value: rp.String(2, "value")}
+	return p, rp.Err()
+}
+
+// RewriteRecord writes the record that state, the ledger's fold of rec's
+// SKU, holds for rec in place of the corrupt value seen, in the format the
+// restore writes (ReceiptValue, HoldRecord, and H<hold_id> for the request
+// id of a hold not confirmed), by compare-and-set (record_repair.lua).
+func (r *RedisRestorer) RewriteRecord(ctx context.Context, rec ledger.CorruptRecord, seen string, state *domain.SKUState) (err error) {
+	defer translateInto(&err)
+	value := ""
+	if rec.Kind == ledger.RecordHold {
+		if h, ok := state.Holds[rec.HoldID]; ok {
+			value = HoldRecord(h)
+		}
+	} else {
+		value, err = requestValue(state, rec.RequestID)
+		if err != nil {
+			return err
+		}
+	}
+	skuKeys, field := recordKeys(r.keys, rec)
+	op := "rewrite the " + rec.String()
+	v, err := recordRepairScript.Run(ctx, r.client, skuKeys, string(rec.Kind), field, seen, value).Slice()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	_, err = newReply(op, v).outcome(subject{sku: rec.SKU})
+	if errors.Is(err, ledger.ErrSeqMoved) {
+		return fmt.Errorf("%w: the record changed since it was read (repaired or restored meanwhile)", err)
+	}
+	return err
+}
+
+// requestValue is what the requests hash holds for req once state is
+// folded: its purchase's receipt, the marker of the hold it reserved while
+// that is not a sale, or nothing ("").
+func requestValue(state *domain.SKUState, req string) (string, error) {
+	if p, ok := state.Requests[req]; ok {
+		return ReceiptValue(p), nil
+	}
+	sku, err := domain.NewSKUID(state.SKU)
+	if err != nil {
+		return "", err
+	}
+	id, err := domain.NewRequestID(req)
+	if err != nil {
+		return "", err
+	}
+	if h, ok := state.Holds[domain.HoldIDFor(sku, id).String()]; ok {
+		if marker, ok := holdMarker(h); ok {
+			return marker, nil
+		}
+	}
+	return "", nil
+}
+
+// holdMarker is the requests hash value of h's request id while h is not
+// a sale: confirm replaces it with the purchase receipt.
+func holdMarker(h domain.Hold) (string, bool) {
+	if h.Status == domain.HoldConfirmed {
+		return "", false
+	}
+	return "H" + h.HoldID, true
+}
+
+// recordScanCount is the COUNT hint of the HSCANs that look for corrupt
+// records.
+const recordScanCount = 1000
+
+// CorruptRecords finds the receipts and hold records of sku that do not
+// parse as the scripts read them: an HSCAN of its requests hash and of
+// its hold records, each value checked here by a pattern every readable
+// record matches, and each that does not confirmed by record_probe.lua,
+// the scripts' own reader. It reads the whole SKU, so the reconciler asks
+// for it only when a SKU is named, never on its periodic pass.
+func (r *RedisReconcileSource) CorruptRecords(ctx context.Context, sku domain.SKUID) (_ []ledger.CorruptRecord, err error) {
+	defer translateInto(&err)
+	s := sku.String()
+	var found []ledger.CorruptRecord
+	scan := func(key, match string, readable func(string) bool, record func(field string) ledger.CorruptRecord) error {
+		it := r.client.HScan(ctx, key, 0, match, recordScanCount).Iterator()
+		for it.Next(ctx) {
+			field := it.Val()
+			if !it.Next(ctx) {
+				break
+			}
+			if readable(it.Val()) {
+				continue
+			}
+			rec := record(field)
+			p, err := probeRecord(ctx, r.client, r.keys, rec)
+			if err != nil {
+				return err
+			}
+			if p.Corrupt {
+				found = append(found, rec)
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("look for corrupt records of %s in %s: %w", s, key, err)
+		}
+		return nil
+	}
+	if err := scan(r.keys.RequestsKey(s), "", receiptReadable, func(req string) ledger.CorruptRecord {
+		return ledger.CorruptRecord{SKU: s, Kind: ledger.RecordReceipt, RequestID: req}
+	}); err != nil {
+		return nil, err
+	}
+	if err := scan(r.keys.SKUKey(s), "hold:*", holdReadable, func(field string) ledger.CorruptRecord {
+		return ledger.CorruptRecord{SKU: s, Kind: ledger.RecordHold, HoldID: strings.TrimPrefix(field, "hold:")}
+	}); err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// readableReceipt is read_receipt's pattern (receipt.lua): every value it
+// reads matches, a hold marker (H<hold_id>) aside.
+var readableReceipt = regexp.MustCompile(`^(?:R[0-9]+:[^:]*:)?[0-9]+:-?[0-9]+:[0-9]+:[^:]*:`)
+
+func receiptReadable(raw string) bool {
+	return strings.HasPrefix(raw, "H") || readableReceipt.MatchString(raw)
+}
+
+// holdNumbers are the fields of a hold record (hold.lua) that read_hold
+// reads as numbers; the scripts write them as integers.
+var holdNumbers = []int{1, 2, 3, 4, 6}
+
+var integer = regexp.MustCompile(`^-?[0-9]+$`)
+
+// holdReadable tells whether raw has the shape the scripts write a hold
+// record in: eleven values, the numbers integers.
+func holdReadable(raw string) bool {
+	values := strings.Split(raw, "\n")
+	if len(values) != holdRecordValues {
+		return false
+	}
+	for _, i := range holdNumbers {
+		if !integer.MatchString(values[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// holdRecordValues is the length of hold.lua's hold_fields.
+const holdRecordValues = 11
