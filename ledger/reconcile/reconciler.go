@@ -138,6 +138,11 @@ type Reconciler struct {
 	mu  sync.Mutex
 	// records are the corrupt records being repaired (ReportCorrupt).
 	records recordRepairs
+	// stopRepairs cancels the background record repairs; Close waits for
+	// them through repairs.
+	stopRepairs context.CancelFunc
+	repairsCtx  context.Context
+	repairs     sync.WaitGroup
 }
 
 // New returns a reconciler.
@@ -146,7 +151,17 @@ func New(cfg Config) (*Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Reconciler{cfg: cfg, records: recordRepairs{active: map[recordKey]bool{}}}, nil
+	repairsCtx, stop := context.WithCancel(context.Background())
+	return &Reconciler{cfg: cfg, records: recordRepairs{active: map[recordKey]bool{}}, repairsCtx: repairsCtx, stopRepairs: stop}, nil
+}
+
+// Close stops the background repairs of corrupt records and waits for them
+// to return, so none outlives the Redis and PostgreSQL clients it uses. A
+// record left unrepaired is rebuilt when a call meets it again after the
+// next start, or by a reconcile naming its SKU.
+func (r *Reconciler) Close() {
+	r.stopRepairs()
+	r.repairs.Wait()
 }
 
 // Options select what one run does.

@@ -63,8 +63,16 @@ func (r *Reconciler) ReportCorrupt(ctx context.Context, rec ledger.CorruptRecord
 	}
 	r.cfg.Alerts.Alert(ctx, corruptFinding(rec))
 	// The repair outlives the call that met the record, but keeps its
-	// logging attributes; RecordRepairWait bounds it.
-	go r.repairReported(ledger.WithDefaultActor(context.WithoutCancel(ctx), "system:repair"), rec, key)
+	// logging attributes; RecordRepairWait and Close bound it.
+	repairCtx, stop := context.WithCancel(ledger.WithDefaultActor(context.WithoutCancel(ctx), "system:repair"))
+	unhook := context.AfterFunc(r.repairsCtx, stop)
+	r.repairs.Add(1)
+	go func() {
+		defer r.repairs.Done()
+		defer unhook()
+		defer stop()
+		r.repairReported(repairCtx, rec, key)
+	}()
 }
 
 // repairReported repairs rec, retrying while the ledger is behind or a

@@ -503,6 +503,9 @@ func (a *Application) CheckSchema(ctx context.Context) error {
 
 // Close releases the PostgreSQL pool and the Redis client.
 func (a *Application) Close() {
+	if a.Reconciler != nil {
+		a.Reconciler.Close()
+	}
 	if a.Pool != nil {
 		a.Pool.Close()
 	}
