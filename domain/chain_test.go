@@ -60,7 +60,7 @@ func TestChainVerifierNamesTheFirstBrokenLink(t *testing.T) {
 	prev := ""
 	for i := range events {
 		events[i] = domain.Event{ID: "e", Type: domain.EventDeducted, SKU: "s", Seq: int64(i + 1), Qty: 1, Delta: -1, Balance: int64(9 - i)}
-		seals[i] = domain.NextSeal(prev, events[i])
+		seals[i] = domain.NextSeal(domain.SealKeys{}, prev, events[i])
 		prev = seals[i].Hash
 	}
 	var v domain.ChainVerifier

@@ -32,7 +32,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 	}
 	s.ProjectStreams(t)
 
-	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +56,14 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Broken) != 1 || rep.Broken[0].SKU != "chain-a" || rep.Broken[0].Seq != 4 || !strings.Contains(rep.Broken[0].Reason, "hash") {
 		t.Fatalf("edited ledger: %+v, want chain-a broken at seq 4", rep.Broken)
 	}
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 7 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: "chain-b"}); err != nil || len(one.Broken) != 0 || one.Events != 7 {
 		t.Fatalf("chain-b alone: %+v %v", one, err)
 	}
 
@@ -79,7 +79,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 8 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: "chain-b"}); err != nil || len(one.Broken) != 0 || one.Events != 8 {
 		t.Fatalf("chain-b after restore and a new sale: %+v %v", one, err)
 	}
 }
@@ -104,7 +104,7 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 		}
 	}
 	s.ProjectStreams(t)
-	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 	if len(pass.Waiting) != 1 || pass.Waiting[0].SKU != "seal-beyond" || pass.Waiting[0].Seq != 7 {
 		t.Fatalf("sealer: %+v, want it to wait at seal-beyond seq 7", pass)
 	}
-	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 	if pass := s.Seal(t); len(pass.Waiting) != 0 || pass.Sealed[domain.SealSHA256] != 2 {
 		t.Fatalf("sealer after the gap closed: %+v, want seqs 7 and 8 sealed", pass)
 	}
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 0 || len(one.Unsealed) != 0 || one.Sealed != 8 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: "seal-beyond"}); err != nil || len(one.Broken) != 0 || len(one.Unsealed) != 0 || one.Sealed != 8 {
 		t.Fatalf("seal-beyond after the gap closed: %+v %v", one, err)
 	}
 
@@ -295,7 +295,7 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 	}
 	honest := func(what string) {
 		t.Helper()
-		rep, err := ledger.VerifyChains(ctx, s.Seals, sku, nil)
+		rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: sku})
 		if err != nil || rep.Events != rows || rep.Sealed != rows || len(rep.Broken) != 0 || len(rep.Unsealed) != 0 {
 			t.Fatalf("%s: %+v %v, want %d events, all sealed, nothing broken", what, rep, err, rows)
 		}
@@ -318,7 +318,7 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+edit.to+` `+where)
-		rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+		rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
