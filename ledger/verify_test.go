@@ -116,7 +116,7 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 		t.Fatalf("%d sha256 seals (%v), want 24", sha256Seals, err)
 	}
 
-	superuser(t, s,
+	stacktest.Superuser(t, s.Pool,
 		`UPDATE ledger_entries SET user_id = 'mallory' WHERE sku = 'seal-edit' AND seq = 3`,
 		`DELETE FROM ledger_entries WHERE sku = 'seal-delete' AND seq = 4`,
 		// A forged row in place of seq 4, its seal removed with the original.
@@ -171,29 +171,6 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 		t.Fatalf("seal-beyond after the gap closed: %+v %v", one, err)
 	}
 
-}
-
-// superuser runs stmts with the append-only triggers of both tables off,
-// as someone going around the database's guard would.
-func superuser(t *testing.T, s *stacktest.Stack, stmts ...string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	all := append([]string{`ALTER TABLE ledger_entries DISABLE TRIGGER USER`, `ALTER TABLE ledger_seals DISABLE TRIGGER USER`}, stmts...)
-	all = append(all,
-		`ALTER TABLE ledger_entries ENABLE ALWAYS TRIGGER ledger_entries_no_update_delete`,
-		`ALTER TABLE ledger_entries ENABLE ALWAYS TRIGGER ledger_entries_no_truncate`,
-		`ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_no_update_delete`,
-		`ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_no_truncate`)
-	for _, stmt := range all {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
 }
 
 // TestVerifyChainsSealsEveryEventTypeAndItsHoldFields seals a SKU whose
@@ -317,7 +294,7 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 		if err := s.Pool.QueryRow(ctx, `SELECT quote_literal(`+edit.column+`) FROM ledger_entries `+where).Scan(&was); err != nil {
 			t.Fatal(err)
 		}
-		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+edit.to+` `+where)
+		stacktest.Superuser(t, s.Pool, `UPDATE ledger_entries SET `+edit.column+` = `+edit.to+` `+where)
 		rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -325,7 +302,7 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 		if len(rep.Broken) != 1 || rep.Broken[0].SKU != sku || rep.Broken[0].Seq != edit.seq || !strings.Contains(rep.Broken[0].Reason, "does not match") {
 			t.Fatalf("%s edited at seq %d: broken %+v, want exactly that seq", edit.column, edit.seq, rep.Broken)
 		}
-		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
+		stacktest.Superuser(t, s.Pool, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
 		honest(edit.column + " restored")
 	}
 }
