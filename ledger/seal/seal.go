@@ -85,8 +85,6 @@ type Config struct {
 	// CheckpointInterval is the least time between two checkpoints.
 	// Default DefaultCheckpointInterval.
 	CheckpointInterval time.Duration
-	// Now is the clock of the checkpoints. Default time.Now.
-	Now func() time.Time
 	// Metrics may be nil.
 	Metrics *Metrics
 	// Logger defaults to slog.Default().
@@ -105,9 +103,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.CheckpointInterval == 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -238,7 +233,7 @@ func (s *Sealer) SealAll(ctx context.Context) (Pass, error) {
 	if m := s.cfg.Metrics; m != nil {
 		m.waiting.Set(float64(len(pass.Waiting)))
 	}
-	if !s.cfg.Keys.Empty() && s.cfg.Now().Sub(s.checkpointed) >= s.cfg.CheckpointInterval {
+	if !s.cfg.Keys.Empty() && time.Since(s.checkpointed) >= s.cfg.CheckpointInterval {
 		if err := s.checkpoint(ctx, &pass); err != nil {
 			return pass, err
 		}
@@ -265,7 +260,7 @@ func (s *Sealer) checkpoint(ctx context.Context, pass *Pass) error {
 	if !ok {
 		return errors.New("seal: a checkpoint needs a seal key")
 	}
-	now := s.cfg.Now()
+	now := time.Now()
 	cp, written, err := s.cfg.Store.Checkpoint(ctx, func(prev domain.Checkpoint, heads []domain.SealHead) domain.Checkpoint {
 		return domain.NewCheckpoint(key, prev, now, heads)
 	})
@@ -297,9 +292,6 @@ func (s *Sealer) Check(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Keyed says whether this Sealer keys its seals.
-func (s *Sealer) Keyed() bool { return !s.cfg.Keys.Empty() }
 
 // sealSKU seals one SKU batch by batch until it reaches its last row or a
 // missing seq.
