@@ -32,9 +32,9 @@ func mustSealKeys(t *testing.T, s string) domain.SealKeys {
 	return k
 }
 
-// keyedSale is a keyed stack with SKUs, each stocked and sold to five
-// buyers, projected, sealed and checkpointed.
-func keyedSale(t *testing.T, keys string, skus ...string) *stacktest.Stack {
+// sale is a stack sealing with keys ("": unkeyed) and SKUs, each stocked
+// with 10 and sold to five buyers, projected and sealed.
+func sale(t *testing.T, keys string, skus ...string) *stacktest.Stack {
 	t.Helper()
 	s := stacktest.New(t, stacktest.WithAppConfig(func(c *app.Config) { c.SealKeys = keys }))
 	ctx := context.Background()
@@ -48,7 +48,14 @@ func keyedSale(t *testing.T, keys string, skus ...string) *stacktest.Stack {
 		}
 	}
 	s.ProjectStreams(t)
-	if _, _, err := s.App.Sealer.Checkpoint(ctx); err != nil {
+	return s
+}
+
+// keyedSale is sale with keys, the heads checkpointed.
+func keyedSale(t *testing.T, keys string, skus ...string) *stacktest.Stack {
+	t.Helper()
+	s := sale(t, keys, skus...)
+	if _, _, err := s.App.Sealer.Checkpoint(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s

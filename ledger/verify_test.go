@@ -91,19 +91,8 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 // and its seal, or beyond a missing seq, where the sealer refuses to seal).
 func TestSealedChainCatchesTampering(t *testing.T) {
 	t.Parallel()
-	s := stacktest.New(t)
+	s := sale(t, "", "seal-edit", "seal-delete", "seal-insert", "seal-beyond")
 	ctx := context.Background()
-	skus := []string{"seal-edit", "seal-delete", "seal-insert", "seal-beyond"}
-	for _, sku := range skus {
-		s.SKU(t, sku, 10, 1)
-		for i := range 5 {
-			u := fmt.Sprint("u", i)
-			if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	s.ProjectStreams(t)
 	rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
