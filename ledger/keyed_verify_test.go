@@ -121,6 +121,32 @@ func TestKeyedSealsCatchAReseal(t *testing.T) {
 			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
 		}
 	}
+
+	// Everything written since a moment deleted, checkpoints included: the
+	// database alone looks whole, the checkpoint an auditor recorded
+	// outside it (as verify printed it) does not.
+	s.SKU(t, "later", 10, 1)
+	s.ProjectStreams(t)
+	cp, ok, err := s.App.Sealer.Checkpoint(ctx)
+	if err != nil || !ok {
+		t.Fatalf("checkpoint of later: %v %v", ok, err)
+	}
+	recorded := ledger.CheckpointRef{N: cp.N, MAC: cp.MAC[:16]}
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{Keys: keys, SKU: "later", Since: &recorded})
+	if err != nil || !rep.Intact() {
+		t.Fatalf("later, since checkpoint %d: %+v %v", recorded.N, rep, err)
+	}
+	stacktest.Superuser(t, s.Pool, fmt.Sprintf(
+		`DELETE FROM ledger_checkpoint_heads WHERE n >= %d`, recorded.N), fmt.Sprintf(`DELETE FROM ledger_checkpoints WHERE n >= %d`, recorded.N),
+		`DELETE FROM ledger_seals WHERE sku = 'later'`, `DELETE FROM ledger_entries WHERE sku = 'later'`)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{Keys: keys, SKU: "later"})
+	if err != nil || !rep.Intact() {
+		t.Fatalf("rolled back, verified without the record: %+v %v, want nothing seen", rep, err)
+	}
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{Keys: keys, SKU: "later", Since: &recorded})
+	if err != nil || !strings.Contains(rep.BrokenCheckpoint, fmt.Sprintf("checkpoint %d, recorded earlier, is gone", recorded.N)) {
+		t.Fatalf("rolled back, verified since checkpoint %d: %+v %v", recorded.N, rep, err)
+	}
 }
 
 // TestKeyedSealsRotateAndRefuseToGuess: after a rotation (k2 signs, k1

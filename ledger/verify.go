@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/invledger/invledger/domain"
@@ -38,8 +39,36 @@ type VerifyOptions struct {
 	SKU string
 	// Keys check the keyed seals and the checkpoints.
 	Keys domain.SealKeys
+	// Since, if set, is a checkpoint recorded earlier, outside the
+	// database (as verify printed it): verify reports the checkpoints
+	// broken unless the ledger still holds it, so a rollback of the rows,
+	// seals and checkpoints written after it shows.
+	Since *CheckpointRef
 	// Progress, if set, is called every 100,000 rows.
 	Progress func(events int64)
+}
+
+// CheckpointRef names a checkpoint by its N and its MAC, or the MAC's
+// first 16 hex digits or more.
+type CheckpointRef struct {
+	N   int64
+	MAC string
+}
+
+// ParseCheckpointRef reads N:MAC, as audit verify prints the newest
+// checkpoint.
+func ParseCheckpointRef(s string) (CheckpointRef, error) {
+	n, mac, ok := strings.Cut(s, ":")
+	ref := CheckpointRef{MAC: strings.ToLower(mac)}
+	var err error
+	if ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		ref.N, err = strconv.ParseInt(n, 10, 64)
+	}
+	if !ok || err != nil || ref.N < 1 || len(ref.MAC) < 16 || len(ref.MAC) > 64 || strings.Trim(ref.MAC, "0123456789abcdef") != "" {
+		return CheckpointRef{}, domain.NewFieldError("--since-checkpoint",
+			errors.New("must be N:MAC, a checkpoint's number and at least the first 16 hex digits of its MAC, as audit verify prints them"))
+	}
+	return ref, nil
 }
 
 // ChainReport is the outcome of verifying the tamper-evident chains.
@@ -156,9 +185,16 @@ func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (
 	rep := ChainReport{KeyIDs: map[string]int64{}, KeysGiven: opt.Keys.IDs()}
 	heads := map[string]vouched{}
 	checkpoints := domain.CheckpointVerifier{Keys: opt.Keys}
-	stopped := false
+	var (
+		stopped    bool
+		sinceFound bool
+		sinceMAC   string
+	)
 	err := chains.ScanCheckpoints(ctx, func(c domain.Checkpoint) error {
 		rep.KeyedLedger = true
+		if opt.Since != nil && c.N == opt.Since.N {
+			sinceFound, sinceMAC = true, c.MAC
+		}
 		if stopped {
 			return nil
 		}
@@ -184,6 +220,15 @@ func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (
 		return ChainReport{}, err
 	}
 	rep.Newest = checkpoints.Last()
+	if since := opt.Since; since != nil && rep.BrokenCheckpoint == "" && len(rep.Unchecked) == 0 {
+		if !sinceFound {
+			rep.BrokenCheckpoint = fmt.Sprintf("checkpoint %d, recorded earlier, is gone (the newest is %d): the rows, seals and checkpoints written since were deleted, or the database was rolled back",
+				since.N, rep.Newest.N)
+		} else if !strings.HasPrefix(sinceMAC, since.MAC) {
+			rep.BrokenCheckpoint = fmt.Sprintf("checkpoint %d is not the one recorded earlier (its MAC starts %s, not %s): the checkpoints were rewritten",
+				since.N, sinceMAC[:min(len(sinceMAC), 16)], since.MAC[:16])
+		}
+	}
 
 	var (
 		current  string

@@ -21,7 +21,7 @@ import (
 )
 
 func newAuditVerifyCmd(withApp appRunner) *cobra.Command {
-	var sku string
+	var sku, since string
 	cmd := &cobra.Command{
 		Use:   "verify [--sku S]",
 		Short: "Check the ledger's tamper-evident chains and name the first broken seq",
@@ -34,7 +34,9 @@ old ones included, each keyed seal must be the HMAC-SHA256 of its row under
 the key its key id names, so a row edited by someone without the key is
 named by seq even if they recomputed the seals; unkeyed seals (release
 1.0.0's sha256) are accepted only where a checkpoint vouches for them, and
-a chain that ends before its checkpointed head lost its tail. Both tables
+a chain that ends before its checkpointed head lost its tail.
+--since-checkpoint N:MAC, as an earlier verify printed it, also fails when
+that checkpoint is gone: someone deleted everything written after it. Both tables
 refuse UPDATE and DELETE themselves, so a break means someone went around
 the database's guard, e.g. as a superuser with the triggers off. Rows the
 sealer has not linked yet are listed, with the seq where a SKU's seal
@@ -56,9 +58,17 @@ long runs.`,
 			if err := output.CheckFormat(format); err != nil {
 				return err
 			}
+			var sinceRef *ledger.CheckpointRef
+			if since != "" {
+				ref, err := ledger.ParseCheckpointRef(since)
+				if err != nil {
+					return err
+				}
+				sinceRef = &ref
+			}
 			return withApp(cmd.Context(), sqlOnly, func(a *app.Application) error {
 				p := progress.NewPrinter(cmd.ErrOrStderr())
-				rep, err := ledger.VerifyChains(cmd.Context(), a.Adapters.Seals, ledger.VerifyOptions{SKU: sku, Keys: a.SealKeys,
+				rep, err := ledger.VerifyChains(cmd.Context(), a.Adapters.Seals, ledger.VerifyOptions{SKU: sku, Keys: a.SealKeys, Since: sinceRef,
 					Progress: func(events int64) { p.Print(false, "verified %d events (%.0f/s)", events, p.Rate(events)) }})
 				if err != nil {
 					return err
@@ -100,6 +110,7 @@ long runs.`,
 		},
 	}
 	cmd.Flags().StringVar(&sku, "sku", "", "verify only this SKU")
+	cmd.Flags().StringVar(&since, "since-checkpoint", "", "N:MAC of a checkpoint an earlier verify printed, kept outside the database: fail unless the ledger still holds it")
 	return cmd
 }
 
@@ -118,8 +129,8 @@ func printChecked(w io.Writer, rep ledger.ChainReport) {
 	}
 	fmt.Fprintf(w, "; unkeyed (sha256): %d rows\n", rep.Unkeyed)
 	if rep.Checkpoints > 0 {
-		fmt.Fprintf(w, "  checkpoints: %d verified, the newest %d of %s (key %s, mac %s)\n", rep.Checkpoints, rep.Newest.N,
-			rep.Newest.At.UTC().Format(time.RFC3339), rep.Newest.KeyID, rep.Newest.MAC[:16])
+		fmt.Fprintf(w, "  checkpoints: %d verified, the newest %d of %s (key %s); keep --since-checkpoint %d:%s outside the database\n",
+			rep.Checkpoints, rep.Newest.N, rep.Newest.At.UTC().Format(time.RFC3339), rep.Newest.KeyID, rep.Newest.N, rep.Newest.MAC[:16])
 	} else {
 		fmt.Fprintf(w, "  checkpoints: none\n")
 	}

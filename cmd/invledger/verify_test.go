@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -44,6 +45,17 @@ func TestAuditVerifySaysWhatItChecked(t *testing.T) {
 	if err != nil || !strings.Contains(out, "keyed (hmac-sha256): 4 rows (key cli-k: 4); unkeyed (sha256): 0 rows") ||
 		!strings.Contains(out, "checkpoints: 1 verified") || strings.Contains(out, "UNKEYED") {
 		t.Fatalf("keyed ledger with its key: %v\n%s", err, out)
+	}
+	since := regexp.MustCompile(`keep --since-checkpoint (1:[0-9a-f]{16}) outside the database`).FindStringSubmatch(out)
+	if since == nil {
+		t.Fatalf("verify does not print the checkpoint to keep:\n%s", out)
+	}
+	if out, _, err := runCLI(t, keyed, "audit", "verify", "--seal-keys", key, "--since-checkpoint", since[1]); err != nil {
+		t.Fatalf("--since-checkpoint %s: %v\n%s", since[1], err, out)
+	}
+	if _, _, err := runCLI(t, keyed, "audit", "verify", "--seal-keys", key, "--since-checkpoint", "1:xyz"); exitCode(err) != exitBadInput ||
+		!strings.Contains(err.Error(), "--since-checkpoint") {
+		t.Fatalf("--since-checkpoint 1:xyz: exit %d %v", exitCode(err), err)
 	}
 	for _, keys := range []string{"", "other:fedcba9876543210fedcba9876543210"} {
 		out, _, err = runCLI(t, keyed, "audit", "verify", "--seal-keys", keys)
