@@ -146,9 +146,12 @@ func TestKeyedChainNeedsTheKey(t *testing.T) {
 		t.Fatalf("intact keyed chain: %v", err)
 	}
 	for name, tamper := range map[string]func(*domain.Event, *domain.Seal){
-		"edited":         func(e *domain.Event, _ *domain.Seal) { e.User = "mallory" },
-		"public formula": func(e *domain.Event, s *domain.Seal) { e.User = "mallory"; *s = domain.NextSeal(domain.SealKeys{}, s.PrevHash, *e) },
-		"other key":      func(e *domain.Event, s *domain.Seal) { e.User = "mallory"; *s = domain.NextSeal(other, s.PrevHash, *e) },
+		"edited": func(e *domain.Event, _ *domain.Seal) { e.User = "mallory" },
+		"public formula": func(e *domain.Event, s *domain.Seal) {
+			e.User = "mallory"
+			*s = domain.NextSeal(domain.SealKeys{}, s.PrevHash, *e)
+		},
+		"other key": func(e *domain.Event, s *domain.Seal) { e.User = "mallory"; *s = domain.NextSeal(other, s.PrevHash, *e) },
 	} {
 		if err := check(keys, tamper); !errors.Is(err, domain.ErrCorruptLedger) {
 			t.Errorf("%s: %v, want ErrCorruptLedger", name, err)
