@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/adapters/runtime/server"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/ledger/seal"
 )
 
 // TestAuditVerifySaysWhatItChecked: on an unkeyed ledger, verify passes
@@ -69,5 +73,28 @@ func TestAuditVerifySaysWhatItChecked(t *testing.T) {
 	out, _, err = runCLI(t, keyed, "audit", "verify", "--seal-keys", key)
 	if exitCode(err) != exitDrift || !strings.Contains(out, "v-1: first broken at seq 3") {
 		t.Fatalf("re-sealed: exit %d %v\n%s", exitCode(err), err, out)
+	}
+}
+
+// TestServeRefusesAKeyedLedgerWithoutAKey: once the ledger holds a keyed
+// checkpoint, serve with the projector (which seals) refuses to start
+// without a seal key, saying which setting to give, rather than append
+// seals anyone could forge.
+func TestServeRefusesAKeyedLedgerWithoutAKey(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t, stacktest.WithAppConfig(func(c *app.Config) { c.SealKeys = "k1:0123456789abcdef0123456789abcdef" }))
+	s.SKU(t, "kept", 5, 1)
+	s.ProjectStreams(t)
+	if _, ok, err := s.App.Sealer.Checkpoint(context.Background()); err != nil || !ok {
+		t.Fatalf("checkpoint: %v %v", ok, err)
+	}
+	c := Config{RedisURL: s.Redis.URL(), DatabaseURL: s.DatabaseURL, LogLevel: "error"}
+	c.setDefaults()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := serve(ctx, c, serveSettings{Durability: app.DurabilityStrict, Config: server.Config{Listen: "127.0.0.1:0",
+		Components: []string{server.ComponentProjector}, DataDir: t.TempDir()}})
+	if !errors.Is(err, seal.ErrKeyRequired) || !strings.Contains(err.Error(), "INVLEDGER_SEAL_KEYS") {
+		t.Fatalf("serve without a key on a keyed ledger: %v, want ErrKeyRequired", err)
 	}
 }
