@@ -99,8 +99,11 @@ long runs.`,
 						return err
 					}
 				}
-				if rep.BrokenCheckpoint != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "broken checkpoint: %s\n", rep.BrokenCheckpoint)
+				if format != output.Table && rep.Unprotected() {
+					fmt.Fprintln(cmd.ErrOrStderr(), "UNKEYED: sha256 seals do not resist a database superuser; run serve with --seal-keys")
+				}
+				if format == output.CSV && rep.BrokenCheckpoint != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "broken checkpoints: %s\n", rep.BrokenCheckpoint)
 				}
 				if !rep.Intact() {
 					return errDrift{n: len(rep.Broken) + min(1, len(rep.BrokenCheckpoint)), what: "broken chains or checkpoints: the ledger was edited outside invledger; see the seqs above"}
@@ -144,5 +147,8 @@ func printChecked(w io.Writer, rep ledger.ChainReport) {
 	}
 	for _, u := range rep.Unchecked {
 		fmt.Fprintf(w, "  NOT CHECKED: %s\n", u)
+	}
+	if rep.BrokenCheckpoint != "" {
+		fmt.Fprintf(w, "  broken checkpoints: %s\n", rep.BrokenCheckpoint)
 	}
 }
