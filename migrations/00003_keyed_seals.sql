@@ -63,9 +63,32 @@ CREATE TRIGGER ledger_checkpoint_heads_no_truncate
 ALTER TABLE ledger_checkpoint_heads ENABLE ALWAYS TRIGGER ledger_checkpoint_heads_no_update_delete;
 ALTER TABLE ledger_checkpoint_heads ENABLE ALWAYS TRIGGER ledger_checkpoint_heads_no_truncate;
 
+-- Once the ledger is keyed (it holds a checkpoint), no unkeyed seal may be
+-- appended: a sealer without the key, or a serve of release 1.0.0 still
+-- running during a rolling upgrade, is refused and retries, rather than
+-- extend a keyed chain with links anyone could forge.
+-- +goose StatementBegin
+CREATE FUNCTION ledger_seals_refuse_unkeyed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.algorithm = 'sha256' AND EXISTS (SELECT 1 FROM ledger_checkpoints) THEN
+        RAISE EXCEPTION 'ledger_seals: the ledger is keyed, an unkeyed seal of sku % seq % is refused: seal with a key (--seal-keys)', NEW.sku, NEW.seq
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER ledger_seals_keyed_only
+    BEFORE INSERT ON ledger_seals
+    FOR EACH ROW EXECUTE FUNCTION ledger_seals_refuse_unkeyed();
+ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_keyed_only;
+
 -- +goose Down
 -- Fails once a keyed seal exists: the old check refuses such rows, and
 -- going back to unkeyed seals would drop the ledger's keyed protection.
+DROP TRIGGER ledger_seals_keyed_only ON ledger_seals;
+DROP FUNCTION ledger_seals_refuse_unkeyed();
 DROP TABLE ledger_checkpoint_heads;
 DROP TABLE ledger_checkpoints;
 DROP FUNCTION ledger_checkpoints_refuse_change();

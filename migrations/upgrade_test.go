@@ -28,9 +28,10 @@ import (
 // link), migrates, and checks that no 1.0.0 row changed, that verify
 // reports the ledger as unkeyed and refuses to vouch for it with a key
 // before serve keyed it, that the first pass of a keyed sealer checkpoints
-// every chain head before sealing anything, and that from then on a row of
-// 1.0.0 edited and re-sealed with the public formula is caught, as is one
-// sealed after the upgrade.
+// every chain head before sealing anything, that the keyed ledger refuses
+// an unkeyed seal (a 1.0.0 serve still running), and that from then on a
+// row of 1.0.0 edited and re-sealed with the public formula is caught, as
+// is one sealed after the upgrade.
 func TestUpgradeFrom100KeysTheUnkeyedChains(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -140,6 +141,19 @@ func TestUpgradeFrom100KeysTheUnkeyedChains(t *testing.T) {
 	}
 	if rep := verify(domain.SealKeys{}); rep.CannotVerify() == nil {
 		t.Fatalf("keyed ledger verified without a key: %+v, want it unable to check", rep)
+	}
+	// A sealer of 1.0.0 still running in a rolling upgrade appends an
+	// unkeyed seal as it did: the keyed ledger refuses it.
+	if _, err := keyed.Adapters.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "old-b",
+		Seq: 5, Qty: 1, Delta: -1, Balance: 6, User: "new", RequestID: "new", OccurredAt: at, StreamID: "2-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO ledger_seals (sku, seq, prev_hash, hash, algorithm) VALUES ('old-b', 5, 'x', 'y', 'sha256')`); err == nil ||
+		!strings.Contains(err.Error(), "the ledger is keyed") {
+		t.Fatalf("an unkeyed seal appended to a keyed ledger: %v, want it refused", err)
+	}
+	if pass, err := keyed.Sealer.SealAll(ctx); err != nil || pass.Sealed[domain.SealHMACSHA256] != 1 {
+		t.Fatalf("keyed pass: %+v %v, want old-b's seq 5 sealed with the key", pass, err)
 	}
 
 	// The attack on rows of 1.0.0 and on a row sealed since.

@@ -11,17 +11,17 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// appendOnly are the tables whose triggers refuse UPDATE, DELETE and
-// TRUNCATE, with their triggers.
-var appendOnly = map[string][]string{
+// guarded are the ledger's tables with the triggers that guard them: the
+// append-only ones, and the refusal of unkeyed seals in a keyed ledger.
+var guarded = map[string][]string{
 	"ledger_entries":          {"ledger_entries_no_update_delete", "ledger_entries_no_truncate"},
-	"ledger_seals":            {"ledger_seals_no_update_delete", "ledger_seals_no_truncate"},
+	"ledger_seals":            {"ledger_seals_no_update_delete", "ledger_seals_no_truncate", "ledger_seals_keyed_only"},
 	"ledger_checkpoints":      {"ledger_checkpoints_no_update_delete", "ledger_checkpoints_no_truncate"},
 	"ledger_checkpoint_heads": {"ledger_checkpoint_heads_no_update_delete", "ledger_checkpoint_heads_no_truncate"},
 }
 
-// Superuser runs stmts on pool with the append-only triggers of the
-// ledger, its seals and its checkpoints off, then turns them back on, as
+// Superuser runs stmts on pool with the guarding triggers of the ledger,
+// its seals and its checkpoints off, then turns them back on, as
 // someone going around the database's guard would.
 func Superuser(t testing.TB, pool *pgxpool.Pool, stmts ...string) {
 	t.Helper()
@@ -32,7 +32,7 @@ func Superuser(t testing.TB, pool *pgxpool.Pool, stmts ...string) {
 	}
 	defer conn.Release()
 	var all, after []string
-	for table, triggers := range appendOnly {
+	for table, triggers := range guarded {
 		all = append(all, `ALTER TABLE `+table+` DISABLE TRIGGER USER`)
 		for _, tr := range triggers {
 			after = append(after, `ALTER TABLE `+table+` ENABLE ALWAYS TRIGGER `+tr)
