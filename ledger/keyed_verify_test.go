@@ -105,22 +105,11 @@ func TestKeyedSealsCatchAReseal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]struct {
-		seq  int64
-		says string
-	}{
+	wantBroken(t, rep.Broken, map[string]brokenAt{
 		"resealed":  {edited, "re-sealed with the public formula"},
 		"deleted":   {4, "re-sealed with the public formula"},
 		"truncated": {5, "deleted from the tail"},
-	}
-	if len(rep.Broken) != len(want) {
-		t.Fatalf("tampered ledger: broken %+v, want %d chains", rep.Broken, len(want))
-	}
-	for _, b := range rep.Broken {
-		if w, ok := want[b.SKU]; !ok || b.Seq != w.seq || !strings.Contains(b.Reason, w.says) {
-			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
-		}
-	}
+	})
 
 	// Everything written since a moment deleted, checkpoints included: the
 	// database alone looks whole, the checkpoint an auditor recorded

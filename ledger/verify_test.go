@@ -128,22 +128,11 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]struct {
-		seq  int64
-		says string
-	}{
+	wantBroken(t, rep.Broken, map[string]brokenAt{
 		"seal-edit":   {3, "does not match"},
 		"seal-delete": {4, "deleted"},
 		"seal-insert": {4, "inserted out of order"},
-	}
-	if len(rep.Broken) != len(want) {
-		t.Fatalf("tampered ledger: %+v, want %d broken chains", rep.Broken, len(want))
-	}
-	for _, b := range rep.Broken {
-		if w, ok := want[b.SKU]; !ok || b.Seq != w.seq || !strings.Contains(b.Reason, w.says) {
-			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
-		}
-	}
+	})
 	if len(rep.Unsealed) != 1 || rep.Unsealed[0].SKU != "seal-beyond" || rep.Unsealed[0].SealedTo != 6 || !rep.Unsealed[0].Missing {
 		t.Fatalf("unsealed: %+v, want seal-beyond sealed to 6 with seq 7 missing", rep.Unsealed)
 	}
@@ -293,5 +282,26 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 		}
 		stacktest.Superuser(t, s.Pool, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
 		honest(edit.column + " restored")
+	}
+}
+
+// brokenAt is the seq where a SKU's chain should break and what the reason
+// should say.
+type brokenAt struct {
+	seq  int64
+	says string
+}
+
+// wantBroken checks that exactly the SKUs of want are broken, each where
+// and as want says.
+func wantBroken(t *testing.T, broken []ledger.BrokenChain, want map[string]brokenAt) {
+	t.Helper()
+	if len(broken) != len(want) {
+		t.Fatalf("tampered ledger: broken %+v, want %d chains", broken, len(want))
+	}
+	for _, b := range broken {
+		if w, ok := want[b.SKU]; !ok || b.Seq != w.seq || !strings.Contains(b.Reason, w.says) {
+			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
+		}
 	}
 }
