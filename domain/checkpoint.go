@@ -5,9 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -118,4 +120,27 @@ func (v *CheckpointVerifier) Heads() []SealHead {
 		out = append(out, h)
 	}
 	return out
+}
+
+// CheckpointRef names a checkpoint by its N and its MAC, or the MAC's
+// first 16 hex digits or more.
+type CheckpointRef struct {
+	N   int64
+	MAC string
+}
+
+// ParseCheckpointRef reads N:MAC, as audit verify prints the newest
+// checkpoint.
+func ParseCheckpointRef(s string) (CheckpointRef, error) {
+	n, mac, ok := strings.Cut(s, ":")
+	ref := CheckpointRef{MAC: strings.ToLower(mac)}
+	var err error
+	if ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		ref.N, err = strconv.ParseInt(n, 10, 64)
+	}
+	if !ok || err != nil || ref.N < 1 || len(ref.MAC) < 16 || len(ref.MAC) > 64 || strings.Trim(ref.MAC, "0123456789abcdef") != "" {
+		return CheckpointRef{}, NewFieldError("--since-checkpoint",
+			errors.New("must be N:MAC, a checkpoint's number and at least the first 16 hex digits of its MAC, as audit verify prints them"))
+	}
+	return ref, nil
 }

@@ -120,7 +120,7 @@ func TestKeyedSealsCatchAReseal(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("checkpoint of later: %v %v", ok, err)
 	}
-	recorded := ledger.CheckpointRef{N: cp.N, MAC: cp.MAC[:16]}
+	recorded := domain.CheckpointRef{N: cp.N, MAC: cp.MAC[:16]}
 	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{Keys: keys, SKU: "later", Since: &recorded})
 	if err != nil || !rep.Intact() {
 		t.Fatalf("later, since checkpoint %d: %+v %v", recorded.N, rep, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/invledger/invledger/domain"
@@ -43,32 +42,9 @@ type VerifyOptions struct {
 	// database (as verify printed it): verify reports the checkpoints
 	// broken unless the ledger still holds it, so a rollback of the rows,
 	// seals and checkpoints written after it shows.
-	Since *CheckpointRef
+	Since *domain.CheckpointRef
 	// Progress, if set, is called every 100,000 rows.
 	Progress func(events int64)
-}
-
-// CheckpointRef names a checkpoint by its N and its MAC, or the MAC's
-// first 16 hex digits or more.
-type CheckpointRef struct {
-	N   int64
-	MAC string
-}
-
-// ParseCheckpointRef reads N:MAC, as audit verify prints the newest
-// checkpoint.
-func ParseCheckpointRef(s string) (CheckpointRef, error) {
-	n, mac, ok := strings.Cut(s, ":")
-	ref := CheckpointRef{MAC: strings.ToLower(mac)}
-	var err error
-	if ok && n != "" && strings.Trim(n, "0123456789") == "" {
-		ref.N, err = strconv.ParseInt(n, 10, 64)
-	}
-	if !ok || err != nil || ref.N < 1 || len(ref.MAC) < 16 || len(ref.MAC) > 64 || strings.Trim(ref.MAC, "0123456789abcdef") != "" {
-		return CheckpointRef{}, domain.NewFieldError("--since-checkpoint",
-			errors.New("must be N:MAC, a checkpoint's number and at least the first 16 hex digits of its MAC, as audit verify prints them"))
-	}
-	return ref, nil
 }
 
 // ChainReport is the outcome of verifying the tamper-evident chains.

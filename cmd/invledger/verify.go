@@ -17,6 +17,7 @@ import (
 	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/progress"
 
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -58,9 +59,9 @@ long runs.`,
 			if err := output.CheckFormat(format); err != nil {
 				return err
 			}
-			var sinceRef *ledger.CheckpointRef
+			var sinceRef *domain.CheckpointRef
 			if since != "" {
-				ref, err := ledger.ParseCheckpointRef(since)
+				ref, err := domain.ParseCheckpointRef(since)
 				if err != nil {
 					return err
 				}

@@ -1,4 +1,4 @@
-package ledger_test
+package domain_test
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger"
 )
 
 var checkpointRef = regexp.MustCompile(`^([0-9]+):([0-9a-fA-F]{16,64})$`)
@@ -22,7 +21,7 @@ func FuzzParseCheckpointRef(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ref, err := ledger.ParseCheckpointRef(s)
+		ref, err := domain.ParseCheckpointRef(s)
 		m := checkpointRef.FindStringSubmatch(s)
 		var n int64
 		valid := m != nil
