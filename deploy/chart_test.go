@@ -184,7 +184,7 @@ func workloads(objs []object) []workload {
 // a Secret, never be a plain value.
 var secretVars = []string{"INVLEDGER_DATABASE_URL", "INVLEDGER_REDIS_URL", "INVLEDGER_REDIS_CLUSTER",
 	"INVLEDGER_REDIS_SENTINELS", "INVLEDGER_TOKENS", "INVLEDGER_CONSOLE_KEY", "INVLEDGER_ALERT_WEBHOOK",
-	"INVLEDGER_ALERT_WEBHOOK_SECRET", "INVLEDGER_API_TOKEN"}
+	"INVLEDGER_ALERT_WEBHOOK_SECRET", "INVLEDGER_API_TOKEN", "INVLEDGER_SEAL_KEYS"}
 
 // credentialsInURL finds a URL with a password in it.
 var credentialsInURL = regexp.MustCompile(`://[^/@\s]*:[^/@\s]+@`)
@@ -498,6 +498,12 @@ func TestChartSettingsReachThePods(t *testing.T) {
 	}
 	if e, _ := envOf(objs, "Deployment", "INVLEDGER_CONSOLE_KEY"); e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
 		t.Error("API pods do not share the console key from the Secret")
+	}
+	// The projector pods seal the ledger: they need the seal keys, and
+	// must not start without them (no optional reference).
+	if e, _ := envOf(objs, "StatefulSet", "INVLEDGER_SEAL_KEYS"); e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+		e.ValueFrom.SecretKeyRef.Key != "seal-keys" || (e.ValueFrom.SecretKeyRef.Optional != nil && *e.ValueFrom.SecretKeyRef.Optional) {
+		t.Errorf("projector pods do not read the seal keys from the Secret's seal-keys: %+v", e)
 	}
 
 	// Behind the ingress every client is an ingress pod: by default the

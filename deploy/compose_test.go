@@ -60,8 +60,10 @@ func checkCompose(raw []byte) []string {
 	}
 	// A secret is the user's shell variable, interpolated, never a literal.
 	fromShell := regexp.MustCompile(`^\$\{[A-Z_]+:\?[^}]*\}$`)
-	if got := serve.Environment["INVLEDGER_TOKENS"]; !fromShell.MatchString(got) {
-		bad("serve: INVLEDGER_TOKENS is %q, not taken from the shell", got)
+	for _, secret := range []string{"INVLEDGER_TOKENS", "INVLEDGER_SEAL_KEYS"} {
+		if got := serve.Environment[secret]; !fromShell.MatchString(got) {
+			bad("serve: %s is %q, not taken from the shell", secret, got)
+		}
 	}
 	for name, s := range c.Services {
 		for k, v := range s.Environment {

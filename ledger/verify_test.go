@@ -32,7 +32,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 	}
 	s.ProjectStreams(t)
 
-	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +56,14 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Broken) != 1 || rep.Broken[0].SKU != "chain-a" || rep.Broken[0].Seq != 4 || !strings.Contains(rep.Broken[0].Reason, "hash") {
 		t.Fatalf("edited ledger: %+v, want chain-a broken at seq 4", rep.Broken)
 	}
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 7 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: "chain-b"}); err != nil || len(one.Broken) != 0 || one.Events != 7 {
 		t.Fatalf("chain-b alone: %+v %v", one, err)
 	}
 
@@ -79,7 +79,7 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ProjectStreams(t)
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "chain-b", nil); err != nil || len(one.Broken) != 0 || one.Events != 8 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: "chain-b"}); err != nil || len(one.Broken) != 0 || one.Events != 8 {
 		t.Fatalf("chain-b after restore and a new sale: %+v %v", one, err)
 	}
 }
@@ -91,20 +91,9 @@ func TestVerifyChainsCatchesAnEditedRow(t *testing.T) {
 // and its seal, or beyond a missing seq, where the sealer refuses to seal).
 func TestSealedChainCatchesTampering(t *testing.T) {
 	t.Parallel()
-	s := stacktest.New(t)
+	s := sale(t, "", "seal-edit", "seal-delete", "seal-insert", "seal-beyond")
 	ctx := context.Background()
-	skus := []string{"seal-edit", "seal-delete", "seal-insert", "seal-beyond"}
-	for _, sku := range skus {
-		s.SKU(t, sku, 10, 1)
-		for i := range 5 {
-			u := fmt.Sprint("u", i)
-			if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand(sku, u, 1, u)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	s.ProjectStreams(t)
-	rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +105,7 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 		t.Fatalf("%d sha256 seals (%v), want 24", sha256Seals, err)
 	}
 
-	superuser(t, s,
+	stacktest.Superuser(t, s.Pool,
 		`UPDATE ledger_entries SET user_id = 'mallory' WHERE sku = 'seal-edit' AND seq = 3`,
 		`DELETE FROM ledger_entries WHERE sku = 'seal-delete' AND seq = 4`,
 		// A forged row in place of seq 4, its seal removed with the original.
@@ -135,26 +124,15 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 	if len(pass.Waiting) != 1 || pass.Waiting[0].SKU != "seal-beyond" || pass.Waiting[0].Seq != 7 {
 		t.Fatalf("sealer: %+v, want it to wait at seal-beyond seq 7", pass)
 	}
-	rep, err = ledger.VerifyChains(ctx, s.Seals, "", nil)
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]struct {
-		seq  int64
-		says string
-	}{
+	wantBroken(t, rep.Broken, map[string]brokenAt{
 		"seal-edit":   {3, "does not match"},
 		"seal-delete": {4, "deleted"},
 		"seal-insert": {4, "inserted out of order"},
-	}
-	if len(rep.Broken) != len(want) {
-		t.Fatalf("tampered ledger: %+v, want %d broken chains", rep.Broken, len(want))
-	}
-	for _, b := range rep.Broken {
-		if w, ok := want[b.SKU]; !ok || b.Seq != w.seq || !strings.Contains(b.Reason, w.says) {
-			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
-		}
-	}
+	})
 	if len(rep.Unsealed) != 1 || rep.Unsealed[0].SKU != "seal-beyond" || rep.Unsealed[0].SealedTo != 6 || !rep.Unsealed[0].Missing {
 		t.Fatalf("unsealed: %+v, want seal-beyond sealed to 6 with seq 7 missing", rep.Unsealed)
 	}
@@ -167,33 +145,10 @@ func TestSealedChainCatchesTampering(t *testing.T) {
 	if pass := s.Seal(t); len(pass.Waiting) != 0 || pass.Sealed[domain.SealSHA256] != 2 {
 		t.Fatalf("sealer after the gap closed: %+v, want seqs 7 and 8 sealed", pass)
 	}
-	if one, err := ledger.VerifyChains(ctx, s.Seals, "seal-beyond", nil); err != nil || len(one.Broken) != 0 || len(one.Unsealed) != 0 || one.Sealed != 8 {
+	if one, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: "seal-beyond"}); err != nil || len(one.Broken) != 0 || len(one.Unsealed) != 0 || one.Sealed != 8 {
 		t.Fatalf("seal-beyond after the gap closed: %+v %v", one, err)
 	}
 
-}
-
-// superuser runs stmts with the append-only triggers of both tables off,
-// as someone going around the database's guard would.
-func superuser(t *testing.T, s *stacktest.Stack, stmts ...string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	all := append([]string{`ALTER TABLE ledger_entries DISABLE TRIGGER USER`, `ALTER TABLE ledger_seals DISABLE TRIGGER USER`}, stmts...)
-	all = append(all,
-		`ALTER TABLE ledger_entries ENABLE ALWAYS TRIGGER ledger_entries_no_update_delete`,
-		`ALTER TABLE ledger_entries ENABLE ALWAYS TRIGGER ledger_entries_no_truncate`,
-		`ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_no_update_delete`,
-		`ALTER TABLE ledger_seals ENABLE ALWAYS TRIGGER ledger_seals_no_truncate`)
-	for _, stmt := range all {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
 }
 
 // TestVerifyChainsSealsEveryEventTypeAndItsHoldFields seals a SKU whose
@@ -295,7 +250,7 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 	}
 	honest := func(what string) {
 		t.Helper()
-		rep, err := ledger.VerifyChains(ctx, s.Seals, sku, nil)
+		rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{SKU: sku})
 		if err != nil || rep.Events != rows || rep.Sealed != rows || len(rep.Broken) != 0 || len(rep.Unsealed) != 0 {
 			t.Fatalf("%s: %+v %v, want %d events, all sealed, nothing broken", what, rep, err, rows)
 		}
@@ -317,15 +272,36 @@ func TestVerifyChainsSealsEveryEventTypeAndItsHoldFields(t *testing.T) {
 		if err := s.Pool.QueryRow(ctx, `SELECT quote_literal(`+edit.column+`) FROM ledger_entries `+where).Scan(&was); err != nil {
 			t.Fatal(err)
 		}
-		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+edit.to+` `+where)
-		rep, err := ledger.VerifyChains(ctx, s.Seals, "", nil)
+		stacktest.Superuser(t, s.Pool, `UPDATE ledger_entries SET `+edit.column+` = `+edit.to+` `+where)
+		rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(rep.Broken) != 1 || rep.Broken[0].SKU != sku || rep.Broken[0].Seq != edit.seq || !strings.Contains(rep.Broken[0].Reason, "does not match") {
 			t.Fatalf("%s edited at seq %d: broken %+v, want exactly that seq", edit.column, edit.seq, rep.Broken)
 		}
-		superuser(t, s, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
+		stacktest.Superuser(t, s.Pool, `UPDATE ledger_entries SET `+edit.column+` = `+was+` `+where)
 		honest(edit.column + " restored")
+	}
+}
+
+// brokenAt is the seq where a SKU's chain should break and what the reason
+// should say.
+type brokenAt struct {
+	seq  int64
+	says string
+}
+
+// wantBroken checks that exactly the SKUs of want are broken, each where
+// and as want says.
+func wantBroken(t *testing.T, broken []ledger.BrokenChain, want map[string]brokenAt) {
+	t.Helper()
+	if len(broken) != len(want) {
+		t.Fatalf("tampered ledger: broken %+v, want %d chains", broken, len(want))
+	}
+	for _, b := range broken {
+		if w, ok := want[b.SKU]; !ok || b.Seq != w.seq || !strings.Contains(b.Reason, w.says) {
+			t.Errorf("broken %+v, want seq %d saying %q", b, w.seq, w.says)
+		}
 	}
 }

@@ -33,6 +33,9 @@ type Config struct {
 	// Durability is serve's --durability; other commands run strict.
 	Durability string
 	Holds      domain.HoldConfig // --hold-max-ttl, --hold-default-ttl
+	// SealKeys is --seal-keys: serve seals with the first, audit verify
+	// checks with them all.
+	SealKeys string
 }
 
 // setDefaults fills what the flags would for a Config built in code; the
@@ -56,7 +59,7 @@ func (c Config) Validate() error {
 func (c Config) appConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
 		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
-		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, MaxBatch: c.MaxBatch, Holds: c.Holds, Logger: c.logger()}
+		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, MaxBatch: c.MaxBatch, Holds: c.Holds, SealKeys: c.SealKeys, Logger: c.logger()}
 }
 
 // logger logs to stderr as --log-level and --log-format say; Validate

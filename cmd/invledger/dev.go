@@ -28,7 +28,8 @@ func newDevCmd(cfg *Config) *cobra.Command {
 		Long: `dev starts a redis-server (AOF on) and a PostgreSQL from this machine's binaries,
 with their data under --dir. It migrates the database, prints the URLs and
 the API tokens as export lines to paste into a shell (also written to
---dir/env, for "source .invledger/env"), and serves until SIGINT or SIGTERM,
+--dir/env, for "source .invledger/env", with the seal key it keeps in
+--dir/seal-keys unless --seal-keys gives one), and serves until SIGINT or SIGTERM,
 then stops both servers. Data, tokens and ports survive restarts: each
 server gets its previous port back when it is free, so the exported URLs stay
 valid. Delete the directory to start over.`,
@@ -58,6 +59,13 @@ valid. Delete the directory to start over.`,
 			if ss.Tokens, err = devstack.Tokens(abs); err != nil {
 				return err
 			}
+			// The ledger is sealed with a key of the dev stack's own, unless
+			// --seal-keys gives one.
+			if c.SealKeys == "" {
+				if c.SealKeys, err = devstack.SealKeys(abs); err != nil {
+					return err
+				}
+			}
 			ss.DataDir = abs
 			var bannerErr error
 			ss.OnListening = func(addr string) { bannerErr = printDevBanner(cmd.OutOrStdout(), abs, c, ss.Tokens, addr) }
@@ -83,7 +91,7 @@ var devWebhookAllowNets = []string{"127.0.0.0/8"}
 // printDevBanner prints where the stack listens, and the export lines that
 // the examples of docs/api.md and docs/cli.md and the CLI need, which it also writes to dir/env.
 func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) error {
-	env := devstack.Env("http://"+addr, c.RedisURL, c.DatabaseURL, tokens)
+	env := devstack.Env("http://"+addr, c.RedisURL, c.DatabaseURL, tokens, c.SealKeys)
 	fmt.Fprintf(w, "\ninvledger dev is running. Ctrl-C stops it and both servers.\n\n")
 	fmt.Fprintf(w, "  API          http://%s\n", addr)
 	fmt.Fprintf(w, "  metrics      http://%s/metrics\n", addr)

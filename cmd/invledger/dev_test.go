@@ -46,7 +46,7 @@ func runDev(t *testing.T, dir string) string {
 }
 
 // TestDevPrintsExportsAndKeepsItsPorts: dev prints the lines to paste
-// (API OP GW AU AP and the CLI's URLs), writes them to --dir/env, and a
+// (API OP GW AU AP, the CLI's URLs and the seal key it keeps), writes them to --dir/env, and a
 // restart serves Redis and PostgreSQL on the same ports, so they stay
 // valid (issue 17, F4 and F5).
 func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
@@ -73,7 +73,7 @@ func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"export API=http://127.0.0.1:", "INVLEDGER_API_URL=http://127.0.0.1:", "INVLEDGER_REDIS_URL='redis://127.0.0.1:",
-		"INVLEDGER_DATABASE_URL='postgres://"} {
+		"INVLEDGER_DATABASE_URL='postgres://", "INVLEDGER_SEAL_KEYS='dev:"} {
 		if !strings.Contains(string(env), want) {
 			t.Errorf("env lacks %q:\n%s", want, env)
 		}
@@ -83,8 +83,9 @@ func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The API listens on :0 here, so only the store URLs are compared.
+	// The API listens on :0 here, so only the store URLs and the seal key
+	// are compared.
 	if a, b := strings.Fields(lines[1])[2:], strings.Fields(strings.Split(string(env2), "\n")[1])[2:]; strings.Join(a, " ") != strings.Join(b, " ") {
-		t.Fatalf("a restart moved the servers:\nbefore %s\nafter  %s\n%s", a, b, again)
+		t.Fatalf("a restart moved the servers or changed the seal key:\nbefore %s\nafter  %s\n%s", a, b, again)
 	}
 }

@@ -60,6 +60,8 @@ Every flag can also be set with the environment variable named in its help.`,
 	env.Int(&cfg.MaxBatch, "max-batch", "INVLEDGER_MAX_BATCH", redisinventory.DefaultMaxBatch,
 		"most concurrent purchase attempts of one SKU sent to Redis in one script call (1 to 1000; 1 sends each alone)")
 	env.Duration(&cfg.Holds.MaxTTL, "hold-max-ttl", "INVLEDGER_HOLD_MAX_TTL", domain.DefaultHoldMaxTTL, "longest ttl_seconds a hold may ask for")
+	env.Secret(&cfg.SealKeys, "seal-keys", "INVLEDGER_SEAL_KEYS",
+		"keys of the ledger's seals, id:secret comma-separated (secrets of 32+ bytes), the signing key first, older ones after it to verify what they sealed; kept outside PostgreSQL (unset: unkeyed seals, which resist no database superuser)")
 	env.Duration(&cfg.Holds.DefaultTTL, "hold-default-ttl", "INVLEDGER_HOLD_DEFAULT_TTL", 0, "ttl of a hold that asks for none (default 15m, or --hold-max-ttl if shorter)")
 
 	// config returns the validated settings for a command that needs them.

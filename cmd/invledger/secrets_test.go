@@ -35,6 +35,7 @@ func TestHelpNeverPrintsSecrets(t *testing.T) {
 		"INVLEDGER_BENCH_OPERATOR_TOKEN": "bench-secret-operator",
 		"INVLEDGER_REDIS_CLUSTER":        "rediss://app:cluster-secret-pw@c1.internal:7000?addr=c2.internal:7000",
 		"INVLEDGER_REDIS_SENTINELS":      "redis://:sentinel-secret-pw@s1.internal:26379?master_name=m",
+		"INVLEDGER_SEAL_KEYS":            "k1:seal-secret-0123456789abcdef0123456789",
 	}
 	for env, v := range secrets {
 		t.Setenv(env, v)
@@ -47,7 +48,7 @@ func TestHelpNeverPrintsSecrets(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		for _, leak := range []string{"tok-secret-0123456789", "db-secret-pw", "redis-secret-pw", "hook-secret-path", "bench-secret-gateway", "bench-secret-operator",
-			"cluster-secret-pw", "sentinel-secret-pw"} {
+			"cluster-secret-pw", "sentinel-secret-pw", "seal-secret"} {
 			if strings.Contains(out, leak) {
 				t.Errorf("%v prints the secret %q:\n%s", args, leak, out)
 			}
@@ -56,7 +57,7 @@ func TestHelpNeverPrintsSecrets(t *testing.T) {
 	}
 	for _, want := range []string{"(env INVLEDGER_TOKENS, set, hidden)", `"postgres://bob:***@db.internal:5432/inv"`,
 		`"redis://:***@cache.internal:6379/0"`, "(env INVLEDGER_ALERT_WEBHOOK, set, hidden)", "(env INVLEDGER_BENCH_TOKEN, set, hidden)",
-		"rediss://app:***@c1.internal:7000?addr=c2.internal:7000"} {
+		"rediss://app:***@c1.internal:7000?addr=c2.internal:7000", "(env INVLEDGER_SEAL_KEYS, set, hidden)"} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no help shows %s", want)
 		}

@@ -106,7 +106,7 @@ func TestProjectionStoreTranslatesRefusals(t *testing.T) {
 }
 
 // TestLedgerRefusesChanges: the database itself refuses UPDATE, DELETE and
-// TRUNCATE on the ledger's rows and their seals, also in a session that
+// TRUNCATE on the ledger's rows, their seals and the seals' checkpoints, also in a session that
 // turns ordinary triggers off with session_replication_role = replica.
 func TestLedgerRefusesChanges(t *testing.T) {
 	t.Parallel()
@@ -115,12 +115,19 @@ func TestLedgerRefusesChanges(t *testing.T) {
 	if _, err := pgstore.NewPostgresProjectionStore(pool).AppendBatch(ctx, sale("a", 10, "u1")); err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := seal.New(seal.Config{Store: pgstore.NewPostgresSealStore(pool)})
+	keys, err := domain.ParseSealKeys("k1:0123456789abcdef0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pass, err := sealer.SealAll(ctx); err != nil || pass.Sealed[domain.SealSHA256] != 2 {
+	sealer, err := seal.New(seal.Config{Store: pgstore.NewPostgresSealStore(pool), Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass, err := sealer.SealAll(ctx); err != nil || pass.Sealed[domain.SealHMACSHA256] != 2 {
 		t.Fatalf("seal: %+v %v, want 2 rows sealed", pass, err)
+	}
+	if _, ok, err := sealer.Checkpoint(ctx); err != nil || !ok {
+		t.Fatalf("checkpoint: %v %v, want one written", ok, err)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -138,6 +145,12 @@ func TestLedgerRefusesChanges(t *testing.T) {
 			`UPDATE ledger_seals SET hash = 'forged' WHERE seq = 1`,
 			`DELETE FROM ledger_seals`,
 			`TRUNCATE ledger_seals`,
+			`UPDATE ledger_checkpoints SET mac = 'forged'`,
+			`DELETE FROM ledger_checkpoints`,
+			`TRUNCATE ledger_checkpoints CASCADE`,
+			`UPDATE ledger_checkpoint_heads SET seq = 1`,
+			`DELETE FROM ledger_checkpoint_heads`,
+			`TRUNCATE ledger_checkpoint_heads`,
 		} {
 			if _, err := conn.Exec(ctx, stmt); pgCode(err) != pgInsufficientPrivilege {
 				t.Errorf("%s as %s: %v, want refused", stmt, role, err)

@@ -19,7 +19,9 @@ var (
 )
 
 // PostgresSealStore keeps the tamper-evident chain in ledger_seals, beside
-// the append-only ledger_entries it links, and reads both for audit verify.
+// the append-only ledger_entries it links, and its keyed checkpoints in
+// ledger_checkpoints and ledger_checkpoint_heads, and reads them all for
+// audit verify.
 type PostgresSealStore struct {
 	pool *pgxpool.Pool
 }
@@ -71,8 +73,8 @@ func (s *PostgresSealStore) SealNext(ctx context.Context, sku string, limit int,
 	}
 	last := domain.Seal{SKU: sku}
 	var algorithm string
-	err = tx.QueryRow(ctx, `SELECT seq, prev_hash, hash, algorithm FROM ledger_seals WHERE sku = $1 ORDER BY seq DESC LIMIT 1`, sku).
-		Scan(&last.Seq, &last.PrevHash, &last.Hash, &algorithm)
+	err = tx.QueryRow(ctx, `SELECT seq, prev_hash, hash, algorithm, COALESCE(key_id, '') FROM ledger_seals WHERE sku = $1 ORDER BY seq DESC LIMIT 1`, sku).
+		Scan(&last.Seq, &last.PrevHash, &last.Hash, &algorithm, &last.KeyID)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("seal %s: last seal: %w", sku, translate(err))
 	}
@@ -87,13 +89,16 @@ func (s *PostgresSealStore) SealNext(ctx context.Context, sku string, limit int,
 		return 0, nil
 	}
 	n := len(seals)
-	seqs, prevs, hashes, algorithms := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+	seqs, prevs, hashes, algorithms, keyIDs := make([]int64, n), make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	for i, sl := range seals {
 		seqs[i], prevs[i], hashes[i], algorithms[i] = sl.Seq, sl.PrevHash, sl.Hash, string(sl.Algorithm)
+		if sl.KeyID != "" {
+			keyIDs[i] = &sl.KeyID
+		}
 	}
 	if _, err := tx.Exec(ctx, `
-INSERT INTO ledger_seals (sku, seq, prev_hash, hash, algorithm)
-SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])`, sku, seqs, prevs, hashes, algorithms); err != nil {
+INSERT INTO ledger_seals (sku, seq, prev_hash, hash, algorithm, key_id)
+SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])`, sku, seqs, prevs, hashes, algorithms, keyIDs); err != nil {
 		return 0, fmt.Errorf("seal %s: store %d seals: %w", sku, n, translate(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -109,7 +114,7 @@ SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])`, sku
 func (s *PostgresSealStore) ScanChain(ctx context.Context, sku string, fn func(ledger.SealedRow) error) error {
 	rows, err := s.pool.Query(ctx, `
 SELECT COALESCE(e.sku, s.sku), COALESCE(e.seq, s.seq), e.event_id IS NOT NULL, `+eventColumns+`,
-       s.seq IS NOT NULL, COALESCE(s.prev_hash, ''), COALESCE(s.hash, ''), COALESCE(s.algorithm, '')
+       s.seq IS NOT NULL, COALESCE(s.prev_hash, ''), COALESCE(s.hash, ''), COALESCE(s.algorithm, ''), COALESCE(s.key_id, '')
 FROM (SELECT * FROM ledger_entries WHERE $1 = '' OR sku = $1) e
 FULL JOIN (SELECT * FROM ledger_seals WHERE $1 = '' OR sku = $1) s ON s.sku = e.sku AND s.seq = e.seq
 ORDER BY 1, 2`, sku)
@@ -124,7 +129,7 @@ ORDER BY 1, 2`, sku)
 		algorithm         string
 		hasRow, hasSealed bool
 	)
-	dest := append(append([]any{&r.SKU, &r.Seq, &hasRow}, row.dest()...), &hasSealed, &sl.PrevHash, &sl.Hash, &algorithm)
+	dest := append(append([]any{&r.SKU, &r.Seq, &hasRow}, row.dest()...), &hasSealed, &sl.PrevHash, &sl.Hash, &algorithm, &sl.KeyID)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read the ledger and its seals: %w", translate(err))
@@ -147,4 +152,118 @@ ORDER BY 1, 2`, sku)
 		return fmt.Errorf("read the ledger and its seals: %w", translate(err))
 	}
 	return nil
+}
+
+// Keyed says whether the ledger holds a keyed checkpoint: from then on
+// only a sealer with a seal key may extend it.
+func (s *PostgresSealStore) Keyed(ctx context.Context) (bool, error) {
+	var keyed bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ledger_checkpoints)`).Scan(&keyed); err != nil {
+		return false, fmt.Errorf("read the seal checkpoints: %w", translate(err))
+	}
+	return keyed, nil
+}
+
+// Checkpoint writes the next checkpoint, of the heads of every SKU whose
+// last seal is past its last checkpointed head, in one transaction under a
+// transaction-scoped advisory lock, so checkpoints of several sealers stay
+// numbered without gaps. It returns false, writing nothing, when no head
+// moved: one index probe of each table per balances row.
+func (s *PostgresSealStore) Checkpoint(ctx context.Context, next seal.CheckpointFunc) (cp domain.Checkpoint, written bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return cp, false, fmt.Errorf("checkpoint: %w", translate(err))
+	}
+	defer func() {
+		if rbErr := tx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) && err == nil {
+			err = fmt.Errorf("checkpoint: %w", translate(rbErr))
+		}
+	}()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('invledger.ledger_checkpoints', 0))`); err != nil {
+		return cp, false, fmt.Errorf("checkpoint: %w", translate(err))
+	}
+	var prev domain.Checkpoint
+	err = tx.QueryRow(ctx, `SELECT n, mac FROM ledger_checkpoints ORDER BY n DESC LIMIT 1`).Scan(&prev.N, &prev.MAC)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return cp, false, fmt.Errorf("checkpoint: the last one: %w", translate(err))
+	}
+	rows, err := tx.Query(ctx, `
+SELECT b.sku, last.seq, last.hash FROM balances b
+JOIN LATERAL (SELECT seq, hash FROM ledger_seals s WHERE s.sku = b.sku ORDER BY seq DESC LIMIT 1) last ON true
+LEFT JOIN LATERAL (SELECT seq FROM ledger_checkpoint_heads h WHERE h.sku = b.sku ORDER BY n DESC LIMIT 1) cp ON true
+WHERE last.seq > COALESCE(cp.seq, 0)
+ORDER BY b.sku`)
+	if err != nil {
+		return cp, false, fmt.Errorf("checkpoint: heads: %w", translate(err))
+	}
+	heads, err := pgx.CollectRows(rows, pgx.RowToStructByPos[domain.SealHead])
+	if err != nil {
+		return cp, false, fmt.Errorf("checkpoint: heads: %w", translate(err))
+	}
+	if len(heads) == 0 {
+		return cp, false, nil
+	}
+	cp = next(prev, heads)
+	if _, err := tx.Exec(ctx, `INSERT INTO ledger_checkpoints (n, prev_mac, algorithm, key_id, mac, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		cp.N, cp.PrevMAC, string(domain.SealHMACSHA256), cp.KeyID, cp.MAC, cp.At); err != nil {
+		return cp, false, fmt.Errorf("checkpoint %d: %w", cp.N, translate(err))
+	}
+	skus, seqs, hashes := make([]string, len(cp.Heads)), make([]int64, len(cp.Heads)), make([]string, len(cp.Heads))
+	for i, h := range cp.Heads {
+		skus[i], seqs[i], hashes[i] = h.SKU, h.Seq, h.Hash
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO ledger_checkpoint_heads (sku, n, seq, hash) SELECT sku, $1, seq, hash FROM unnest($2::text[], $3::bigint[], $4::text[]) AS h(sku, seq, hash)`,
+		cp.N, skus, seqs, hashes); err != nil {
+		return cp, false, fmt.Errorf("checkpoint %d: heads: %w", cp.N, translate(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return cp, false, fmt.Errorf("checkpoint %d: %w", cp.N, translate(err))
+	}
+	return cp, true, nil
+}
+
+// ScanCheckpoints calls fn for every checkpoint with its heads, in n
+// order, streamed; a checkpoint whose heads were deleted comes with none.
+func (s *PostgresSealStore) ScanCheckpoints(ctx context.Context, fn func(domain.Checkpoint) error) error {
+	rows, err := s.pool.Query(ctx, `
+SELECT c.n, c.prev_mac, c.key_id, c.mac, c.created_at, h.sku, h.seq, h.hash
+FROM ledger_checkpoints c LEFT JOIN ledger_checkpoint_heads h ON h.n = c.n
+ORDER BY c.n, h.sku`)
+	if err != nil {
+		return fmt.Errorf("read the seal checkpoints: %w", translate(err))
+	}
+	defer rows.Close()
+	var (
+		cp   domain.Checkpoint
+		head struct {
+			sku, hash *string
+			seq       *int64
+		}
+		c domain.Checkpoint
+	)
+	flush := func() error {
+		if cp.N == 0 {
+			return nil
+		}
+		return fn(cp)
+	}
+	for rows.Next() {
+		if err := rows.Scan(&c.N, &c.PrevMAC, &c.KeyID, &c.MAC, &c.At, &head.sku, &head.seq, &head.hash); err != nil {
+			return fmt.Errorf("read the seal checkpoints: %w", translate(err))
+		}
+		if c.N != cp.N {
+			if err := flush(); err != nil {
+				return err
+			}
+			cp = c
+			cp.Heads = nil
+		}
+		if head.sku != nil {
+			cp.Heads = append(cp.Heads, domain.SealHead{SKU: *head.sku, Seq: *head.seq, Hash: *head.hash})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the seal checkpoints: %w", translate(err))
+	}
+	return flush()
 }

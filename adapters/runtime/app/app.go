@@ -134,6 +134,9 @@ type Application struct {
 	// Sealer seals the ledger's tamper-evident chain; serve runs it with
 	// the projector.
 	Sealer *seal.Sealer
+	// SealKeys are Config.SealKeys, parsed: the Sealer signs with the
+	// first, and audit verify checks with them all.
+	SealKeys domain.SealKeys
 	// Alerts raises findings, dead letters and fenced SKUs as slog ERROR
 	// lines and passes them on to Webhook.
 	Alerts *reconcile.LogAlerter
@@ -176,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*Application, error) {
 	a := &Application{cfg: cfg, Log: log, RunIDs: redisinventory.NewRunIDs()}
 	var err error
 	if a.Keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
+		return nil, err
+	}
+	if a.SealKeys, err = cfg.sealKeys(); err != nil {
 		return nil, err
 	}
 	if a.Redis, err = NewRedisClient(cfg, cfg.RedisPoolSize, a.RunIDs); err != nil {
@@ -360,7 +366,7 @@ func (a *Application) wire() error {
 		return rep.RunID, err
 	}
 	a.Adjustments = ledger.NewAdjustments(ad.Adjustments, ad.Inventory, reconcileSKU, a.Log)
-	if a.Sealer, err = seal.New(seal.Config{Store: ad.Seals, Metrics: a.Metrics.Seal, Logger: a.Log}); err != nil {
+	if a.Sealer, err = seal.New(seal.Config{Store: ad.Seals, Keys: a.SealKeys, Metrics: a.Metrics.Seal, Logger: a.Log}); err != nil {
 		return err
 	}
 	return nil

@@ -66,6 +66,14 @@ type Config struct {
 	// address that is not globally reachable is refused (see egress.Guard).
 	// Empty in serve; dev and the test kit allow 127.0.0.0/8.
 	WebhookAllowNets []string
+	// SealKeys key the ledger's seals and checkpoints: id:secret entries
+	// (secrets of 32 bytes or more), comma- or newline-separated, the
+	// signing key first and older ones after it, kept to verify what they
+	// sealed. The secret must live outside PostgreSQL: whoever holds it
+	// can forge seals. Empty, seals are unkeyed (release 1.0.0's sha256),
+	// which resist no one who can write the database; once the ledger
+	// holds a keyed checkpoint, the sealer refuses to run without a key.
+	SealKeys string
 	// Alerter, if set, receives reconciliation findings instead of
 	// Application.Alerts; the CLI, which prints findings itself, silences
 	// them.
@@ -165,6 +173,9 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("--alert-webhook-secret (INVLEDGER_ALERT_WEBHOOK_SECRET) signs alerts, but no --alert-webhook (INVLEDGER_ALERT_WEBHOOK) receives them"))
 		}
 	}
+	if _, err := c.sealKeys(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.RedisTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--redis-timeout (INVLEDGER_REDIS_TIMEOUT) must not be negative, got %s", c.RedisTimeout))
 	}
@@ -175,6 +186,15 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))
 	}
 	return errors.Join(errs...)
+}
+
+// sealKeys parses SealKeys; its error names the flag, never a secret.
+func (c Config) sealKeys() (domain.SealKeys, error) {
+	keys, err := domain.ParseSealKeys(c.SealKeys)
+	if err != nil {
+		return keys, fmt.Errorf("--seal-keys (INVLEDGER_SEAL_KEYS): %w", err)
+	}
+	return keys, nil
 }
 
 // egressGuard is the guard of every webhook request, allowing

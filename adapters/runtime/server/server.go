@@ -315,6 +315,11 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 
 	var components []component
 	if sc.has(ComponentProjector) {
+		// The sealer runs with the projector: without a key it would stop
+		// at every pass of a keyed ledger, so serve refuses to start.
+		if err := a.Sealer.Check(ctx); err != nil {
+			return err
+		}
 		c, release, err := projectorComponents(a, sc)
 		if err != nil {
 			return err

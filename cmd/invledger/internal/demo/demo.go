@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"github.com/invledger/invledger/cmd/invledger/internal/devstack"
+
 	"context"
 	"errors"
 	"fmt"
@@ -83,7 +85,13 @@ func Run(ctx context.Context, dc Config, out, progress io.Writer) error {
 	if err := app.Migrate(ctx, stack.DatabaseURL, log); err != nil {
 		return err
 	}
-	a, err := app.New(ctx, app.Config{RedisURL: stack.Redis.URL(), DatabaseURL: stack.DatabaseURL, Logger: log})
+	// The ledger is sealed with a key kept beside the servers' data, as dev
+	// keeps its own.
+	sealKeys, err := devstack.SealKeys(dir)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Config{RedisURL: stack.Redis.URL(), DatabaseURL: stack.DatabaseURL, SealKeys: sealKeys, Logger: log})
 	if err != nil {
 		return err
 	}

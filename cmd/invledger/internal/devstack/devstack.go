@@ -1,5 +1,6 @@
 // Package devstack holds the credentials of `invledger dev`: the tokens
-// file kept in its directory and the shell lines that export them.
+// and seal key files kept in its directory and the shell lines that export
+// them.
 package devstack
 
 import (
@@ -13,36 +14,66 @@ import (
 
 // Env is the shell lines that export the dev stack's API URL and each
 // role's secret (API, OP, GW, AU, AP, as the examples of docs/api.md use them),
-// and the URLs the CLI reads. tokens is Tokens' name:role:secret lines.
-func Env(api, redisURL, databaseURL, tokens string) string {
+// and the URLs and seal key the CLI reads. tokens is Tokens' name:role:secret
+// lines, sealKeys SealKeys' id:secret.
+func Env(api, redisURL, databaseURL, tokens, sealKeys string) string {
 	secrets := map[string]string{}
 	for _, line := range strings.Split(tokens, "\n") {
 		if f := strings.SplitN(line, ":", 3); len(f) == 3 {
 			secrets[f[1]] = f[2]
 		}
 	}
-	return fmt.Sprintf("export API=%s OP=%s GW=%s AU=%s AP=%s\nexport INVLEDGER_API_URL=%s INVLEDGER_REDIS_URL='%s' INVLEDGER_DATABASE_URL='%s'\n",
-		api, secrets["operator"], secrets["gateway"], secrets["auditor"], secrets["approver"], api, redisURL, databaseURL)
+	return fmt.Sprintf("export API=%s OP=%s GW=%s AU=%s AP=%s\nexport INVLEDGER_API_URL=%s INVLEDGER_REDIS_URL='%s' INVLEDGER_DATABASE_URL='%s' INVLEDGER_SEAL_KEYS='%s'\n",
+		api, secrets["operator"], secrets["gateway"], secrets["auditor"], secrets["approver"], api, redisURL, databaseURL, sealKeys)
 }
 
 // Tokens reads the tokens file in dir, or writes one with a fresh random
 // secret per role, so a restarted dev stack keeps its credentials.
 func Tokens(dir string) (string, error) {
-	path := filepath.Join(dir, "tokens")
+	return keep(filepath.Join(dir, "tokens"), func() (string, error) {
+		var entries []string
+		for _, role := range []string{"gateway", "operator", "approver", "auditor"} {
+			secret, err := randomHex(16)
+			if err != nil {
+				return "", err
+			}
+			entries = append(entries, fmt.Sprintf("dev-%s:%s:%s", role, role, secret))
+		}
+		return strings.Join(entries, "\n"), nil
+	})
+}
+
+// SealKeys reads the seal key file in dir, or writes one with a fresh
+// random key, dev:<64 hex digits>, so a restarted dev stack verifies what
+// it sealed before.
+func SealKeys(dir string) (string, error) {
+	return keep(filepath.Join(dir, "seal-keys"), func() (string, error) {
+		secret, err := randomHex(32)
+		return "dev:" + secret, err
+	})
+}
+
+// keep returns the trimmed content of the file at path, or writes the one
+// fresh makes there, readable by its owner alone.
+func keep(path string, fresh func() (string, error)) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
-	var entries []string
-	for _, role := range []string{"gateway", "operator", "approver", "auditor"} {
-		secret := make([]byte, 16)
-		if _, err := rand.Read(secret); err != nil {
-			return "", err
-		}
-		entries = append(entries, fmt.Sprintf("dev-%s:%s:%s", role, role, hex.EncodeToString(secret)))
-	}
-	tokens := strings.Join(entries, "\n")
-	if err := os.WriteFile(path, []byte(tokens+"\n"), 0o600); err != nil {
+	v, err := fresh()
+	if err != nil {
 		return "", err
 	}
-	return tokens, nil
+	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }

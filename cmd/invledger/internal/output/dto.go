@@ -19,6 +19,25 @@ type ChainReportJSON struct {
 	// Sealed and Unsealed say how far the sealer has linked the rows.
 	Sealed   int64               `json:"sealed,omitempty"`
 	Unsealed []UnsealedChainJSON `json:"unsealed,omitempty"`
+	// What was checked: keyed and unkeyed rows, by key id, the
+	// checkpoints, and whether anything in the ledger is keyed.
+	Keyed            int64            `json:"keyed"`
+	KeyIDs           map[string]int64 `json:"key_ids"`
+	Unkeyed          int64            `json:"unkeyed"`
+	Checkpoints      int64            `json:"checkpoints"`
+	NewestCheckpoint *CheckpointJSON  `json:"newest_checkpoint,omitempty"`
+	BrokenCheckpoint string           `json:"broken_checkpoint,omitempty"`
+	KeysGiven        []string         `json:"seal_keys_given"`
+	Unprotected      bool             `json:"unprotected"`
+	Unchecked        []string         `json:"unchecked,omitempty"`
+}
+
+// CheckpointJSON names a keyed checkpoint of the chain heads.
+type CheckpointJSON struct {
+	N     int64     `json:"n"`
+	At    time.Time `json:"at"`
+	KeyID string    `json:"key_id"`
+	MAC   string    `json:"mac"`
 }
 
 type UnsealedChainJSON struct {
@@ -36,11 +55,16 @@ type BrokenChainJSON struct {
 
 // NewChainReportJSON maps r field by field.
 func NewChainReportJSON(r ledger.ChainReport) ChainReportJSON {
-	return ChainReportJSON{SKUs: r.SKUs, Events: r.Events, Broken: mapSlice(r.Broken, func(b ledger.BrokenChain) BrokenChainJSON {
+	j := ChainReportJSON{SKUs: r.SKUs, Events: r.Events, Broken: mapSlice(r.Broken, func(b ledger.BrokenChain) BrokenChainJSON {
 		return BrokenChainJSON{SKU: b.SKU, Seq: b.Seq, Reason: b.Reason}
 	}), Sealed: r.Sealed, Unsealed: mapSlice(r.Unsealed, func(u ledger.UnsealedChain) UnsealedChainJSON {
 		return UnsealedChainJSON{SKU: u.SKU, SealedTo: u.SealedTo, Rows: u.Rows, Missing: u.Missing}
-	})}
+	}), Keyed: r.Keyed, KeyIDs: r.KeyIDs, Unkeyed: r.Unkeyed, Checkpoints: r.Checkpoints, BrokenCheckpoint: r.BrokenCheckpoint,
+		KeysGiven: r.KeysGiven, Unprotected: r.Unprotected(), Unchecked: r.Unchecked}
+	if c := r.Newest; c.N > 0 {
+		j.NewestCheckpoint = &CheckpointJSON{N: c.N, At: c.At, KeyID: c.KeyID, MAC: c.MAC}
+	}
+	return j
 }
 
 // CloseResultJSON is what `sku close` prints.

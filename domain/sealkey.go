@@ -1,0 +1,124 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MinSealSecret is the shortest seal secret accepted, in bytes: an HMAC-SHA256
+// key shorter than the hash gains nothing from the hash's strength.
+const MinSealSecret = 32
+
+var sealKeyID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
+
+// SealKey is one secret that keys the ledger's seals and checkpoints, named
+// by ID in every seal it made so keys can rotate.
+type SealKey struct {
+	ID     string
+	secret []byte
+}
+
+// NewSealKey returns a key with id ([A-Za-z0-9._-], 1-32 characters) and a
+// secret of at least MinSealSecret bytes.
+func NewSealKey(id string, secret []byte) (SealKey, error) {
+	var errs []error
+	if !sealKeyID.MatchString(id) {
+		// Not quoted: a mistyped entry may hold part of a secret.
+		errs = append(errs, errors.New("a seal key id must be 1-32 of A-Z a-z 0-9 . _ -"))
+	} else if len(secret) < MinSealSecret {
+		errs = append(errs, fmt.Errorf("seal key %q: the secret must be at least %d bytes, got %d (e.g. openssl rand -hex 32)", id, MinSealSecret, len(secret)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return SealKey{}, err
+	}
+	return SealKey{ID: id, secret: append([]byte(nil), secret...)}, nil
+}
+
+// SealKeys are the configured seal keys: the first signs new seals and
+// checkpoints, every one verifies. The zero value has no key: the sealer
+// then writes unkeyed seals.
+type SealKeys struct {
+	keys []SealKey
+}
+
+// NewSealKeys returns keys, the first being the signing key. Ids must be
+// unique.
+func NewSealKeys(keys ...SealKey) (SealKeys, error) {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k.ID] {
+			return SealKeys{}, fmt.Errorf("seal key id %q is given twice", k.ID)
+		}
+		seen[k.ID] = true
+	}
+	return SealKeys{keys: append([]SealKey(nil), keys...)}, nil
+}
+
+// ParseSealKeys reads id:secret entries separated by commas or newlines,
+// newest (the signing key) first; blank entries and lines starting with #
+// are skipped. The secret is used as given, as bytes. Errors never show a
+// secret.
+func ParseSealKeys(s string) (SealKeys, error) {
+	var (
+		keys []SealKey
+		errs []error
+	)
+	for _, line := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		for _, entry := range strings.Split(line, ",") {
+			entry = strings.TrimSpace(entry)
+			if entry == "" {
+				continue
+			}
+			id, secret, ok := strings.Cut(entry, ":")
+			if !ok {
+				errs = append(errs, fmt.Errorf("seal key entry %d is not id:secret", len(keys)+len(errs)+1))
+				continue
+			}
+			k, err := NewSealKey(id, []byte(secret))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("seal key entry %d: %w", len(keys)+len(errs)+1, err))
+				continue
+			}
+			keys = append(keys, k)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return SealKeys{}, err
+	}
+	return NewSealKeys(keys...)
+}
+
+// Empty says no key is configured.
+func (k SealKeys) Empty() bool { return len(k.keys) == 0 }
+
+// Signing is the key new seals and checkpoints are made with.
+func (k SealKeys) Signing() (SealKey, bool) {
+	if len(k.keys) == 0 {
+		return SealKey{}, false
+	}
+	return k.keys[0], true
+}
+
+// Lookup finds the key named id.
+func (k SealKeys) Lookup(id string) (SealKey, bool) {
+	for _, key := range k.keys {
+		if key.ID == id {
+			return key, true
+		}
+	}
+	return SealKey{}, false
+}
+
+// IDs lists the key ids, the signing key's first.
+func (k SealKeys) IDs() []string {
+	ids := make([]string, len(k.keys))
+	for i, key := range k.keys {
+		ids[i] = key.ID
+	}
+	return ids
+}
