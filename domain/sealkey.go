@@ -65,27 +65,19 @@ func ParseSealKeys(s string) (SealKeys, error) {
 		keys []SealKey
 		errs []error
 	)
-	for _, line := range strings.Split(s, "\n") {
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+	for n, entry := range SplitListSetting(s) {
+		where := fmt.Sprintf("seal key entry %d (line %d)", n+1, entry.Line)
+		id, secret, ok := strings.Cut(entry.Text, ":")
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s is not id:secret", where))
 			continue
 		}
-		for _, entry := range strings.Split(line, ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
-				continue
-			}
-			id, secret, ok := strings.Cut(entry, ":")
-			if !ok {
-				errs = append(errs, fmt.Errorf("seal key entry %d is not id:secret", len(keys)+len(errs)+1))
-				continue
-			}
-			k, err := NewSealKey(id, []byte(secret))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("seal key entry %d: %w", len(keys)+len(errs)+1, err))
-				continue
-			}
-			keys = append(keys, k)
+		k, err := NewSealKey(id, []byte(secret))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			continue
 		}
+		keys = append(keys, k)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return SealKeys{}, err

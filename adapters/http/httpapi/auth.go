@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/invledger/invledger/domain"
 )
 
 // Role is what a bearer token may do. The roles and what they allow are part
@@ -106,31 +108,20 @@ func ParseTokens(s string) ([]Token, error) {
 	var (
 		tokens []Token
 		errs   []error
-		n      int
 	)
-	for lineNo, line := range strings.Split(s, "\n") {
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+	for n, entry := range domain.SplitListSetting(s) {
+		where := fmt.Sprintf("tokens entry %d (line %d)", n+1, entry.Line)
+		parts := strings.SplitN(entry.Text, ":", 3)
+		if len(parts) != 3 {
+			errs = append(errs, fmt.Errorf("%s: want name:role:secret, found %d field(s)", where, len(parts)))
 			continue
 		}
-		for _, entry := range strings.Split(line, ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
-				continue
-			}
-			n++
-			where := fmt.Sprintf("tokens entry %d (line %d)", n, lineNo+1)
-			parts := strings.SplitN(entry, ":", 3)
-			if len(parts) != 3 {
-				errs = append(errs, fmt.Errorf("%s: want name:role:secret, found %d field(s)", where, len(parts)))
-				continue
-			}
-			tok := Token{Name: parts[0], Role: Role(parts[1]), Secret: parts[2]}
-			if err := checkToken(tok); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", where, err))
-				continue
-			}
-			tokens = append(tokens, tok)
+		tok := Token{Name: parts[0], Role: Role(parts[1]), Secret: parts[2]}
+		if err := checkToken(tok); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			continue
 		}
+		tokens = append(tokens, tok)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
