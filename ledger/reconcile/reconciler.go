@@ -160,7 +160,9 @@ func New(cfg Config) (*Reconciler, error) {
 // record left unrepaired is rebuilt when a call meets it again after the
 // next start, or by a reconcile naming its SKU.
 func (r *Reconciler) Close() {
+	r.records.mu.Lock()
 	r.stopRepairs()
+	r.records.mu.Unlock()
 	r.repairs.Wait()
 }
 

@@ -46,8 +46,13 @@ func (r *Reconciler) ReportCorrupt(ctx context.Context, rec ledger.CorruptRecord
 	key := keyOf(rec)
 	r.records.mu.Lock()
 	busy, full := r.records.active[key], len(r.records.active) >= r.cfg.MaxRecordRepairs
-	if !busy && !full {
+	// Close cancels repairsCtx under records.mu, so no repair is added to
+	// r.repairs once Close waits on it.
+	closed := r.repairsCtx.Err() != nil
+	spawn := !busy && !full && !closed
+	if spawn {
 		r.records.active[key] = true
+		r.repairs.Add(1)
 	}
 	r.records.mu.Unlock()
 	if busy {
@@ -61,12 +66,15 @@ func (r *Reconciler) ReportCorrupt(ctx context.Context, rec ledger.CorruptRecord
 			"sku", rec.SKU, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID, "repairing", r.cfg.MaxRecordRepairs)
 		return
 	}
+	if closed {
+		// Shutting down: the next start repairs it when a call meets it.
+		return
+	}
 	r.cfg.Alerts.Alert(ctx, corruptFinding(rec))
 	// The repair outlives the call that met the record, but keeps its
 	// logging attributes; RecordRepairWait and Close bound it.
 	repairCtx, stop := context.WithCancel(ledger.WithDefaultActor(context.WithoutCancel(ctx), "system:repair"))
 	unhook := context.AfterFunc(r.repairsCtx, stop)
-	r.repairs.Add(1)
 	go func() {
 		defer r.repairs.Done()
 		defer unhook()
@@ -100,6 +108,10 @@ func (r *Reconciler) repairReported(ctx context.Context, rec ledger.CorruptRecor
 	switch {
 	case f.Repaired:
 		r.recordRepair(ctx, f)
+	case r.repairsCtx.Err() != nil:
+		// Stopped by Close, not failed: the first alert stands.
+		r.cfg.Logger.InfoContext(ctx, "corrupt record left for the next start: the reconciler closed during its repair",
+			"sku", rec.SKU, "kind", rec.Kind, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID)
 	case f.RepairError != "":
 		r.cfg.Alerts.Alert(ctx, f)
 	}

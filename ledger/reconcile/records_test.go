@@ -197,3 +197,54 @@ func TestAReconcileThatNamesASKURepairsItsCorruptRecords(t *testing.T) {
 		t.Fatalf("after the repair: %+v, %v; want no finding", rep.Drifts, err)
 	}
 }
+
+// TestCloseStopsTheRecordRepairsItStarted: a repair waiting for a ledger
+// that is behind ends when the reconciler closes, so none outlives the
+// clients it uses; a record met after Close is counted and answered
+// unavailable, and no repair starts for it.
+func TestCloseStopsTheRecordRepairsItStarted(t *testing.T) {
+	t.Parallel()
+	sink := &alertSink{}
+	s := stacktest.New(t, stacktest.WithAppConfig(func(c *app.Config) { c.Alerter = sink }))
+	ctx := context.Background()
+	s.SKU(t, "closing", 10, 1)
+	deduct, _, _, hold := sellBoth(t, s, "closing")
+	corrupt(t, s, "closing", hold)
+	// No projector: the repair this starts waits for the ledger.
+	if _, err := s.Service.Deduct(ctx, deduct); !errors.Is(err, domain.ErrCorruptRecord) {
+		t.Fatalf("deduct retry over a corrupt receipt: %v, want a corrupt record", err)
+	}
+
+	closed := make(chan struct{})
+	go func() { s.App.Reconciler.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return within 10s: it waits for a repair it did not stop")
+	}
+	if _, err := s.Service.Deduct(ctx, deduct); !errors.Is(err, domain.ErrCorruptRecord) {
+		t.Fatalf("deduct retry after Close: %v, want a corrupt record", err)
+	}
+	if got, err := s.RedisClient.HGet(ctx, s.Keyspace.RequestsKey("closing"), "r1").Result(); err != nil || got != "garbage" {
+		t.Fatalf("the receipt became %q (%v): a repair ran though the ledger does not hold its event", got, err)
+	}
+	if err := testutil.GatherAndCompare(s.App.Metrics.Registry, strings.NewReader(`
+# HELP invledger_corrupt_records_total Corrupt receipts and hold records met by the purchase path or the hold sweeper, by kind; meetings while its repair runs count once.
+# TYPE invledger_corrupt_records_total counter
+invledger_corrupt_records_total{kind="hold"} 0
+invledger_corrupt_records_total{kind="receipt"} 2
+`), "invledger_corrupt_records_total"); err != nil {
+		t.Error(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var alerts int
+	for _, f := range sink.findings {
+		if f.Class == reconcile.ClassCorruptRecord {
+			alerts++
+		}
+	}
+	if alerts != 1 {
+		t.Fatalf("%d corrupt_record alerts, want 1: none for a record met after Close, whose repair does not start", alerts)
+	}
+}
