@@ -507,7 +507,8 @@ func (a *Application) CheckSchema(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the PostgreSQL pool and the Redis client.
+// Close stops the reconciler's background record repairs, then releases
+// the PostgreSQL pool and the Redis client they use.
 func (a *Application) Close() {
 	if a.Reconciler != nil {
 		a.Reconciler.Close()
