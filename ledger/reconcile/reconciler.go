@@ -266,11 +266,20 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			holdsOpen += c.live.OpenHolds
 		}
 		class, findings := classify(c)
+		var unreachable bool
 		if class == ClassRedisBehind {
-			class, findings = r.confirmBehind(ctx, c, findings)
+			class, findings, unreachable = r.confirmBehind(ctx, c, findings)
 		}
-		if hasClass(findings, ClassReceiptsMissing) {
-			class, findings = r.confirmReceipts(ctx, c, class, findings)
+		if !unreachable && hasClass(findings, ClassReceiptsMissing) {
+			class, findings, unreachable = r.confirmReceipts(ctx, c, class, findings)
+		}
+		if unreachable {
+			// Its master went away between the two reads: the first read alone
+			// cannot tell a lost event from one sold in between, so the SKU is
+			// left for the next run, like one whose master did not answer.
+			rep.Checked--
+			rep.Unreachable++
+			continue
 		}
 		if class == ClassLagging {
 			rep.Lagging++
@@ -411,15 +420,19 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 // first: a Redis seq only grows while Redis keeps its data, so a Redis still
 // behind a ledger read before it has lost events, and one that is not was
 // only read too early. It returns the class and findings to go on with.
-func (r *Reconciler) confirmBehind(ctx context.Context, c check, findings []Finding) (Class, []Finding) {
+// unreachable is true when Redis did not answer the second read.
+func (r *Reconciler) confirmBehind(ctx context.Context, c check, findings []Finding) (_ Class, _ []Finding, unreachable bool) {
 	ledger, live, err := r.reread(ctx, c)
+	if errors.Is(err, domain.ErrUnavailable) {
+		return ClassRedisBehind, findings, true
+	}
 	if err != nil {
-		return ClassRedisBehind, unconfirmed(findings, err)
+		return ClassRedisBehind, unconfirmed(findings, err), false
 	}
 	if live.Present && live.Seq >= ledger.Seq {
-		return ClassLagging, nil
+		return ClassLagging, nil, false
 	}
-	return ClassRedisBehind, findings
+	return ClassRedisBehind, findings, false
 }
 
 // confirmReceipts looks again, ledger first as confirmBehind does, at a SKU
@@ -427,28 +440,31 @@ func (r *Reconciler) confirmBehind(ctx context.Context, c check, findings []Find
 // deductions sold and projected between check's two reads look like that
 // too. Redis keeps every receipt it ever wrote, so one still short of a
 // ledger read before it has lost some. It returns the class and findings
-// to go on with.
-func (r *Reconciler) confirmReceipts(ctx context.Context, c check, class Class, findings []Finding) (Class, []Finding) {
+// to go on with, and, as confirmBehind, whether Redis did not answer.
+func (r *Reconciler) confirmReceipts(ctx context.Context, c check, class Class, findings []Finding) (_ Class, _ []Finding, unreachable bool) {
 	ledger, live, err := r.reread(ctx, c)
+	if errors.Is(err, domain.ErrUnavailable) {
+		return class, findings, true
+	}
 	if err != nil {
 		for i := range findings {
 			if findings[i].Class == ClassReceiptsMissing {
 				unconfirmed(findings[i:i+1], err)
 			}
 		}
-		return class, findings
+		return class, findings, false
 	}
 	if live.Present && live.Receipts < ledger.Deductions {
-		return class, findings
+		return class, findings, false
 	}
 	findings = slices.DeleteFunc(findings, func(f Finding) bool { return f.Class == ClassReceiptsMissing })
 	switch {
 	case len(findings) > 0:
-		return findings[0].Class, findings
+		return findings[0].Class, findings, false
 	case class == ClassReceiptsMissing:
-		return ClassLagging, nil // the ledger moved on between the reads
+		return ClassLagging, nil, false // the ledger moved on between the reads
 	}
-	return class, findings
+	return class, findings, false
 }
 
 // reread reads c's SKU again, ledger first, then Redis.
