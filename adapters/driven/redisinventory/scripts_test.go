@@ -2,12 +2,12 @@ package redisinventory
 
 import (
 	"context"
-	"sync"
 	"errors"
 	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
