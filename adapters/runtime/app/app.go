@@ -323,6 +323,8 @@ func (a *Application) wire() error {
 	// by the reconciler.
 	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
 		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch,
+		BatchesInFlight: cfg.BatchesInFlight, StreamEntries: cfg.StreamEntries,
+		ObserveBatchesInFlight: inventoryMetrics.ObservePurchaseBatchesInFlight,
 		Corrupt: a.Reconciler}); err != nil {
 		return err
 	}
