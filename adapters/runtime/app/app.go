@@ -325,7 +325,7 @@ func (a *Application) wire() error {
 		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch,
 		BatchesInFlight: cfg.BatchesInFlight, StreamEntries: cfg.StreamEntries,
 		ObserveBatchesInFlight: inventoryMetrics.ObservePurchaseBatchesInFlight,
-		Corrupt: a.Reconciler}); err != nil {
+		Corrupt:                a.Reconciler}); err != nil {
 		return err
 	}
 	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{Corrupt: a.Reconciler}); err != nil {
