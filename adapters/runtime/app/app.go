@@ -323,7 +323,9 @@ func (a *Application) wire() error {
 	// by the reconciler.
 	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
 		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch,
-		Corrupt: a.Reconciler}); err != nil {
+		BatchesInFlight: cfg.BatchesInFlight, StreamEntries: cfg.StreamEntries,
+		ObserveBatchesInFlight: inventoryMetrics.ObservePurchaseBatchesInFlight,
+		Corrupt:                a.Reconciler}); err != nil {
 		return err
 	}
 	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{Corrupt: a.Reconciler}); err != nil {
