@@ -44,25 +44,37 @@ func TestConfigNamesTheFlag(t *testing.T) {
 }
 
 func TestBenchTrafficMix(t *testing.T) {
-	tr := &traffic{spec: loadSpec{Requests: 10_000, Users: 100_000, RetryShare: 0.2, RepeatShare: 0.1}}
+	const skus = 10
+	tr := &traffic{spec: loadSpec{Requests: 10_000, Users: 100_000, SKUs: skus, RetryShare: 0.2, RepeatShare: 0.1}}
 	rng := rand.New(rand.NewPCG(1, 2))
-	requests := map[string]string{}
+	type sent struct {
+		user string
+		sku  int
+	}
+	requests := map[string]sent{}
 	users := map[string]int{}
+	var perSKU [skus]int
 	var n, retries int
 	for {
-		user, req, ok := tr.next(rng, nil)
+		user, req, sku, ok := tr.next(rng, nil)
 		if !ok {
 			break
 		}
 		n++
 		if prev, seen := requests[req]; seen {
 			retries++
-			if prev != user {
-				t.Fatalf("request %s resent for user %s, first sent for %s", req, user, prev)
+			if prev != (sent{user, sku}) {
+				t.Fatalf("request %s resent for user %s on SKU %d, first sent for %+v", req, user, sku, prev)
 			}
 		}
-		requests[req] = user
+		requests[req] = sent{user, sku}
 		users[user]++
+		perSKU[sku]++
+	}
+	for i, c := range perSKU {
+		if c < 800 || c > 1200 {
+			t.Errorf("SKU %d got %d of 10000 attempts, want about a tenth: %v", i, c, perSKU)
+		}
 	}
 	if n != 10_000 {
 		t.Fatalf("handed out %d attempts, want exactly --requests", n)
