@@ -1,8 +1,13 @@
 package bench
 
 import (
+	"context"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -121,5 +126,26 @@ Summary:
 	}
 	if _, err := parseRedisBenchmark("ERR unknown command"); err == nil {
 		t.Fatal("garbage parsed")
+	}
+}
+
+// TestHTTPCallsInFlight reads the gauge of calls in flight from a serve's
+// /metrics, summed over its series, and tells a serve without it.
+func TestHTTPCallsInFlight(t *testing.T) {
+	t.Parallel()
+	var metrics atomic.Value
+	metrics.Store("# TYPE invledger_purchase_batches_in_flight gauge\n" +
+		"invledger_purchase_batches_in_flight{partition=\"1\"} 2\ninvledger_purchase_batches_in_flight{partition=\"7\"} 1.5\n" +
+		"invledger_purchase_batches_in_flight_total 9\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, metrics.Load().(string)) }))
+	defer srv.Close()
+	tg := newHTTPTarget(srv.URL, "g", "o", 1, time.Second)
+	defer tg.close()
+	if calls, ok, err := tg.callsInFlight(context.Background()); calls != 3.5 || !ok || err != nil {
+		t.Errorf("calls in flight %g %v %v, want 3.5 from both series", calls, ok, err)
+	}
+	metrics.Store("invledger_purchase_batch_size_count 3\n")
+	if _, ok, err := tg.callsInFlight(context.Background()); ok || err != nil {
+		t.Errorf("a serve without the gauge: ok %v err %v", ok, err)
 	}
 }
