@@ -132,14 +132,7 @@ func TestRunLib(t *testing.T) {
 	}
 	cfg := Config{Target: "lib", Concurrency: 4, Requests: 300, Stock: 100, Users: 1000, RetryShare: 0.2, RepeatShare: 0.1,
 		Projector: true, Retire: true, JSON: true}
-	var out bytes.Buffer
-	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("--json: %v\n%s", err, out.String())
-	}
+	rep := runJSON(t, cfg, deps)
 	var sum int64
 	for _, n := range rep.Outcomes {
 		sum += n
@@ -176,14 +169,7 @@ func TestRunLibOverSKUs(t *testing.T) {
 		},
 	}
 	cfg := Config{Target: "lib", Concurrency: 4, Duration: 300 * time.Millisecond, Stock: 103, SKUs: 5, Users: 1000, RetryShare: 0.2, JSON: true}
-	var out bytes.Buffer
-	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("--json: %v\n%s", err, out.String())
-	}
+	rep := runJSON(t, cfg, deps)
 	if rep.SKUs != 5 || rep.Sold != 103 || rep.SoldByTarget != 103 || rep.Oversold != 0 || rep.Errors != 0 || rep.Outcomes["replayed"] == 0 {
 		t.Fatalf("report: %+v", rep)
 	}
@@ -200,6 +186,20 @@ func TestRunLibOverSKUs(t *testing.T) {
 			t.Errorf("%s has %d units left", sku, left)
 		}
 	}
+}
+
+// runJSON runs cfg, which asks for --json, and reads its report.
+func runJSON(t *testing.T, cfg Config, deps Deps) Report {
+	t.Helper()
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out.String())
+	}
+	return rep
 }
 
 // TestRunRefusesRemoteServers checks that lib refuses servers on other
