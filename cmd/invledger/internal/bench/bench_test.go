@@ -149,3 +149,18 @@ func TestHTTPCallsInFlight(t *testing.T) {
 		t.Errorf("a serve without the gauge: ok %v err %v", ok, err)
 	}
 }
+
+func TestRawBenchmarkArgs(t *testing.T) {
+	t.Parallel()
+	call := []string{"evalsha", "abc", "2", "sku-key", "stream", "sku", "d", "probe-user", "1", "probe-req", "ev-1", ""}
+	got, err := rawBenchmarkArgs(call, "probe-user", "probe-req", "ev-1", "stream", "stream:bench-raw")
+	want := []string{"EVALSHA", "abc", "2", "sku-key", "stream:bench-raw", "sku", "d", "u__rand_int__", "1", "r__rand_int__",
+		"0190b5a4-7a52-7c3e-9d1b-__rand_int__", ""}
+	if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
+	if _, err := rawBenchmarkArgs(append(call, "probe-user"), "probe-user", "probe-req", "ev-1", "stream", "x"); err == nil ||
+		!strings.Contains(err.Error(), "rawBenchmarkArgs") {
+		t.Fatalf("a user sent twice: err %v, want one naming the function to update", err)
+	}
+}
