@@ -39,19 +39,18 @@ const (
 	linearOps     = 40 // per client
 )
 
-// linearConfig is the inventory under test. Several calls in flight per
-// coalescing key, once InventoryConfig has BatchesInFlight, is one more
-// field here (BatchesInFlight: 4).
+// linearConfig is the inventory under test: small batches, several calls
+// of the partition in flight, so calls overlap and may run in any order.
 func linearConfig() InventoryConfig {
-	return InventoryConfig{Timeout: 10 * time.Second, MaxBatch: 8}
+	return InventoryConfig{Timeout: 10 * time.Second, MaxBatch: 8, BatchesInFlight: 4}
 }
 
 // The broken copy of the purchase script skips the stock check: it still
 // answers like the real one until a SKU runs out. One substitution of the
 // script's source, so it is re-pointed in one place when the script changes.
 const (
-	brokenStockCheckFrom = "if stock < qty then"
-	brokenStockCheckTo   = "if false then"
+	brokenStockCheckFrom = "elseif stock < a.qty then"
+	brokenStockCheckTo   = "elseif false then"
 )
 
 // linearInput is one call: kind deduct, release or state.
