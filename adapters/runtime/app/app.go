@@ -343,7 +343,7 @@ func (a *Application) wire() error {
 	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks, CheckURL: a.Egress.CheckURL}); err != nil {
 		return err
 	}
-	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
+	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEvents, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
 	holdInventory := a.Metrics.Inventory.WrapOrders(a.Refusals.WrapOrders(orderInventory))
