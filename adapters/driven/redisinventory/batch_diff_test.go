@@ -299,7 +299,7 @@ func (s *diffSide) state(t *testing.T, ctx context.Context) map[string]string {
 			// A call's events are grouped by SKU, so only the order
 			// within a SKU is the run's.
 			for _, m := range must(s.client.XRange(ctx, key, "-", "+").Result()) {
-				for _, e := range entryEvents(t, m) {
+				for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
 					e.StreamID, e.OccurredAt, e.ExpiresAt = "", time.Time{}, time.Time{}
 					out[key+" of "+e.SKU] += fmt.Sprintf("%+v\n", e)
 				}

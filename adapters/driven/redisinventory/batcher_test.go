@@ -84,7 +84,7 @@ func TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone(t *testing.T) {
 	entries := must(f.client.XRange(ctx, f.keys.SKUStreamKey(s), "-", "+").Result())
 	var seqs []int64
 	for _, m := range entries {
-		for _, e := range entryEvents(t, m) {
+		for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
 			if e.SKU == s {
 				seqs = append(seqs, e.Seq)
 			}
@@ -232,7 +232,7 @@ func TestAWrongTypedKeyOfOneSKUFailsOnlyItsAttempts(t *testing.T) {
 	}
 	var sold []string
 	for _, m := range must(f.client.XRange(ctx, f.keys.SKUStreamKey(good.String()), "-", "+").Result()) {
-		for _, e := range entryEvents(t, m) {
+		for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
 			if e.Type == domain.EventDeducted {
 				sold = append(sold, e.SKU+" "+e.RequestID)
 			}

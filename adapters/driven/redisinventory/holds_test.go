@@ -61,7 +61,7 @@ func holdEvents(t *testing.T, f *fixture, sku string) []domain.Event {
 	msgs := must(f.client.XRange(context.Background(), f.keys.SKUStreamKey(sku), "-", "+").Result())
 	events := make([]domain.Event, 0, len(msgs))
 	for _, m := range msgs {
-		for _, e := range entryEvents(t, m) {
+		for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
 			if e.SKU == sku {
 				events = append(events, e)
 			}
