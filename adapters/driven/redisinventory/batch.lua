@@ -57,10 +57,12 @@ if not per_event and ARGV[1] ~= 'c' then
   error('batch.lua: ARGV[1] is ' .. tostring(ARGV[1]) .. ', want c or e')
 end
 local expiry_key, stream_key = KEYS[#KEYS - 1], KEYS[#KEYS]
-local answers, events, expiries, group_writes = {}, {}, {'ZADD', expiry_key}, {}
--- reserved tells that the call holds a reserve, whose entry has order_id
--- even when it is empty, as in 1.0.0.
-local reserved = false
+-- A call pays per table it builds, so the ones most calls never need are
+-- made on first use: expiries (the ZADD of the call's reserves) at the
+-- first reserve, and a group's writes at its first sale. writes holds the
+-- HSETs of every group, in order, run after the ZADD and the XADD.
+local answers, events, writes = {}, {}, {}
+local expiries
 local run, now
 local at = 2
 for g = 0, (#KEYS - 2) / 3 - 1 do
@@ -131,7 +133,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         counted[a.user] = tonumber(users[k] or '0') or false
       end
     end
-    local new_receipts, buyers, new_holds = {'HSET', requests_key}, {}, {}
+    local new_receipts, buyers, new_holds
     for k, a in ipairs(attempts) do
       local answer
       local prior = receipts[a.request_id]
@@ -149,7 +151,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         end
       elseif prior then
         -- A retry of a reserve returns the original hold, in its state now.
-        local raw = new_holds[a.hold_id] or redis.call('HGET', sku_key, 'hold:' .. a.hold_id)
+        local raw = new_holds and new_holds[a.hold_id] or redis.call('HGET', sku_key, 'hold:' .. a.hold_id)
         local read, h = true, nil
         if raw then
           read, h = pcall(read_hold, raw)
@@ -176,6 +178,9 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         -- Judged: the attempt sells or holds, in this table until the
         -- writes at the end.
         seq, stock = seq + 1, stock - a.qty
+        if not new_receipts then
+          new_receipts, buyers = {'HSET', requests_key}, {}
+        end
         if not buyers[a.user] then
           buyers[a.user], buyers[#buyers + 1] = true, a.user
         end
@@ -191,10 +196,11 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
             event_id = a.event_id, end_seq = 0, end_event_id = '', request_id = a.request_id, order_id = a.order_id,
             user = a.user}
           receipts[a.request_id] = 'H' .. a.hold_id
+          new_holds = new_holds or {}
           new_holds[a.hold_id], held, holds = write_hold(h), held + a.qty, holds + 1
           new_holds[#new_holds + 1] = a.hold_id
+          expiries = expiries or {'ZADD', expiry_key}
           expiries[#expiries + 1], expiries[#expiries + 2] = h.expires, sku .. ' ' .. a.hold_id
-          reserved = true
           ev.hold_id, ev.expires_at, ev.order_id = a.hold_id, string.format('%.0f', h.expires), a.order_id
           answer = hold_reply(1, h, now, requests_key)
         end
@@ -203,9 +209,9 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       end
       answers[first + k - 1] = answer
     end
-    if #new_receipts > 2 then
+    if new_receipts then
       local set = {'HSET', sku_key, 'stock', stock, 'seq', seq}
-      if #new_holds > 0 then
+      if new_holds then
         set[7], set[8], set[9], set[10] = 'held', held, 'holds', holds
         for _, hold_id in ipairs(new_holds) do
           set[#set + 1], set[#set + 2] = 'hold:' .. hold_id, new_holds[hold_id]
@@ -215,7 +221,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       for _, user in ipairs(buyers) do
         counts[#counts + 1], counts[#counts + 2] = user, counted[user]
       end
-      group_writes[#group_writes + 1] = {new_receipts, counts, set}
+      writes[#writes + 1], writes[#writes + 2], writes[#writes + 3] = new_receipts, counts, set
     end
   end
 end
@@ -224,26 +230,32 @@ if at ~= #ARGV + 1 then
 end
 
 -- The writes, the ones that can fail first (see the header).
-if #expiries > 2 then
+if expiries then
   redis.call(unpack(expiries))
 end
--- columns are the entry's fields after e, in the order the 1.0.0 entries
--- had them; a column none of the call's events has is left out.
-local columns = {'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}
-if per_event then
+if per_event or #events == 1 then
+  -- The 1.0.0 format, which an entry of one event is too: its fields in
+  -- 1.0.0's order, tp only in a sampled trace, and a reserve's order_id
+  -- even when it is empty.
   for _, ev in ipairs(events) do
-    local add = {'XADD', stream_key, '*', 'e', ev.e}
-    for _, c in ipairs(columns) do
-      if ev[c] and (c ~= 'tp' or ev.tp ~= '') then
-        add[#add + 1], add[#add + 2] = c, ev[c]
-      end
+    local tp = ev.tp ~= '' and ev.tp or nil
+    if ev.hold_id then
+      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id,
+        'hold_id', ev.hold_id, 'expires_at', ev.expires_at, 'order_id', ev.order_id)
+    elseif tp then
+      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id, 'tp', tp)
+    else
+      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id)
     end
-    redis.call(unpack(add))
   end
 elseif #events > 0 then
-  local add, lines = {'XADD', stream_key, '*', 'e'}, {}
+  -- columns are the entry's fields after e, in the order the 1.0.0 entries
+  -- had them; a column none of the call's events has is left out, and a
+  -- call that holds a reserve has order_id even when every one is empty.
+  local columns = {'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}
+  local add, lines, reserved = {'XADD', stream_key, '*', 'e'}, {}, false
   for i, ev in ipairs(events) do
-    lines[i] = ev.e
+    lines[i], reserved = ev.e, reserved or ev.hold_id ~= nil
   end
   add[5] = table.concat(lines, '\n')
   for _, c in ipairs(columns) do
@@ -258,9 +270,7 @@ elseif #events > 0 then
   end
   redis.call(unpack(add))
 end
-for _, w in ipairs(group_writes) do
-  redis.call(unpack(w[1]))
-  redis.call(unpack(w[2]))
-  redis.call(unpack(w[3]))
+for _, w in ipairs(writes) do
+  redis.call(unpack(w))
 end
 return answers
