@@ -69,6 +69,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   local sku_key, buyers_key, requests_key = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
   local sku, first = ARGV[at], #answers + 1
   local attempts, requests, users = {}, {'HMGET', requests_key}, {'HMGET', buyers_key}
+  local reserves = false
   at = at + 2
   for k = 1, tonumber(ARGV[at - 1]) do
     local a = {kind = ARGV[at], user = ARGV[at + 1], qty = tonumber(ARGV[at + 2]), request_id = ARGV[at + 3],
@@ -77,6 +78,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       a.tp, at = ARGV[at + 5], at + 6
     elseif a.kind == 'r' then
       a.ttl_ms, a.hold_id, a.order_id, at = tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7], at + 8
+      reserves = true
     else
       error('batch.lua: attempt ' .. k .. ' of ' .. tostring(sku) .. ' has kind ' .. tostring(a.kind) .. ', want d or r')
     end
@@ -87,7 +89,14 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   -- any other error is the node's, raised for the whole call, before any
   -- write.
   local refused, failed
-  local ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds')
+  -- Only a group with a reserve reads the open-hold counts: each field
+  -- read costs the call, and only a reserve writes them.
+  local ok, live
+  if reserves then
+    ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds')
+  else
+    ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
+  end
   if not ok then
     failed = live
   elseif not live[1] then
@@ -185,10 +194,13 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
           buyers[a.user], buyers[#buyers + 1] = true, a.user
         end
         counted[a.user] = counted[a.user] + a.qty
-        local ev = {e = entry(a.event_id, a.kind == 'd' and 'deducted' or 'reserved', sku, seq, a.qty, stock),
-          user = a.user, request_id = a.request_id, tp = a.tp}
+        -- The event and the receipt share the text of each number: a
+        -- number costs a conversion each time it is joined to a string.
+        local seq_text, stock_text, qty_text = tostring(seq), tostring(stock), tostring(a.qty)
+        local ev = {e = entry(a.event_id, a.kind == 'd' and 'deducted' or 'reserved', sku, seq_text, qty_text,
+          stock_text), user = a.user, request_id = a.request_id, tp = a.tp}
         if a.kind == 'd' then
-          receipts[a.request_id] = write_receipt(seq, stock, a.qty, a.event_id, a.user)
+          receipts[a.request_id] = write_receipt(seq_text, stock_text, qty_text, a.event_id, a.user)
           answer = {1, a.event_id, seq, stock}
         else
           now = now or now_ms()
