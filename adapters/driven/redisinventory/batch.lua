@@ -57,16 +57,19 @@ if not per_event and ARGV[1] ~= 'c' then
   error('batch.lua: ARGV[1] is ' .. tostring(ARGV[1]) .. ', want c or e')
 end
 local expiry_key, stream_key = KEYS[#KEYS - 1], KEYS[#KEYS]
-local answers, events, expiries, group_writes = {}, {}, {'ZADD', expiry_key}, {}
--- reserved tells that the call holds a reserve, whose entry has order_id
--- even when it is empty, as in 1.0.0.
-local reserved = false
+-- A call pays per table it builds, so the ones most calls never need are
+-- made on first use: expiries (the ZADD of the call's reserves) at the
+-- first reserve, and a group's writes at its first sale. writes holds the
+-- HSETs of every group, in order, run after the ZADD and the XADD.
+local answers, events, writes = {}, {}, {}
+local expiries
 local run, now
 local at = 2
 for g = 0, (#KEYS - 2) / 3 - 1 do
   local sku_key, buyers_key, requests_key = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
   local sku, first = ARGV[at], #answers + 1
   local attempts, requests, users = {}, {'HMGET', requests_key}, {'HMGET', buyers_key}
+  local reserves = false
   at = at + 2
   for k = 1, tonumber(ARGV[at - 1]) do
     local a = {kind = ARGV[at], user = ARGV[at + 1], qty = tonumber(ARGV[at + 2]), request_id = ARGV[at + 3],
@@ -75,6 +78,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       a.tp, at = ARGV[at + 5], at + 6
     elseif a.kind == 'r' then
       a.ttl_ms, a.hold_id, a.order_id, at = tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7], at + 8
+      reserves = true
     else
       error('batch.lua: attempt ' .. k .. ' of ' .. tostring(sku) .. ' has kind ' .. tostring(a.kind) .. ', want d or r')
     end
@@ -85,7 +89,14 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   -- any other error is the node's, raised for the whole call, before any
   -- write.
   local refused, failed
-  local ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds')
+  -- Only a group with a reserve reads the open-hold counts: each field
+  -- read costs the call, and only a reserve writes them.
+  local ok, live
+  if reserves then
+    ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds')
+  else
+    ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
+  end
   if not ok then
     failed = live
   elseif not live[1] then
@@ -131,7 +142,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         counted[a.user] = tonumber(users[k] or '0') or false
       end
     end
-    local new_receipts, buyers, new_holds = {'HSET', requests_key}, {}, {}
+    local new_receipts, buyers, new_holds
     for k, a in ipairs(attempts) do
       local answer
       local prior = receipts[a.request_id]
@@ -149,7 +160,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         end
       elseif prior then
         -- A retry of a reserve returns the original hold, in its state now.
-        local raw = new_holds[a.hold_id] or redis.call('HGET', sku_key, 'hold:' .. a.hold_id)
+        local raw = new_holds and new_holds[a.hold_id] or redis.call('HGET', sku_key, 'hold:' .. a.hold_id)
         local read, h = true, nil
         if raw then
           read, h = pcall(read_hold, raw)
@@ -176,14 +187,20 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         -- Judged: the attempt sells or holds, in this table until the
         -- writes at the end.
         seq, stock = seq + 1, stock - a.qty
+        if not new_receipts then
+          new_receipts, buyers = {'HSET', requests_key}, {}
+        end
         if not buyers[a.user] then
           buyers[a.user], buyers[#buyers + 1] = true, a.user
         end
         counted[a.user] = counted[a.user] + a.qty
-        local ev = {e = entry(a.event_id, a.kind == 'd' and 'deducted' or 'reserved', sku, seq, a.qty, stock),
-          user = a.user, request_id = a.request_id, tp = a.tp}
+        -- The event and the receipt share the text of each number: a
+        -- number costs a conversion each time it is joined to a string.
+        local seq_text, stock_text, qty_text = tostring(seq), tostring(stock), tostring(a.qty)
+        local ev = {e = entry(a.event_id, a.kind == 'd' and 'deducted' or 'reserved', sku, seq_text, qty_text,
+          stock_text), user = a.user, request_id = a.request_id, tp = a.tp}
         if a.kind == 'd' then
-          receipts[a.request_id] = write_receipt(seq, stock, a.qty, a.event_id, a.user)
+          receipts[a.request_id] = write_receipt(seq_text, stock_text, qty_text, a.event_id, a.user)
           answer = {1, a.event_id, seq, stock}
         else
           now = now or now_ms()
@@ -191,10 +208,11 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
             event_id = a.event_id, end_seq = 0, end_event_id = '', request_id = a.request_id, order_id = a.order_id,
             user = a.user}
           receipts[a.request_id] = 'H' .. a.hold_id
+          new_holds = new_holds or {}
           new_holds[a.hold_id], held, holds = write_hold(h), held + a.qty, holds + 1
           new_holds[#new_holds + 1] = a.hold_id
+          expiries = expiries or {'ZADD', expiry_key}
           expiries[#expiries + 1], expiries[#expiries + 2] = h.expires, sku .. ' ' .. a.hold_id
-          reserved = true
           ev.hold_id, ev.expires_at, ev.order_id = a.hold_id, string.format('%.0f', h.expires), a.order_id
           answer = hold_reply(1, h, now, requests_key)
         end
@@ -203,9 +221,9 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       end
       answers[first + k - 1] = answer
     end
-    if #new_receipts > 2 then
+    if new_receipts then
       local set = {'HSET', sku_key, 'stock', stock, 'seq', seq}
-      if #new_holds > 0 then
+      if new_holds then
         set[7], set[8], set[9], set[10] = 'held', held, 'holds', holds
         for _, hold_id in ipairs(new_holds) do
           set[#set + 1], set[#set + 2] = 'hold:' .. hold_id, new_holds[hold_id]
@@ -215,7 +233,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       for _, user in ipairs(buyers) do
         counts[#counts + 1], counts[#counts + 2] = user, counted[user]
       end
-      group_writes[#group_writes + 1] = {new_receipts, counts, set}
+      writes[#writes + 1], writes[#writes + 2], writes[#writes + 3] = new_receipts, counts, set
     end
   end
 end
@@ -224,26 +242,32 @@ if at ~= #ARGV + 1 then
 end
 
 -- The writes, the ones that can fail first (see the header).
-if #expiries > 2 then
+if expiries then
   redis.call(unpack(expiries))
 end
--- columns are the entry's fields after e, in the order the 1.0.0 entries
--- had them; a column none of the call's events has is left out.
-local columns = {'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}
-if per_event then
+if per_event or #events == 1 then
+  -- The 1.0.0 format, which an entry of one event is too: its fields in
+  -- 1.0.0's order, tp only in a sampled trace, and a reserve's order_id
+  -- even when it is empty.
   for _, ev in ipairs(events) do
-    local add = {'XADD', stream_key, '*', 'e', ev.e}
-    for _, c in ipairs(columns) do
-      if ev[c] and (c ~= 'tp' or ev.tp ~= '') then
-        add[#add + 1], add[#add + 2] = c, ev[c]
-      end
+    local tp = ev.tp ~= '' and ev.tp or nil
+    if ev.hold_id then
+      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id,
+        'hold_id', ev.hold_id, 'expires_at', ev.expires_at, 'order_id', ev.order_id)
+    elseif tp then
+      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id, 'tp', tp)
+    else
+      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id)
     end
-    redis.call(unpack(add))
   end
 elseif #events > 0 then
-  local add, lines = {'XADD', stream_key, '*', 'e'}, {}
+  -- columns are the entry's fields after e, in the order the 1.0.0 entries
+  -- had them; a column none of the call's events has is left out, and a
+  -- call that holds a reserve has order_id even when every one is empty.
+  local columns = {'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}
+  local add, lines, reserved = {'XADD', stream_key, '*', 'e'}, {}, false
   for i, ev in ipairs(events) do
-    lines[i] = ev.e
+    lines[i], reserved = ev.e, reserved or ev.hold_id ~= nil
   end
   add[5] = table.concat(lines, '\n')
   for _, c in ipairs(columns) do
@@ -258,9 +282,7 @@ elseif #events > 0 then
   end
   redis.call(unpack(add))
 end
-for _, w in ipairs(group_writes) do
-  redis.call(unpack(w[1]))
-  redis.call(unpack(w[2]))
-  redis.call(unpack(w[3]))
+for _, w in ipairs(writes) do
+  redis.call(unpack(w))
 end
 return answers
