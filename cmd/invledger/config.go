@@ -31,8 +31,8 @@ type Config struct {
 	RedisTimeout time.Duration
 	// MaxBatch is --max-batch, the most attempts of one SKU in one script call.
 	MaxBatch int
-	// BatchesInFlight is --batches-in-flight, the most purchase calls of
-	// one partition in flight.
+	// BatchesInFlight is --batches-in-flight, the calls in flight a hot
+	// partition may have (redisinventory.InventoryConfig.BatchesInFlight).
 	BatchesInFlight int
 	// StreamEntries is --stream-entries, per-call or per-event.
 	StreamEntries string

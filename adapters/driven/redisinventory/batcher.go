@@ -21,8 +21,8 @@ const DefaultMaxBatch = 128
 const MaxBatchLimit = 1000
 
 // DefaultBatchesInFlight is InventoryConfig.BatchesInFlight's default: with
-// two or more calls of a partition in flight, Redis runs one while the
-// reply of another travels back and the next is built.
+// two or more calls in flight, Redis runs one while the reply of another
+// travels back and the next is built (docs/benchmarks).
 const DefaultBatchesInFlight = 4
 
 // MaxBatchesInFlight is the largest InventoryConfig.BatchesInFlight.
@@ -59,13 +59,20 @@ func (e StreamEntries) scriptMode() string {
 }
 
 // batcher coalesces the concurrent purchase attempts (deducts and
-// reserves) of the SKUs of one partition into batch.lua calls, at most
-// inFlight of them in flight per partition. While every slot of a
-// partition is taken, new attempts wait; when a call returns, the attempts
-// waiting go in the next call, in arrival order, up to max. There is no
-// timer: an attempt on a partition with a free slot is sent at once, by its
-// own goroutine, so a lone purchase costs what it did before batching.
-// Every attempt is judged by Redis; nothing here answers for it.
+// reserves) of the SKUs of one partition into batch.lua calls. A partition
+// with attempts always has a call in flight; it may have up to inFlight
+// while extraAfter of its attempts wait and the calls in flight of all
+// partitions number fewer than inFlight.
+// So a few hot partitions keep Redis busy while their replies travel back,
+// and many partitions, which keep it busy anyway, send fewer, fuller
+// calls: with four calls of every partition in flight, 200 SKUs at 200
+// clients went in batches of 2.5 and cost Redis 1.7 times the seed-like
+// script's CPU per purchase (docs/benchmarks). While a partition may not start another
+// call, new attempts wait; when a call returns, the attempts waiting go in
+// the next call, in arrival order, up to max. There is no timer: an
+// attempt that may start a call is sent at once, by its own goroutine, so
+// a lone purchase costs what it did before batching. Every attempt is
+// judged by Redis; nothing here answers for it.
 //
 // Calls of one partition in flight together may run in any order: each is
 // atomic, and an attempt's call is in flight during its whole wait, so the
@@ -84,8 +91,15 @@ type batcher struct {
 	observe  func(size int)
 	calls    func(delta int)
 
+	// extraAfter is how many attempts of a partition must wait before it
+	// starts another call beside the one in flight: each call is one more
+	// pass of Redis's event loop, so one more AOF fsync under appendfsync
+	// always, and a second call of a few attempts costs more than it saves.
+	extraAfter int
+
 	mu     sync.Mutex
 	queues map[int]*partitionQueue // the partitions with a call in flight
+	total  int                     // calls in flight, all partitions
 }
 
 // partitionQueue holds the attempts of one partition that wait for a free
@@ -135,7 +149,7 @@ func newBatcher(run func(ctx context.Context, keys []string, args []any) ([]any,
 	if c.calls == nil {
 		c.calls = func(int) {}
 	}
-	return &batcher{run: run, keys: c.keys, mode: c.entries.scriptMode(), max: c.max, inFlight: c.inFlight,
+	return &batcher{run: run, keys: c.keys, mode: c.entries.scriptMode(), max: c.max, inFlight: c.inFlight, extraAfter: max(1, c.max/4),
 		timeout: c.timeout, observe: c.observe, calls: c.calls, queues: map[int]*partitionQueue{}}
 }
 
@@ -155,15 +169,25 @@ func (b *batcher) do(ctx context.Context, sku string, fields ...any) ([]any, err
 		q = &partitionQueue{partition: p}
 		b.queues[p] = q
 	}
-	if q.inFlight == b.inFlight {
+	if q.inFlight > 0 && (q.inFlight == b.inFlight || b.total >= b.inFlight || len(q.waiting)+1 < b.extraAfter) {
 		q.waiting = append(q.waiting, a)
 		b.mu.Unlock()
 		return a.wait(ctx)
 	}
-	// A slot is free, so nothing waits: this goroutine sends its attempt
-	// alone, under its own deadline, and hands the attempts that arrived
-	// meanwhile to a goroutine that drains them.
+	// The partition may start a call, so nothing of it waits: this
+	// goroutine sends its attempt alone, under its own deadline, and hands
+	// the attempts that arrived meanwhile to a goroutine that drains them.
 	q.inFlight++
+	b.total++
+	if len(q.waiting) > 0 {
+		// Attempts wait that the other partitions' calls kept back: they
+		// go first, and this one with them.
+		q.waiting = append(q.waiting, a)
+		batch := b.take(q)
+		b.mu.Unlock()
+		go b.drain(q, batch)
+		return a.wait(ctx)
+	}
 	b.mu.Unlock()
 	a.state.Store(attemptSent)
 	b.send(ctx, q, []*attempt{a})
@@ -212,6 +236,21 @@ func (b *batcher) drain(q *partitionQueue, batch []*attempt) {
 func (b *batcher) next(q *partitionQueue) []*attempt {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	batch := b.take(q)
+	if len(batch) == 0 {
+		q.inFlight--
+		b.total--
+		if q.inFlight == 0 {
+			delete(b.queues, q.partition)
+		}
+		return nil
+	}
+	return batch
+}
+
+// take removes the next batch from q's waiting attempts, in arrival order,
+// skipping those whose callers gave up. b.mu is held.
+func (b *batcher) take(q *partitionQueue) []*attempt {
 	var batch []*attempt
 	taken := 0
 	for _, a := range q.waiting {
@@ -226,13 +265,6 @@ func (b *batcher) next(q *partitionQueue) []*attempt {
 	n := copy(q.waiting, q.waiting[taken:])
 	clear(q.waiting[n:])
 	q.waiting = q.waiting[:n]
-	if len(batch) == 0 {
-		q.inFlight--
-		if q.inFlight == 0 {
-			delete(b.queues, q.partition)
-		}
-		return nil
-	}
 	return batch
 }
 

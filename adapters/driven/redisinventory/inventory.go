@@ -37,8 +37,11 @@ type InventoryConfig struct {
 	// SKUs of one partition sent in one script call; 1 sends each alone.
 	// Default DefaultMaxBatch.
 	MaxBatch int
-	// BatchesInFlight is the most purchase script calls of one partition
-	// in flight at once, 1 to MaxBatchesInFlight. Default
+	// BatchesInFlight bounds the purchase script calls in flight, 1 to
+	// MaxBatchesInFlight: a partition with attempts waiting always has one,
+	// and it may have up to BatchesInFlight while a quarter of MaxBatch of
+	// its attempts wait and the inventory has fewer than BatchesInFlight in
+	// flight in all. Default
 	// DefaultBatchesInFlight.
 	BatchesInFlight int
 	// StreamEntries is how a purchase call writes its events: one stream

@@ -93,8 +93,10 @@ type Config struct {
 	// reserves) of the SKUs of one partition sent in one script call.
 	// Default redisinventory.DefaultMaxBatch.
 	MaxBatch int
-	// BatchesInFlight is the most purchase script calls of one partition
-	// in flight at once. Default redisinventory.DefaultBatchesInFlight.
+	// BatchesInFlight is the purchase script calls in flight a partition
+	// may have while the process has fewer in flight in all
+	// (redisinventory.InventoryConfig.BatchesInFlight). Default
+	// redisinventory.DefaultBatchesInFlight.
 	BatchesInFlight int
 	// StreamEntries is how purchase calls write their events to the
 	// streams: redisinventory.EntriesPerCall (the default) or

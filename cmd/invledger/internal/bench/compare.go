@@ -223,7 +223,15 @@ func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, 
 	if n == 0 {
 		calN := max(50_000, 50*cfg.Concurrency)
 		fmt.Fprintf(progress, "raw: calibrating with %d calls ...\n", calN)
-		cal, err := c.runRawCeiling(ctx, ok, rawLabel, rawCeilingStock, calN, nil)
+		// A SKU of its own: redis-benchmark may draw the same __rand_int__
+		// sequence twice, and the run's buyers would then be refused as
+		// the calibration's.
+		calSKU, err := prepareRawScenario(ctx, c.site, benchSKU("raw-cal"), rawCeilingStock)
+		if err != nil {
+			return 0, fmt.Errorf("raw calibration: %w", err)
+		}
+		cal, err := c.runRawCeiling(ctx, calSKU, rawLabel, rawCeilingStock, calN, nil)
+		err = errors.Join(err, calSKU.cleanup(ctx, c.rdb))
 		if err != nil {
 			return 0, err
 		}
