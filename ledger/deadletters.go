@@ -30,12 +30,15 @@ func ParseDeadLetterStatus(s string) (DeadLetterStatus, error) {
 	return "", domain.NewFieldError("status", errors.New("must be open, replayed or resolved"))
 }
 
-// DeadLetter is a stream entry the projector could not project, with its
-// raw fields, why, and who handled it.
+// DeadLetter is a stream entry, or one event of an entry, the projector
+// could not project, with its raw fields, why, and who handled it. Event is
+// the event's position in its entry, 0 for a whole entry; the fields of an
+// event are those of an entry of that one event.
 type DeadLetter struct {
 	ID        int64
 	Stream    string
 	StreamID  string
+	Event     int
 	Fields    map[string]string
 	Error     string
 	CreatedAt time.Time
@@ -59,9 +62,11 @@ type DeadLetterStore interface {
 	RecordAttempt(ctx context.Context, id int64, actor, result string) error
 }
 
-// EntryDecoder decodes a stream entry's raw fields into its event, as the
-// projector does (redisinventory.ParseEntry).
-type EntryDecoder func(fields map[string]string) (domain.Event, error)
+// EntryDecoder decodes a stream entry's raw fields into its events, every
+// one of them or an error, as the projector does
+// (redisinventory.ParseEvents). A dead letter of one event of an entry
+// keeps the fields of an entry of that one event.
+type EntryDecoder func(fields map[string]string) ([]domain.Event, error)
 
 // EventAppender appends events to the ledger as the projector does:
 // idempotent by event id, moving balances by the rows it inserted.
@@ -128,7 +133,7 @@ func (d *DeadLetters) List(ctx context.Context, q DeadLetterQuery) (DeadLetterPa
 }
 
 // Replay projects dead letter id again, once its cause is fixed: it decodes
-// the stored fields and appends the event through the projector's path,
+// the stored fields and appends their events through the projector's path,
 // idempotent by event id, then marks it replayed by the context's actor.
 // An entry that still does not decode, or whose seq the ledger holds with
 // another event, is refused (domain.ErrConflict) and the attempt recorded.
@@ -146,9 +151,9 @@ func (d *DeadLetters) Replay(ctx context.Context, id int64) (DeadLetter, error) 
 		return dl, fmt.Errorf("%w: dead letter %d was resolved by %s", domain.ErrConflict, id, deref(dl.HandledBy))
 	}
 	actor := ActorFrom(ctx)
-	event, err := d.decode(dl.Fields)
+	events, err := d.decode(dl.Fields)
 	if err == nil {
-		_, err = d.ledger.AppendBatch(ctx, []domain.Event{event})
+		_, err = d.ledger.AppendBatch(ctx, events)
 		if err != nil && !errors.Is(err, domain.ErrConflict) {
 			return dl, fmt.Errorf("replay dead letter %d: %w", id, err) // infrastructure: retry
 		}
@@ -159,7 +164,11 @@ func (d *DeadLetters) Replay(ctx context.Context, id int64) (DeadLetter, error) 
 		}
 		return dl, fmt.Errorf("%w: dead letter %d still cannot be projected: %s", domain.ErrConflict, id, firstLineOf(err))
 	}
-	dl, _, err = d.store.Handle(ctx, id, DeadLetterReplayed, actor, "projected event "+event.ID)
+	ids := make([]string, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	dl, _, err = d.store.Handle(ctx, id, DeadLetterReplayed, actor, "projected event "+strings.Join(ids, ", "))
 	return dl, err
 }
 

@@ -22,6 +22,7 @@ type InventoryMetrics struct {
 	expired      prometheus.Counter
 	lateness     prometheus.Histogram
 	batchSize    prometheus.Histogram
+	inFlight     prometheus.Gauge
 }
 
 // NewInventoryMetrics creates the metrics and registers them on reg.
@@ -51,11 +52,15 @@ func NewInventoryMetrics(reg prometheus.Registerer) *InventoryMetrics {
 		}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "invledger_purchase_batch_size",
-			Help:    "Purchase attempts (deducts and reserves) of one SKU sent to Redis in one script call.",
+			Help:    "Purchase attempts (deducts and reserves) of the SKUs of one partition sent to Redis in one script call.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
 		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "invledger_purchase_batches_in_flight",
+			Help: "Purchase script calls sent to Redis and not yet answered, all partitions together.",
+		}),
 	}
-	reg.MustRegister(m.latency, m.outcomes, m.scriptErrors, m.expired, m.lateness, m.batchSize)
+	reg.MustRegister(m.latency, m.outcomes, m.scriptErrors, m.expired, m.lateness, m.batchSize, m.inFlight)
 	// Series that exist from the start let increase() see the first error.
 	for _, op := range []string{"deduct", "release", "warm", "reserve", "confirm", "cancel", "expire"} {
 		m.scriptErrors.WithLabelValues(op)
@@ -132,6 +137,10 @@ func (mo *measuredOrders) Release(ctx context.Context, sku domain.SKUID, user do
 // ObservePurchaseBatch records the size of one purchase batch the
 // inventory sent: the attempts of one SKU that shared a script call.
 func (m *InventoryMetrics) ObservePurchaseBatch(size int) { m.batchSize.Observe(float64(size)) }
+
+// ObservePurchaseBatchesInFlight adds delta to the purchase script calls
+// in flight: +1 when one leaves, -1 when it returns.
+func (m *InventoryMetrics) ObservePurchaseBatchesInFlight(delta int) { m.inFlight.Add(float64(delta)) }
 
 // observeExpiry records one hold that expiry ended.
 func (m *InventoryMetrics) observeExpiry(lateness time.Duration) {

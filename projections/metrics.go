@@ -43,11 +43,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "invledger_projection_dead_letters_total",
-			Help: "Stream entries that could not be projected and were stored in dead_letters.",
+			Help: "Stream entries, and events of entries, that could not be projected and were stored in dead_letters.",
 		}),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "invledger_projection_pending_entries",
-			Help: "Entries delivered to the projector's consumer group but not yet acked, by partition stream.",
+			Help: "Entries (not events: an entry of a batch holds several) delivered to the projector's consumer group but not yet acked, by partition stream.",
 		}, []string{"stream"}),
 		oldestUnacked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "invledger_projection_oldest_unacked_age_seconds",

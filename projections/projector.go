@@ -7,16 +7,19 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/driven/redisbatch"
 	"github.com/invledger/invledger/adapters/driven/redisinventory"
+	"github.com/invledger/invledger/domain"
 )
 
 // ConsumerGroup is the Redis consumer group the projector reads with.
@@ -26,9 +29,12 @@ const ConsumerGroup = redisinventory.DefaultConsumerGroup
 // writes to the dead_letters table rather than to a broker.
 const deadLetterTopic = "dead_letters"
 
-// DeadLetterStore keeps entries that can never be projected.
+// DeadLetterStore keeps entries, and events of entries, that can never be
+// projected. event is the position of the event in its entry, or 0 for a
+// whole entry: an entry that cannot be split into events, or one of one
+// event.
 type DeadLetterStore interface {
-	AddDeadLetter(ctx context.Context, stream, streamID string, fields map[string]string, reason string) error
+	AddDeadLetter(ctx context.Context, stream, streamID string, event int, fields map[string]string, reason string) error
 }
 
 // ProjectorConfig configures a Projector.
@@ -148,7 +154,10 @@ func (c ProjectorConfig) Validate() error {
 
 // Projector reads every partition stream in consumer group
 // invledger-projector and writes the events into the ledger, acking each
-// entry only after the transaction that holds it committed.
+// entry only after the transaction that holds its events committed. An
+// entry is one Watermill message, however many events it holds; its
+// events commit in one transaction, and a malformed one goes to
+// dead_letters on its own while its siblings are projected.
 type Projector struct {
 	cfg     ProjectorConfig
 	writer  *GroupCommitWriter
@@ -214,15 +223,16 @@ func (p *Projector) route(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projector router: %w", err)
 	}
-	poison, err := middleware.PoisonQueueWithFilter(&deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger, notify: p.cfg.OnDeadLetter},
-		deadLetterTopic, func(err error) bool {
-			return errors.Is(err, redisinventory.ErrMalformedEntry) || errors.Is(err, ErrLostEntry)
-		})
+	deadLetters := &deadLetterPublisher{store: p.deadLet, metrics: p.cfg.Metrics, logger: p.cfg.Logger, notify: p.cfg.OnDeadLetter}
+	poison, err := middleware.PoisonQueueWithFilter(deadLetters, deadLetterTopic, func(err error) bool {
+		return errors.Is(err, redisinventory.ErrMalformedEntry) || errors.Is(err, ErrLostEntry)
+	})
 	if err != nil {
 		return fmt.Errorf("projector poison queue: %w", err)
 	}
 	// Order matters: the poison queue sits outside Retry, so malformed
-	// entries skip the retries and everything else is retried, with backoff
+	// entries (those that cannot be split into events, and those lost by
+	// a Redis restart) skip the retries and everything else is retried, with backoff
 	// and without limit, until PostgreSQL answers again.
 	router.AddMiddleware(
 		middleware.Recoverer,
@@ -276,7 +286,10 @@ func (p *Projector) route(ctx context.Context) error {
 		}
 		subs = append(subs, sub)
 		for _, stream := range p.cfg.Streams {
-			router.AddConsumerHandler(fmt.Sprintf("project %s %s", stream, consumer), stream, sub, p.handle)
+			// A message's malformed events are the handler's produced
+			// messages: the router stores them in dead_letters before it
+			// acks the entry, and nacks it when it cannot.
+			router.AddHandler(fmt.Sprintf("project %s %s", stream, consumer), stream, sub, deadLetterTopic, deadLetters, p.handle)
 		}
 	}
 	if err := router.Run(ctx); err != nil {
@@ -285,16 +298,61 @@ func (p *Projector) route(ctx context.Context) error {
 	return nil
 }
 
-func (p *Projector) handle(msg *message.Message) error {
-	event, err := redisinventory.ParseEntry(msg.Metadata)
+// handle projects the events of one entry in one Submit and returns a
+// dead letter for each event that is malformed or that the ledger refused.
+// An entry that cannot be split into events, or that a Redis restart lost,
+// is an error: the poison queue stores it whole.
+func (p *Projector) handle(msg *message.Message) ([]*message.Message, error) {
+	entry, err := redisinventory.ParseEntryEvents(msg.Metadata)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.checkNotLost(msg); err != nil {
-		return err
+		return nil, err
+	}
+	var (
+		events []domain.Event
+		at     []int // the position in the entry of each of events
+		dead   []*message.Message
+	)
+	for i, ee := range entry {
+		if ee.Err != nil {
+			dead = append(dead, deadEvent(msg, i, ee.Err))
+			continue
+		}
+		events, at = append(events, ee.Event), append(at, i)
+	}
+	if len(events) == 0 {
+		return dead, nil
 	}
 	read, _ := redisbatch.ReadOf(msg.Context())
-	return p.writer.Submit(msg.Context(), event, read)
+	refused, err := p.writer.Submit(msg.Context(), events, read)
+	if err != nil {
+		return nil, err
+	}
+	for j, err := range refused {
+		if err != nil {
+			dead = append(dead, deadEvent(msg, at[j], err))
+		}
+	}
+	return dead, nil
+}
+
+// deadEventKey carries, in a dead event's message, the event's position in
+// its entry.
+const deadEventKey = "_dead_letter_event"
+
+// deadEvent is the dead letter of event i of the entry msg delivered, in
+// the form the poison queue gives a whole entry's, so one publisher stores
+// both.
+func deadEvent(msg *message.Message, i int, err error) *message.Message {
+	d := message.NewMessage(watermill.NewUUID(), nil)
+	d.Metadata = redisinventory.EventFields(msg.Metadata, i)
+	d.Metadata[deadEventKey] = strconv.Itoa(i)
+	d.Metadata[middleware.ReasonForPoisonedKey] = err.Error()
+	d.Metadata[middleware.PoisonedTopicKey] = message.SubscribeTopicFromCtx(msg.Context())
+	d.SetContext(msg.Context())
+	return d
 }
 
 // checkNotLost refuses an entry read under an earlier Redis run that the
@@ -332,8 +390,9 @@ func (p *Projector) watchEpoch(ctx context.Context) {
 	}
 }
 
-// deadLetterPublisher is the poison queue's publisher: it stores poisoned
-// entries in dead_letters. If that fails the message is nacked and comes back.
+// deadLetterPublisher stores in dead_letters the entries the poison queue
+// hands it and the events the handler returns. If that fails the entry's
+// message is nacked and comes back.
 type deadLetterPublisher struct {
 	store   DeadLetterStore
 	metrics *Metrics
@@ -348,21 +407,22 @@ func (d *deadLetterPublisher) Publish(_ string, msgs ...*message.Message) error 
 		for k, v := range msg.Metadata {
 			switch k {
 			case middleware.ReasonForPoisonedKey, middleware.PoisonedTopicKey,
-				middleware.PoisonedHandlerKey, middleware.PoisonedSubscriberKey:
+				middleware.PoisonedHandlerKey, middleware.PoisonedSubscriberKey, deadEventKey:
 			default:
 				fields[k] = v
 			}
 		}
 		stream := msg.Metadata.Get(middleware.PoisonedTopicKey)
 		streamID := fields[redisinventory.StreamIDField]
-		if err := d.store.AddDeadLetter(msg.Context(), stream, streamID, fields, reason); err != nil {
+		event, _ := strconv.Atoi(msg.Metadata.Get(deadEventKey)) // 0: a whole entry
+		if err := d.store.AddDeadLetter(msg.Context(), stream, streamID, event, fields, reason); err != nil {
 			return err
 		}
 		d.metrics.deadLetters.Inc()
 		if d.notify != nil {
 			d.notify(msg.Context(), stream, streamID, reason)
 		} else {
-			d.logger.Error("stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "reason", reason)
+			d.logger.Error("stream entry sent to dead_letters", "stream", stream, "stream_id", streamID, "event", event, "reason", reason)
 		}
 	}
 	return nil

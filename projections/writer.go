@@ -25,9 +25,11 @@ type LedgerAppender interface {
 
 // GroupCommitConfig tunes the group-commit writer.
 type GroupCommitConfig struct {
-	// MaxBatch is the most events committed in one transaction. The
-	// projector reads this many entries at a time, so one read fits one
-	// transaction.
+	// MaxBatch is the most events committed in one transaction, but for
+	// an entry that alone holds more: an entry's events always commit
+	// together. The projector reads this many entries at a time, so a read
+	// of one-event entries fits one transaction; a read of batch entries
+	// is split between entries.
 	MaxBatch int
 	// MaxWait is how long a batch may linger for more events after taking
 	// every event already queued. Zero commits what is queued at once
@@ -82,18 +84,21 @@ func (c GroupCommitConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// submission is the events of one stream entry. refused[i] is set, before
+// done is sent, when the ledger refused event i on its own.
 type submission struct {
-	event domain.Event
-	read  *redisbatch.Read
-	done  chan error
+	events  []domain.Event
+	read    *redisbatch.Read
+	refused []error
+	done    chan error
 }
 
-// GroupCommitWriter gathers events from many concurrent handlers and commits
-// them together. One goroutine gathers: it takes every queued event, up to
-// MaxBatch, waits for the rest of every read the batch holds part of (up
+// GroupCommitWriter gathers entries from many concurrent handlers and
+// commits their events together. One goroutine gathers: it takes every
+// queued entry, up to MaxBatch events, waits for the rest of every read the batch holds part of (up
 // to ReadWait), lingers up to MaxWait, and hands the batch to one of
 // Writers committers; while all of them are busy it keeps adding to the
-// batch. Submit returns only once its event's transaction committed, so a
+// batch. Submit returns only once its entry's transaction committed, so a
 // handler acks its message strictly after the commit.
 type GroupCommitWriter struct {
 	cfg     GroupCommitConfig
@@ -117,16 +122,20 @@ func NewGroupCommitWriter(cfg GroupCommitConfig, store LedgerAppender, metrics *
 	return &GroupCommitWriter{cfg: cfg, store: store, metrics: metrics, wake: make(chan struct{}, 1)}, nil
 }
 
-// Submit queues e for the next batch and waits for its commit. read, if
-// not nil, is the read that delivered e: the writer tries to commit all of
-// a read's events in one transaction. Submit returns the commit's error,
-// or ctx's when the caller gives up first; in that case the event may
-// still commit, which is harmless because the insert is idempotent.
-func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event, read *redisbatch.Read) error {
+// Submit queues the events of one stream entry for the next batch, all in
+// one transaction, and waits for its commit. read, if not nil, is the read
+// that delivered the entry: the writer tries to commit all of a read's
+// entries in one transaction. Submit returns the commit's error, or ctx's
+// when the caller gives up first; in that case the events may still
+// commit, which is harmless because the insert is idempotent. When the
+// ledger refused some of the events as data (ErrMalformedEntry, such as a
+// second event for a seq) and committed the others, refused[i] says why
+// it refused event i; refused is nil when it took them all.
+func (w *GroupCommitWriter) Submit(ctx context.Context, events []domain.Event, read *redisbatch.Read) (refused []error, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	s := &submission{event: e, read: read, done: make(chan error, 1)}
+	s := &submission{events: events, read: read, done: make(chan error, 1)}
 	w.mu.Lock()
 	w.queued = append(w.queued, s)
 	first := len(w.queued) == 1
@@ -139,17 +148,22 @@ func (w *GroupCommitWriter) Submit(ctx context.Context, e domain.Event, read *re
 	}
 	select {
 	case err := <-s.done:
-		return err
+		return s.refused, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
-// take moves up to n queued submissions into g and reports whether the
-// queue is empty now.
-func (w *GroupCommitWriter) take(g *gathering, n int) (empty bool) {
+// take moves queued submissions into g until it holds MaxBatch events (at
+// least one submission, however many events it holds, into an empty g) and
+// reports whether the queue is empty now.
+func (w *GroupCommitWriter) take(g *gathering) (empty bool) {
 	w.mu.Lock()
-	k := min(n, len(w.queued))
+	k, events := 0, g.events
+	for k < len(w.queued) && (events < w.cfg.MaxBatch || len(g.batch)+k == 0) {
+		events += len(w.queued[k].events)
+		k++
+	}
 	taken := w.queued[:k]
 	w.queued = w.queued[k:]
 	if len(w.queued) == 0 {
@@ -191,7 +205,7 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []*submis
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		empty := w.take(&g, w.cfg.MaxBatch-len(g.batch))
+		empty := w.take(&g)
 		if len(g.batch) == 0 {
 			select {
 			case <-w.wake:
@@ -203,7 +217,7 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []*submis
 		if started.IsZero() {
 			started = time.Now()
 		}
-		full := len(g.batch) >= w.cfg.MaxBatch
+		full := g.events >= w.cfg.MaxBatch
 		wait := w.cfg.MaxWait
 		if len(g.open) > 0 {
 			wait = max(wait, w.cfg.ReadWait)
@@ -233,7 +247,7 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []*submis
 			for len(g.batch) > 0 {
 				batches <- g.batch
 				g.sent(true)
-				w.take(&g, w.cfg.MaxBatch)
+				w.take(&g)
 			}
 			return
 		}
@@ -241,16 +255,19 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []*submis
 	}
 }
 
-// gathering is the batch being formed, and how much of each read it and
-// the batches before it held.
+// gathering is the batch being formed, its events, and how much of each
+// read it and the batches before it held. A read's Size counts entries, one
+// submission each.
 type gathering struct {
-	batch []*submission
-	seen  map[*redisbatch.Read]int      // events received of reads not yet complete
-	open  map[*redisbatch.Read]struct{} // reads of this batch not yet complete
+	batch  []*submission
+	events int
+	seen   map[*redisbatch.Read]int      // entries received of reads not yet complete
+	open   map[*redisbatch.Read]struct{} // reads of this batch not yet complete
 }
 
 func (g *gathering) add(s *submission) {
 	g.batch = append(g.batch, s)
+	g.events += len(s.events)
 	if s.read == nil {
 		return
 	}
@@ -264,8 +281,8 @@ func (g *gathering) add(s *submission) {
 }
 
 // sent starts a new batch. A read still incomplete when its wait ran out
-// (some of its messages never reach the writer: malformed entries go to
-// dead_letters instead) is forgotten, so the map cannot grow; a read cut by
+// (some of its messages never reach the writer: malformed entries, and
+// entries all of whose events are malformed, go to dead_letters instead) is forgotten, so the map cannot grow; a read cut by
 // MaxBatch is remembered, its next events complete it.
 func (g *gathering) sent(expired bool) {
 	if expired {
@@ -275,6 +292,7 @@ func (g *gathering) sent(expired bool) {
 	}
 	clear(g.open)
 	g.batch = make([]*submission, 0, cap(g.batch))
+	g.events = 0
 }
 
 // tracer names the projector's batch and commit spans.
@@ -285,17 +303,19 @@ var tracer = otel.Tracer("github.com/invledger/invledger/projections")
 func (w *GroupCommitWriter) commit(batch []*submission) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.CommitTimeout)
 	defer cancel()
-	events := make([]domain.Event, len(batch))
+	var events []domain.Event
 	var links []trace.Link
-	for i, s := range batch {
-		events[i] = s.event
-		// A sampled purchase's trace links to the batch that wrote it.
-		if sc := tracing.SpanContextOf(s.event.TraceParent); sc.IsValid() {
-			links = append(links, trace.Link{SpanContext: sc})
+	for _, s := range batch {
+		events = append(events, s.events...)
+		for _, e := range s.events {
+			// A sampled purchase's trace links to the batch that wrote it.
+			if sc := tracing.SpanContextOf(e.TraceParent); sc.IsValid() {
+				links = append(links, trace.Link{SpanContext: sc})
+			}
 		}
 	}
 	ctx, span := tracer.Start(ctx, "projector.batch", trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("invledger.batch.events", len(batch))))
+		trace.WithAttributes(attribute.Int("invledger.batch.events", len(events))))
 	defer span.End()
 	start := time.Now()
 	commitCtx, commitSpan := tracer.Start(ctx, "ledger.commit", trace.WithSpanKind(trace.SpanKindClient),
@@ -305,23 +325,41 @@ func (w *GroupCommitWriter) commit(batch []*submission) {
 		commitSpan.SetStatus(codes.Error, err.Error())
 	}
 	commitSpan.End()
-	w.metrics.observeBatch(len(batch), time.Since(start), inserted, err)
+	w.metrics.observeBatch(len(events), time.Since(start), inserted, err)
 	if err == nil || !isDataError(err) {
 		for _, s := range batch {
 			s.done <- err
 		}
 		return
 	}
-	// One bad event must not hold back the others: commit them one by one
-	// and mark only the ones PostgreSQL refuses as malformed.
+	// One bad event must not hold back the others, not even its siblings
+	// in an entry: commit them one by one and mark only the ones
+	// PostgreSQL refuses as malformed.
 	for _, s := range batch {
-		inserted, err := w.store.AppendBatch(ctx, []domain.Event{s.event})
-		w.metrics.observeBatch(1, 0, inserted, err)
-		if err != nil && isDataError(err) {
-			err = fmt.Errorf("%w: ledger refused it: %w", redisinventory.ErrMalformedEntry, err)
-		}
-		s.done <- err
+		s.done <- w.commitEach(ctx, s)
 	}
+}
+
+// commitEach commits the events of s one at a time, recording in
+// s.refused the ones the ledger refuses as data; any other error fails
+// the whole entry, which is retried.
+func (w *GroupCommitWriter) commitEach(ctx context.Context, s *submission) error {
+	for i, e := range s.events {
+		inserted, err := w.store.AppendBatch(ctx, []domain.Event{e})
+		w.metrics.observeBatch(1, 0, inserted, err)
+		switch {
+		case err == nil:
+		case isDataError(err):
+			if s.refused == nil {
+				s.refused = make([]error, len(s.events))
+			}
+			s.refused[i] = fmt.Errorf("%w: ledger refused it: %w", redisinventory.ErrMalformedEntry, err)
+		default:
+			s.refused = nil
+			return err
+		}
+	}
+	return nil
 }
 
 // isDataError reports errors that retrying cannot fix: the row itself

@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/invledger/invledger/adapters/driven/redisbatch"
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/projections"
 )
@@ -34,17 +36,22 @@ func (r *recordingStore) sizes() []int {
 	return append([]int(nil), r.batches...)
 }
 
-// submitRead submits n events of read, each from its own goroutine started
-// a little after the previous one, as the router hands a read's messages
-// to the handlers, and waits for every commit.
-func submitRead(t *testing.T, w *projections.GroupCommitWriter, read *redisbatch.Read, n int) {
+// submitRead submits n entries of read, of per events each, each entry
+// from its own goroutine started a little after the previous one, as the
+// router hands a read's messages to the handlers, and waits for every
+// commit.
+func submitRead(t *testing.T, w *projections.GroupCommitWriter, read *redisbatch.Read, n, per int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			e := domain.Event{ID: fmt.Sprint(i), Type: domain.EventDeducted, SKU: "w", Seq: int64(i + 1)}
-			if err := w.Submit(context.Background(), e, read); err != nil {
-				t.Errorf("submit: %v", err)
+			events := make([]domain.Event, per)
+			for j := range events {
+				seq := int64(i*per + j + 1)
+				events[j] = domain.Event{ID: fmt.Sprint(seq), Type: domain.EventDeducted, SKU: "w", Seq: seq}
+			}
+			if refused, err := w.Submit(context.Background(), events, read); err != nil || refused != nil {
+				t.Errorf("submit: %v %v", refused, err)
 			}
 		})
 		if i%50 == 0 {
@@ -75,13 +82,13 @@ func TestGroupCommitOneReadOneTransaction(t *testing.T) {
 	t.Parallel()
 	store := &recordingStore{}
 	w := startWriter(t, projections.GroupCommitConfig{MaxBatch: 500, ReadWait: 5 * time.Second}, store)
-	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 400}, 400)
+	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 400}, 400, 1)
 	if got := store.sizes(); len(got) != 1 || got[0] != 400 {
 		t.Fatalf("batches %v, want one of 400", got)
 	}
 	// A read larger than MaxBatch fills whole transactions. The two
 	// committers may reach the store in either order.
-	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 700}, 700)
+	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 700}, 700, 1)
 	got := store.sizes()[1:]
 	slices.Sort(got)
 	if len(got) != 2 || got[0] != 200 || got[1] != 500 {
@@ -97,11 +104,68 @@ func TestGroupCommitIncompleteReadCommitsAfterReadWait(t *testing.T) {
 	store := &recordingStore{}
 	w := startWriter(t, projections.GroupCommitConfig{MaxBatch: 500, ReadWait: 100 * time.Millisecond}, store)
 	start := time.Now()
-	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 10}, 9)
+	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 10}, 9, 1)
 	if took := time.Since(start); took < 100*time.Millisecond || took > 3*time.Second {
 		t.Fatalf("committed after %s, want ReadWait (100ms)", took)
 	}
 	if got := store.sizes(); len(got) != 1 || got[0] != 9 {
 		t.Fatalf("batches %v, want one of 9", got)
+	}
+}
+
+// TestGroupCommitEntriesOfSeveralEvents: a read's Size counts entries, and
+// an entry's events always commit in one transaction: a read of batch
+// entries is one transaction when its events fit MaxBatch, and is split
+// between entries when they do not.
+func TestGroupCommitEntriesOfSeveralEvents(t *testing.T) {
+	t.Parallel()
+	store := &recordingStore{}
+	w := startWriter(t, projections.GroupCommitConfig{MaxBatch: 500, ReadWait: 5 * time.Second}, store)
+	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 100}, 100, 4)
+	if got := store.sizes(); len(got) != 1 || got[0] != 400 {
+		t.Fatalf("batches %v, want one of 400", got)
+	}
+	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 70}, 70, 9)
+	got := store.sizes()[1:]
+	if len(got) != 2 || got[0]+got[1] != 630 || got[0]%9 != 0 || max(got[0], got[1]) > 504 {
+		t.Fatalf("batches %v, want 630 events in two, split between entries", got)
+	}
+	// An entry larger than MaxBatch still commits whole.
+	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 1}, 1, 600)
+	if got := store.sizes()[3:]; len(got) != 1 || got[0] != 600 {
+		t.Fatalf("batches %v, want one of 600", got)
+	}
+}
+
+// refusingStore refuses, as PostgreSQL refuses a second event for a seq,
+// every batch holding an event of seq refuse.
+type refusingStore struct {
+	recordingStore
+	refuse int64
+}
+
+func (r *refusingStore) AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error) {
+	for _, e := range events {
+		if e.Seq == r.refuse {
+			return nil, fmt.Errorf("%w: seq %d is taken", domain.ErrConflict, e.Seq)
+		}
+	}
+	return r.recordingStore.AppendBatch(ctx, events)
+}
+
+// TestGroupCommitRefusesOneEventOfAnEntry: an event the ledger refuses is
+// reported for itself, and its siblings in the entry commit.
+func TestGroupCommitRefusesOneEventOfAnEntry(t *testing.T) {
+	t.Parallel()
+	store := &refusingStore{refuse: 2}
+	w := startWriter(t, projections.GroupCommitConfig{MaxBatch: 500}, store)
+	events := []domain.Event{{ID: "1", Seq: 1}, {ID: "2", Seq: 2}, {ID: "3", Seq: 3}}
+	refused, err := w.Submit(context.Background(), events, nil)
+	if err != nil || len(refused) != 3 || refused[0] != nil || refused[2] != nil ||
+		!errors.Is(refused[1], redisinventory.ErrMalformedEntry) || !errors.Is(refused[1], domain.ErrConflict) {
+		t.Fatalf("refused %v, err %v; want event 1 alone refused", refused, err)
+	}
+	if got := store.sizes(); !slices.Equal(got, []int{1, 1}) {
+		t.Fatalf("batches %v, want events 0 and 2 one by one", got)
 	}
 }

@@ -8,7 +8,12 @@
 #     seed-like script, the Go library, the HTTP API and the SQL-first
 #     baseline, each run starting its own private redis-server and PostgreSQL;
 #   - the projector's drain of a backlog (1 SKU and 256 SKUs) beside the raw
-#     batched ledger insert (go test -bench ./projections).
+#     batched ledger insert (go test -bench ./projections);
+#   - HTTP through a full serve: `invledger dev` (API, projector and
+#     reconciler in one process, on its own private redis-server and
+#     PostgreSQL) driven by Debian's `wrk -t2 -c50`, each request a new
+#     buyer (scripts/wrk-deduct.lua), beside the seed-like script at 50
+#     clients; the serve's own CPU per request from /proc.
 #
 # About 4 minutes on 2 cores. Knobs:
 #
@@ -16,6 +21,7 @@
 #   CLIENTS="50" make bench           # one concurrency
 #   BENCH_NOTE="..." make bench       # a sentence under the table
 #   TABLE=0 scripts/bench.sh          # measure, leave BENCHMARKS.md alone
+#   WRK=0 make bench                  # leave out the wrk run
 #
 # The reports stay in $OUT (default .invledger/bench-results): compare-N.txt
 # and compare-N.json per concurrency, gobench.txt, machine.txt. Run it on
@@ -31,8 +37,18 @@ CLIENTS=${CLIENTS:-"50 1000"}
 EVENTS=${EVENTS:-100000}
 TABLE=${TABLE:-1}
 BENCH_NOTE=${BENCH_NOTE:-}
+WRK=${WRK:-1}
 
 scripts/install-deps.sh
+# wrk drives the HTTP run; make test does not need it, so it is installed
+# here rather than by install-deps.sh.
+if [ "$WRK" != 0 ] && ! command -v wrk >/dev/null 2>&1; then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  echo "bench.sh: installing wrk from Debian's packages" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
 mkdir -p "$OUT"
 commit=$(git rev-parse --short=12 HEAD)
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -66,6 +82,55 @@ done
 echo
 echo "== go test -bench 'ProjectorDrain|RawBatchedInsert' -benchtime ${EVENTS}x ./projections"
 go test -count=1 -run '^$' -bench 'ProjectorDrain|RawBatchedInsert' -benchtime "${EVENTS}x" ./projections | tee "$OUT/gobench.txt"
+
+if [ "$WRK" != 0 ]; then
+  echo
+  echo "== wrk -t2 -c50 -d$DURATION through invledger dev (api, projector, reconciler), each request a new buyer"
+  wrkdir=$(mktemp -d)
+  "$OUT/invledger" dev --dir "$wrkdir" --listen 127.0.0.1:0 --durability strict >"$OUT/wrk-serve.log" 2>&1 &
+  devpid=$!
+  trap 'kill "$devpid" 2>/dev/null || true; wait "$devpid" 2>/dev/null || true; rm -rf "$wrkdir"' EXIT
+  for _ in $(seq 600); do [ -s "$wrkdir/env" ] && break; kill -0 "$devpid" || break; sleep 0.1; done
+  [ -s "$wrkdir/env" ] || { echo "bench.sh: invledger dev did not start: see $OUT/wrk-serve.log" >&2; exit 1; }
+  # shellcheck disable=SC1091
+  source "$wrkdir/env"
+  sku="wrk-$(date +%s)"
+  curl -fsS -X PUT "$API/v1/skus/$sku" -H "Authorization: Bearer $OP" -H 'Content-Type: application/json' \
+    -d '{"stock":1000000000,"per_user_limit":1}' >/dev/null
+  curl -fsS -X POST "$API/v1/skus/$sku/warm" -H "Authorization: Bearer $OP" >/dev/null
+  export GW
+  RUNID=warm wrk -t2 -c50 -d2s -s scripts/wrk-deduct.lua "$API/v1/skus/$sku/deduct" >/dev/null
+  # utime+stime of the serve process alone (Redis and PostgreSQL are
+  # processes of their own), in clock ticks.
+  cpu() { awk '{print $14 + $15}' "/proc/$devpid/stat"; }
+  cpu0=$(cpu)
+  RUNID=run wrk -t2 -c50 -d"$DURATION" --latency -s scripts/wrk-deduct.lua "$API/v1/skus/$sku/deduct" | tee "$OUT/wrk-50.txt"
+  cpu1=$(cpu)
+  kill "$devpid"
+  wait "$devpid" || true
+  trap - EXIT
+  rm -rf "$wrkdir"
+  python3 - "$OUT/wrk-50.txt" "$OUT/compare-50.json" "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" <<'PY' | tee -a "$OUT/wrk-50.txt"
+import json, re, sys
+text = open(sys.argv[1]).read()
+rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", text).group(1))
+done = int(re.search(r"(\d+) requests in", text).group(1))
+p99 = re.search(r"\s99%\s+([0-9.]+)(us|ms|s)", text)
+p99ms = float(p99.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+cpu_us = int(sys.argv[3]) * 1e6 / int(sys.argv[4]) / max(done, 1)
+print(f"http through a full serve, wrk -t2 -c50: {rps:.0f} purchases/s, p99 {p99ms:.2f} ms, serve CPU {cpu_us:.1f} µs per request")
+try:
+    seed = next(r for r in json.load(open(sys.argv[2]))["results"] if r["target"] == "seed-like")
+    ratio = rps / seed["success_path"]["throughput_per_s"]
+    print(f"  / seed-like at 50 clients: {ratio:.2f}x (goal >= 0.45), p99 goal <= 10 ms: "
+          + ("met" if ratio >= 0.45 and p99ms <= 10 else "MISSED"))
+except (OSError, StopIteration, KeyError):
+    print("  no seed-like run at 50 clients to compare with (CLIENTS has no 50)")
+if bad:
+    sys.exit(f"bench.sh: wrk saw {bad.group(1)} answers other than 2xx")
+PY
+fi
 
 if [ "$TABLE" != 0 ]; then
   go run ./cmd/invledger/internal/benchtable -file BENCHMARKS.md -commit "$commit" -duration "$DURATION" \

@@ -29,6 +29,9 @@ whichever ends first. Buyers are drawn from --users distinct users; a
 
 A sale has --stock units, so once they are gone every fresh attempt is a
 sold_out refusal: the sold-out phase, which is most of a real flash sale.
+--skus N (lib, and --compare's seed-like script) spreads them evenly over N
+SKUs, each purchase buying one drawn uniformly (a retry goes to the SKU of
+the request it resends).
 Keep --stock below the number of attempts to get one; the report gives the
 success path and the sold-out phase separately, with their throughput ratio.
 
@@ -48,7 +51,9 @@ Targets:
 The report: throughput, p50/p99/p999 latency, outcomes by reason, oversold
 (from the receipts and from what Redis or the database holds; it must be 0),
 and for lib and http how long after the last attempt the ledger equalled
-Redis. For lib it adds what the sale cost Redis: used_memory before and
+Redis, the mean attempts per purchase script call and, where the library
+exports invledger_purchase_batches_in_flight, the mean calls in flight. It
+gives this process's CPU time per purchase (load generator included). For lib it adds what the sale cost Redis: used_memory before and
 after, and MEMORY USAGE of the SKU's keys per purchase; with --retire, the
 same once the SKU is closed, archived and retired (0 beyond its tombstone). It exits non-zero on any oversell, error, unexpected refusal, or a
 ledger that does not catch up within --catch-up.
@@ -96,7 +101,8 @@ append-only, so run it against a test deployment.`,
 	f.IntVar(&bc.Concurrency, "concurrency", 50, "clients with one attempt in flight each")
 	f.DurationVar(&bc.Duration, "duration", 10*time.Second, "stop starting attempts after this long")
 	f.Int64Var(&bc.Requests, "requests", 0, "stop after this many attempts (0: only --duration; with --compare: sized from the raw run)")
-	f.Int64Var(&bc.Stock, "stock", 0, "units on sale (default 10000; with --compare half of the attempts)")
+	f.Int64Var(&bc.Stock, "stock", 0, "units on sale, over all of --skus (default 10000; with --compare half of the attempts)")
+	f.IntVar(&bc.SKUs, "skus", 1, "lib, and with --compare the seed-like script: spread the sale over this many SKUs, each purchase buying one drawn uniformly")
 	f.IntVar(&bc.Users, "users", 10_000_000, "distinct buyers; attempts beyond them reuse users, who then already purchased")
 	f.Float64Var(&bc.RetryShare, "retry-share", 0.1, "share of attempts that resend a recent request with the same request_id")
 	f.Float64Var(&bc.RepeatShare, "repeat-share", 0.05, "share of attempts by a recent buyer with a new request_id")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/invledger/invledger/adapters/driven/redisinventory"
 	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/domain"
 )
@@ -30,6 +31,11 @@ type Config struct {
 	RedisTimeout time.Duration
 	// MaxBatch is --max-batch, the most attempts of one SKU in one script call.
 	MaxBatch int
+	// BatchesInFlight is --batches-in-flight, the calls in flight a hot
+	// partition may have (redisinventory.InventoryConfig.BatchesInFlight).
+	BatchesInFlight int
+	// StreamEntries is --stream-entries, per-call or per-event.
+	StreamEntries string
 	// Durability is serve's --durability; other commands run strict.
 	Durability string
 	Holds      domain.HoldConfig // --hold-max-ttl, --hold-default-ttl
@@ -59,7 +65,8 @@ func (c Config) Validate() error {
 func (c Config) appConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
 		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
-		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, MaxBatch: c.MaxBatch, Holds: c.Holds, SealKeys: c.SealKeys, Logger: c.logger()}
+		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, MaxBatch: c.MaxBatch,
+		BatchesInFlight: c.BatchesInFlight, StreamEntries: redisinventory.StreamEntries(c.StreamEntries), Holds: c.Holds, SealKeys: c.SealKeys, Logger: c.logger()}
 }
 
 // logger logs to stderr as --log-level and --log-format say; Validate

@@ -49,14 +49,14 @@ func TestDeadLetterCommands(t *testing.T) {
 	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{stocked}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Projection.AddDeadLetter(ctx, stream, msgs[1].ID, fields(1), "projector bug"); err != nil {
+	if err := s.Projection.AddDeadLetter(ctx, stream, msgs[1].ID, 0, fields(1), "projector bug"); err != nil {
 		t.Fatal(err)
 	}
 	mangled := fields(1)
 	packed := strings.Split(mangled["e"], " ") // event_id type sku seq qty balance
 	packed[3] = "x"
 	mangled["e"] = strings.Join(packed, " ")
-	if err := s.Projection.AddDeadLetter(ctx, stream, "0-1", mangled, "seq: not an integer"); err != nil {
+	if err := s.Projection.AddDeadLetter(ctx, stream, "0-1", 0, mangled, "seq: not an integer"); err != nil {
 		t.Fatal(err)
 	}
 	me, _ := user.Current()

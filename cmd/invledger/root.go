@@ -58,7 +58,11 @@ Every flag can also be set with the environment variable named in its help.`,
 	env.Duration(&cfg.RedisTimeout, "redis-timeout", "INVLEDGER_REDIS_TIMEOUT", redisinventory.DefaultTimeout,
 		"deadline of each purchase-path call to Redis; keep it well below the HTTP write timeout (15s)")
 	env.Int(&cfg.MaxBatch, "max-batch", "INVLEDGER_MAX_BATCH", redisinventory.DefaultMaxBatch,
-		"most concurrent purchase attempts of one SKU sent to Redis in one script call (1 to 1000; 1 sends each alone)")
+		"most concurrent purchase attempts of the SKUs of one partition sent to Redis in one script call (1 to 1000; 1 sends each alone)")
+	env.Int(&cfg.BatchesInFlight, "batches-in-flight", "INVLEDGER_BATCHES_IN_FLIGHT", redisinventory.DefaultBatchesInFlight,
+		"purchase script calls in flight (1 to 64): one per partition with purchases waiting, and up to this many for a partition while fewer are in flight in all")
+	env.String(&cfg.StreamEntries, "stream-entries", "INVLEDGER_STREAM_ENTRIES", string(redisinventory.EntriesPerCall),
+		"per-call: one stream entry per purchase script call; per-event: one per event, the format of 1.0.0, while a 1.0.0 process still reads the streams")
 	env.Duration(&cfg.Holds.MaxTTL, "hold-max-ttl", "INVLEDGER_HOLD_MAX_TTL", domain.DefaultHoldMaxTTL, "longest ttl_seconds a hold may ask for")
 	env.Secret(&cfg.SealKeys, "seal-keys", "INVLEDGER_SEAL_KEYS",
 		"keys of the ledger's seals, id:secret comma-separated (secrets of 32+ bytes), the signing key first, older ones after it to verify what they sealed; kept outside PostgreSQL (unset: unkeyed seals, which resist no database superuser)")

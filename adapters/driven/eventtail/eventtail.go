@@ -74,8 +74,10 @@ func (c Config) Validate() error {
 
 // Follow calls fn with each event of cfg.SKU (or of cfg.Partition), in
 // stream order, as it is appended, until ctx is done (then it returns nil) or fn fails (then it
-// returns fn's error). Entries of the SKU that cannot be decoded are
-// logged and skipped: the projector sends them to dead_letters.
+// returns fn's error). An entry of a batch holds several events, handed
+// to fn one by one in their order. Entries and events that cannot be
+// decoded are logged and skipped: the projector sends them to
+// dead_letters.
 func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -110,24 +112,36 @@ func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error 
 	}
 	for msg := range msgs {
 		msg.Ack() // fan-out: nothing to acknowledge in Redis; the next read waits for it
-		e, err := redisinventory.ParseEntry(msg.Metadata)
+		entry, err := redisinventory.ParseEntryEvents(msg.Metadata)
 		if err != nil {
 			cfg.Logger.Warn("eventtail: skipping an entry that cannot be decoded", "sku", cfg.SKU, "err", err)
 			continue
 		}
-		if cfg.Partition == nil && e.SKU != cfg.SKU {
-			continue // another SKU of the same partition
-		}
-		if e.OccurredAt.IsZero() {
-			// An entry's time is its stream id, which this subscriber is
-			// not given: the time it was read stands in.
-			e.OccurredAt = time.Now().UTC()
-		}
-		if err := fn(e); err != nil {
-			return err
+		for _, ee := range entry {
+			if err := follow(cfg, ee, fn); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// follow hands one event of an entry to fn if it is one of cfg's.
+func follow(cfg Config, ee redisinventory.EntryEvent, fn func(domain.Event) error) error {
+	e := ee.Event
+	if ee.Err != nil {
+		cfg.Logger.Warn("eventtail: skipping an event that cannot be decoded", "sku", cfg.SKU, "err", ee.Err)
+		return nil
+	}
+	if cfg.Partition == nil && e.SKU != cfg.SKU {
+		return nil // another SKU of the same partition
+	}
+	if e.OccurredAt.IsZero() {
+		// An entry's time is its stream id, which this subscriber is
+		// not given: the time it was read stands in.
+		e.OccurredAt = time.Now().UTC()
+	}
+	return fn(e)
 }
 
 // unknownStreamID stands in for the entry id, which watermill-redisstream's

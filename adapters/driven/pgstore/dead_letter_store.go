@@ -24,12 +24,12 @@ func NewPostgresDeadLetterStore(pool *pgxpool.Pool) *PostgresDeadLetterStore {
 	return &PostgresDeadLetterStore{pool: pool}
 }
 
-const deadLetterColumns = `id, stream, stream_id, fields, error, created_at, status, handled_by, handled_at, note`
+const deadLetterColumns = `id, stream, stream_id, event, fields, error, created_at, status, handled_by, handled_at, note`
 
 func scanDeadLetter(row pgx.CollectableRow) (ledger.DeadLetter, error) {
 	var d ledger.DeadLetter
 	var status string
-	err := row.Scan(&d.ID, &d.Stream, &d.StreamID, &d.Fields, &d.Error, &d.CreatedAt, &status, &d.HandledBy, &d.HandledAt, &d.Note)
+	err := row.Scan(&d.ID, &d.Stream, &d.StreamID, &d.Event, &d.Fields, &d.Error, &d.CreatedAt, &status, &d.HandledBy, &d.HandledAt, &d.Note)
 	d.Status = ledger.DeadLetterStatus(status)
 	return d, err
 }

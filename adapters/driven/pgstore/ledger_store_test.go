@@ -67,7 +67,7 @@ func TestProjectionAndLedgerStores(t *testing.T) {
 
 	fields := map[string]string{"sku": "x", "seq": "oops"}
 	for range 2 {
-		if err := projection.AddDeadLetter(ctx, "stream-0", "9-9", fields, "bad seq"); err != nil {
+		if err := projection.AddDeadLetter(ctx, "stream-0", "9-9", 0, fields, "bad seq"); err != nil {
 			t.Fatal(err)
 		}
 	}

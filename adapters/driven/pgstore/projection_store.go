@@ -107,15 +107,16 @@ SELECT type, count(*) FROM ins GROUP BY type`,
 // holds its qty, the end of a hold lets it go.
 const heldDelta = `CASE WHEN type = 'reserved' THEN qty WHEN type IN ('confirmed', 'cancelled', 'expired') THEN -qty ELSE 0 END`
 
-// AddDeadLetter records a stream entry that cannot be projected. Recording the
-// same entry again is a no-op.
-func (s *PostgresProjectionStore) AddDeadLetter(ctx context.Context, stream, streamID string, fields map[string]string, reason string) error {
+// AddDeadLetter records a stream entry, or event event of one (0 for a
+// whole entry), that cannot be projected. Recording the same one again is a
+// no-op.
+func (s *PostgresProjectionStore) AddDeadLetter(ctx context.Context, stream, streamID string, event int, fields map[string]string, reason string) error {
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO dead_letters (stream, stream_id, fields, error) VALUES ($1, $2, $3, $4)
-		 ON CONFLICT (stream, stream_id) DO NOTHING`,
-		stream, streamID, fields, reason)
+		`INSERT INTO dead_letters (stream, stream_id, event, fields, error) VALUES ($1, $2, $3, $4, $5)
+		 ON CONFLICT (stream, stream_id, event) DO NOTHING`,
+		stream, streamID, event, fields, reason)
 	if err != nil {
-		return fmt.Errorf("record dead letter %s %s: %w", stream, streamID, translate(err))
+		return fmt.Errorf("record dead letter %s %s event %d: %w", stream, streamID, event, translate(err))
 	}
 	return nil
 }

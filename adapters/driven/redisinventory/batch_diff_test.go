@@ -18,13 +18,14 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// The differential test: a random run of attempts on a few SKUs (repeat
-// buyers, request ids sent again with the same and with another body,
-// quantities above the limit, SKUs selling out in the middle of a batch,
-// a close in the middle of the run, releases, holds and their ends) is
-// sent to two Redis servers, once attempt by attempt and once with the
-// consecutive purchase attempts of a SKU gathered into batches by the
-// batcher, in the same order. Both must give the same answers, leave the
+// The differential test: a random run of attempts on a few SKUs of one
+// partition (repeat buyers, request ids sent again with the same and with
+// another body, quantities above the limit, SKUs selling out in the middle
+// of a call, a close in the middle of the run, releases, holds and their
+// ends) is sent to two Redis servers, once attempt by attempt and once with
+// the consecutive purchase attempts gathered by the batcher into calls of
+// several SKUs, several calls of a burst taken while the others are in
+// flight, in the same order. Both must give the same answers, leave the
 // same Redis state and append the same events. Event ids are the caller's,
 // so both sides share them; only Redis's clock (stream ids, hold
 // deadlines) and each server's own fence differ.
@@ -40,13 +41,13 @@ type diffOp struct {
 	eventID string
 }
 
-// diffSKUs are the run's SKUs: stock and per-user limit. The first sells
-// out within the run, in the middle of a batch.
-var diffSKUs = []struct{ stock, limit int64 }{{15, 2}, {60, 3}, {1_000, 1}}
+// diffSKUs are the run's SKUs, all of one partition: stock and per-user
+// limit. The first sells out within the run, in the middle of a call.
+var diffSKUs = []struct{ stock, limit int64 }{{6, 2}, {60, 3}, {1_000, 1}}
 
-// diffRun draws a run from seed: bursts of purchase attempts on one SKU,
-// which the batched side sends as one or more batches, between the calls
-// that are never batched.
+// diffRun draws a run from seed: bursts of purchase attempts on the SKUs
+// of the partition, which the batched side sends as one or more calls,
+// between the calls that are never batched.
 func diffRun(seed uint64, n int) []diffOp {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	// sent are the attempts so far, for retries; sales the deductions and
@@ -55,9 +56,9 @@ func diffRun(seed uint64, n int) []diffOp {
 	eventID := func() string { return uuid.UUID(uuidFrom(rng)).String() }
 	closeAt := n / 2
 	for len(ops) < n {
-		sku := rng.IntN(len(diffSKUs))
 		for range 1 + rng.IntN(24) {
-			op := diffOp{kind: "deduct", sku: sku, user: fmt.Sprint("u", rng.IntN(12)), qty: 1 + rng.Int64N(3),
+			sku := rng.IntN(len(diffSKUs))
+			op := diffOp{kind: "deduct", sku: sku, user: fmt.Sprint("u", rng.IntN(8)), qty: 1 + rng.Int64N(3),
 				req: fmt.Sprint("r", len(ops)), eventID: eventID()}
 			if rng.IntN(5) == 0 {
 				op.kind = "reserve"
@@ -129,19 +130,20 @@ type diffSide struct {
 	skus     []domain.SKUID
 }
 
-func newDiffSide(t *testing.T, script string) *diffSide {
+func newDiffSide(t *testing.T, script string, entries redisinventory.StreamEntries) *diffSide {
 	t.Helper()
 	srv := localstacktest.Redis(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
 	keys := must(redisinventory.NewKeyspace(redisinventory.DefaultPartitions))
 	s := &diffSide{client: client, keys: keys, archiver: redisinventory.NewRedisArchiver(client, keys),
-		inv: must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{Timeout: 10 * time.Second, MaxBatch: 8}))}
+		inv: must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{Timeout: 10 * time.Second, MaxBatch: diffMaxBatch,
+			StreamEntries: entries}))}
 	if script != "" {
 		redisinventory.UseBatchScript(s.inv, script)
 	}
 	for i, d := range diffSKUs {
-		id := must(domain.NewSKUID(fmt.Sprint("diff-", i)))
+		id := must(domain.NewSKUID(diffSKUID(keys, i)))
 		def := must(domain.NewSKUDefinition(id, d.stock, d.limit))
 		warmID := uuid.NewSHA1(uuid.NameSpaceOID, []byte(id.String())).String()
 		if _, stocked, err := s.inv.Warm(context.Background(), def, warmID); err != nil || !stocked {
@@ -150,6 +152,20 @@ func newDiffSide(t *testing.T, script string) *diffSide {
 		s.skus = append(s.skus, id)
 	}
 	return s
+}
+
+// diffSKUID is the id of the run's i-th SKU: the i-th of diff-0, diff-1,
+// ... in the partition of diff-0.
+func diffSKUID(keys redisinventory.Keyspace, i int) string {
+	p := keys.Partition("diff-0")
+	for n := 0; ; n++ {
+		if id := fmt.Sprint("diff-", n); keys.Partition(id) == p {
+			if i == 0 {
+				return id
+			}
+			i--
+		}
+	}
 }
 
 var diffTTL = must(domain.HoldConfig{MaxTTL: time.Hour, DefaultTTL: time.Hour}.NewHoldTTL(nil))
@@ -200,17 +216,23 @@ func (s *diffSide) oneByOne(ctx context.Context, ops []diffOp) []string {
 	return answers
 }
 
-// batched sends each burst of consecutive purchase attempts on one SKU
-// through the batcher: the attempts queue behind a held SKU, one at a time
-// so they arrive in the run's order, and are then sent together. It
-// reports the length of the longest burst, and whether a SKU sold out in
-// the middle of one: an attempt sold, and a later one of the same burst was
-// refused as sold out.
-func (s *diffSide) batched(t *testing.T, ctx context.Context, ops []diffOp) (answers []string, largest int, soldOutWithin bool) {
+// diffShape is what a batched run exercised.
+type diffShape struct {
+	largest       int  // the most attempts of one burst
+	calls         bool // a burst went in several calls, each taken while the others were in flight
+	skus          bool // a burst held attempts of several SKUs
+	soldOutWithin bool // a SKU sold out in the middle of a burst
+}
+
+// batched sends each burst of consecutive purchase attempts through the
+// batcher: the attempts queue behind a partition whose call slots are all
+// taken, one at a time so they arrive in the run's order, and are then
+// sent, MaxBatch to a call.
+func (s *diffSide) batched(t *testing.T, ctx context.Context, ops []diffOp) (answers []string, shape diffShape) {
 	answers = make([]string, len(ops))
 	for i := 0; i < len(ops); {
 		j := i
-		for j < len(ops) && ops[j].sku == ops[i].sku && (ops[j].kind == "deduct" || ops[j].kind == "reserve") {
+		for j < len(ops) && (ops[j].kind == "deduct" || ops[j].kind == "reserve") {
 			j++
 		}
 		if j == i {
@@ -223,7 +245,7 @@ func (s *diffSide) batched(t *testing.T, ctx context.Context, ops []diffOp) (ans
 		for k := i; k < j; k++ {
 			wg.Go(func() { answers[k] = s.call(ctx, ops[k]) })
 			// The next attempt leaves only once this one queued, so the
-			// batch holds them in the run's order.
+			// calls hold them in the run's order.
 			for deadline := time.Now().Add(10 * time.Second); waiting() != k-i+1; time.Sleep(20 * time.Microsecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("attempt %d did not queue within 10s", k)
@@ -232,16 +254,21 @@ func (s *diffSide) batched(t *testing.T, ctx context.Context, ops []diffOp) (ans
 		}
 		send()
 		wg.Wait()
-		largest = max(largest, j-i)
-		sold := false
+		shape.largest = max(shape.largest, j-i)
+		shape.calls = shape.calls || j-i > diffMaxBatch
+		sold := map[int]bool{}
 		for k := i; k < j; k++ {
-			sold = sold || strings.HasPrefix(answers[k], "{SKU:")
-			soldOutWithin = soldOutWithin || sold && answers[k] == "error: "+domain.ErrSoldOut.Error()
+			shape.skus = shape.skus || ops[k].sku != ops[i].sku
+			sold[ops[k].sku] = sold[ops[k].sku] || strings.HasPrefix(answers[k], "{SKU:")
+			shape.soldOutWithin = shape.soldOutWithin || sold[ops[k].sku] && answers[k] == "error: "+domain.ErrSoldOut.Error()
 		}
 		i = j
 	}
-	return answers, largest, soldOutWithin
+	return answers, shape
 }
+
+// diffMaxBatch is the batched side's MaxBatch.
+const diffMaxBatch = 8
 
 // state renders every key of the server, with what differs between two
 // servers by nature left out: the fence (each server's own run), hold
@@ -269,16 +296,14 @@ func (s *diffSide) state(t *testing.T, ctx context.Context) map[string]string {
 			slices.Sort(members)
 			out[key] = fmt.Sprint(members)
 		case "stream":
-			var events []string
+			// A call's events are grouped by SKU, so only the order
+			// within a SKU is the run's.
 			for _, m := range must(s.client.XRange(ctx, key, "-", "+").Result()) {
-				e, err := redisinventory.ParseMessage(m)
-				if err != nil {
-					t.Fatalf("%s entry %s: %v", key, m.ID, err)
+				for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
+					e.StreamID, e.OccurredAt, e.ExpiresAt = "", time.Time{}, time.Time{}
+					out[key+" of "+e.SKU] += fmt.Sprintf("%+v\n", e)
 				}
-				e.StreamID, e.OccurredAt, e.ExpiresAt = "", time.Time{}, time.Time{}
-				events = append(events, fmt.Sprintf("%+v", e))
 			}
-			out[key] = strings.Join(events, "\n")
 		default:
 			out[key] = typ
 		}
@@ -287,12 +312,13 @@ func (s *diffSide) state(t *testing.T, ctx context.Context) map[string]string {
 }
 
 // differences runs ops on both sides, the batched one with script (batch.lua
-// when empty), and lists where they differ.
-func differences(t *testing.T, ops []diffOp, script string) (diffs []string, largest int, soldOutWithin bool) {
+// when empty) writing entries, and lists where they differ.
+func differences(t *testing.T, ops []diffOp, script string, entries redisinventory.StreamEntries) (diffs []string, shape diffShape,
+	alone, together *diffSide) {
 	ctx := context.Background()
-	alone, together := newDiffSide(t, ""), newDiffSide(t, script)
+	alone, together = newDiffSide(t, "", ""), newDiffSide(t, script, entries)
 	want := alone.oneByOne(ctx, ops)
-	got, largest, soldOutWithin := together.batched(t, ctx, ops)
+	got, shape := together.batched(t, ctx, ops)
 	for i := range ops {
 		if got[i] != want[i] {
 			diffs = append(diffs, fmt.Sprintf("op %d %+v: batched %s, one by one %s", i, ops[i], got[i], want[i]))
@@ -316,19 +342,21 @@ func differences(t *testing.T, ops []diffOp, script string) (diffs []string, lar
 			diffs = append(diffs, fmt.Sprintf("key %s: batched\n%s\none by one\n%s", k, gs[k], ws[k]))
 		}
 	}
-	return diffs, largest, soldOutWithin
+	return diffs, shape, alone, together
 }
+
+// diffSeeds are the seeds of the differential test's runs.
+var diffSeeds = []uint64{1, 2, 4}
 
 func TestBatchedAttemptsAnswerAndWriteAsOneByOne(t *testing.T) {
 	t.Parallel()
-	for _, seed := range []uint64{1, 2, 4} {
+	for _, seed := range diffSeeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
 			ops := diffRun(seed, 400)
-			diffs, largest, soldOutWithin := differences(t, ops, "")
-			if largest < 8 || !soldOutWithin {
-				t.Fatalf("the longest burst held %d attempts, and a SKU sold out within one: %v; the run does not exercise batching",
-					largest, soldOutWithin)
+			diffs, shape, _, _ := differences(t, ops, "", "")
+			if shape.largest < diffMaxBatch || !shape.calls || !shape.skus || !shape.soldOutWithin {
+				t.Fatalf("the run does not exercise batching: %+v", shape)
 			}
 			for _, d := range diffs[:min(len(diffs), 3)] {
 				t.Error(d[:min(len(d), 3000)])
@@ -347,31 +375,71 @@ func TestTheDifferentialTestCatchesABrokenBatchScript(t *testing.T) {
 	t.Parallel()
 	source := redisinventory.BatchScriptSource()
 	for _, m := range []struct{ name, from, to string }{
-		{"per-user limit counted once per batch",
-			"local counted = tonumber(redis.call('HGET', buyers_key, user) or '0')",
-			"local counted = batch_counts[user] or tonumber(redis.call('HGET', buyers_key, user) or '0')\n  batch_counts[user] = counted"},
-		{"stock read once per batch",
-			"live[1], live[5] = remaining, seq",
-			"live[5] = seq\n  batch_stock = remaining"},
-		{"a request id sent twice in one batch not seen as a retry",
-			"local prior = redis.call('HGET', requests_key, request_id)",
-			"local prior = nil\n  if not batch_seen[request_id] then prior = redis.call('HGET', requests_key, request_id) end\n  batch_seen[request_id] = true"},
+		{"per-user limit checked once per SKU group",
+			"elseif counted[a.user] + a.qty > limit then",
+			"elseif tonumber(users[k] or '0') + a.qty > limit then"},
+		{"stock read once per SKU group",
+			"elseif stock < a.qty then",
+			"elseif tonumber(live[1]) < a.qty then"},
+		{"receipts read before the call's earlier writes",
+			"local prior = receipts[a.request_id]",
+			"local prior = requests[k]"},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			if !strings.Contains(source, m.from) {
 				t.Fatalf("batch.lua no longer holds %q: update the mutation", m.from)
 			}
-			broken := "local batch_counts, batch_stock, batch_seen = {}, 0, {}\n" + strings.Replace(source, m.from, m.to, 1)
-			if m.name == "stock read once per batch" {
-				// The hash still gets the right stock at the end.
-				broken = strings.Replace(broken, "local set = {'HSET', sku_key, 'stock', live[1]", "local set = {'HSET', sku_key, 'stock', batch_stock", 1)
+			var diffs []string
+			for _, seed := range diffSeeds {
+				if diffs, _, _, _ = differences(t, diffRun(seed, 400), strings.Replace(source, m.from, m.to, 1), ""); len(diffs) > 0 {
+					break
+				}
 			}
-			diffs, _, _ := differences(t, diffRun(1, 400), broken)
 			if len(diffs) == 0 {
 				t.Fatal("the differential test found no difference against the broken script")
 			}
 			t.Logf("%d differences, the first: %s", len(diffs), diffs[0])
 		})
+	}
+}
+
+// TestPerEventEntriesAreThoseOf100 runs the differential test with the
+// batched side writing one entry per event: every entry it writes holds
+// exactly the fields, in the same order, as the entry the one-by-one side
+// wrote for the same event, which is the format of 1.0.0.
+func TestPerEventEntriesAreThoseOf100(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	diffs, _, alone, together := differences(t, diffRun(diffSeeds[0], 400), "", redisinventory.EntriesPerEvent)
+	for _, d := range diffs[:min(len(diffs), 3)] {
+		t.Error(d[:min(len(d), 3000)])
+	}
+	key := alone.keys.SKUStreamKey(alone.skus[0].String())
+	// entries are the fields of each entry, by SKU.
+	entries := func(s *diffSide) map[string][]string {
+		out := map[string][]string{}
+		for _, m := range must(s.client.Do(ctx, "XRANGE", key, "-", "+").Slice()) {
+			fields := m.([]any)[1].([]any)
+			for i := 0; i+1 < len(fields); i += 2 {
+				if fields[i] == "expires_at" {
+					fields[i+1] = "<Redis's clock>"
+				}
+			}
+			sku := strings.Fields(fields[1].(string))[2]
+			out[sku] = append(out[sku], fmt.Sprint(fields))
+		}
+		return out
+	}
+	want, got := entries(alone), entries(together)
+	n := 0
+	for sku := range want {
+		n += len(want[sku])
+		if !slices.Equal(got[sku], want[sku]) {
+			t.Errorf("the entries of %s differ:\nbatched per event %v\none by one %v", sku, got[sku], want[sku])
+		}
+	}
+	if n < 40 || len(got) != len(want) {
+		t.Fatalf("%d entries one by one of %d skus, batched of %d skus", n, len(want), len(got))
 	}
 }

@@ -84,8 +84,10 @@ func TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone(t *testing.T) {
 	entries := must(f.client.XRange(ctx, f.keys.SKUStreamKey(s), "-", "+").Result())
 	var seqs []int64
 	for _, m := range entries {
-		if e := must(redisinventory.ParseMessage(m)); e.SKU == s {
-			seqs = append(seqs, e.Seq)
+		for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
+			if e.SKU == s {
+				seqs = append(seqs, e.Seq)
+			}
 		}
 	}
 	if fmt.Sprint(seqs) != "[1 2 3 4]" {
@@ -183,5 +185,60 @@ func TestConcurrentPurchasesOfOneSKUShareScriptCalls(t *testing.T) {
 	}
 	if calls.Load() >= buyers || largest.Load() > 16 || largest.Load() < 2 {
 		t.Fatalf("%d script calls for %d purchases, the largest batch %d: want batches of 2 to 16", calls.Load(), buyers, largest.Load())
+	}
+}
+
+// TestAWrongTypedKeyOfOneSKUFailsOnlyItsAttempts sends one call with the
+// attempts of two SKUs of one partition, the buyers hash of one of them
+// being a string: that SKU's attempts fail with Redis's WRONGTYPE and
+// write nothing, and the other SKU's sell, events included.
+func TestAWrongTypedKeyOfOneSKUFailsOnlyItsAttempts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	good := f.warm(t, "typed-0", 100, 5)
+	name := ""
+	for n := 1; name == ""; n++ {
+		if id := fmt.Sprint("typed-", n); f.keys.Partition(id) == f.keys.Partition(good.String()) {
+			name = id
+		}
+	}
+	bad := f.warm(t, name, 100, 5)
+	f.client.Set(ctx, f.keys.BuyersKey(bad.String()), "not a hash", 0)
+	before := must(f.client.HGetAll(ctx, f.keys.SKUKey(bad.String())).Result())
+	buy := func(sku domain.SKUID, i int) func() error {
+		return func() error {
+			_, err := deduct(t, f, sku, fmt.Sprint("u", i), 1, fmt.Sprint("r", i), uuid.NewString())
+			return err
+		}
+	}
+	errs := batchOf(t, f, good, []func() error{buy(good, 1), buy(bad, 2), buy(good, 3), buy(bad, 4)})
+	for i, err := range errs {
+		switch {
+		case i%2 == 0 && err != nil:
+			t.Errorf("attempt %d on %s: %v, want sold", i, good, err)
+		case i%2 == 1 && (!errors.Is(err, redisinventory.ErrScript) || !strings.Contains(fmt.Sprint(err), "WRONGTYPE")):
+			t.Errorf("attempt %d on %s: %v, want Redis's WRONGTYPE", i, bad, err)
+		}
+	}
+	if st := must(f.inv.State(ctx, good)); st.Stock != 98 || st.Seq != 3 {
+		t.Fatalf("state of %s %+v, want two sales", good, st)
+	}
+	if after := must(f.client.HGetAll(ctx, f.keys.SKUKey(bad.String())).Result()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the hash of %s changed: %v, was %v", bad, after, before)
+	}
+	if n := must(f.client.HLen(ctx, f.keys.RequestsKey(bad.String())).Result()); n != 0 {
+		t.Fatalf("%s holds %d receipts", bad, n)
+	}
+	var sold []string
+	for _, m := range must(f.client.XRange(ctx, f.keys.SKUStreamKey(good.String()), "-", "+").Result()) {
+		for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
+			if e.Type == domain.EventDeducted {
+				sold = append(sold, e.SKU+" "+e.RequestID)
+			}
+		}
+	}
+	if want := fmt.Sprint([]string{good.String() + " r1", good.String() + " r3"}); fmt.Sprint(sold) != want {
+		t.Fatalf("the stream holds the sales %v, want %s", sold, want)
 	}
 }

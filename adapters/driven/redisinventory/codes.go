@@ -37,7 +37,8 @@ const (
 	codeFenceLost         replyCode = -17 // the restore fence no longer holds the restore's token
 	codeRestoreShort      replyCode = -18 // {-18, buyers, requests}: the hashes do not hold what the restore wrote
 	codeLive              replyCode = -19 // the SKU is in Redis, so it is not retired
-	codeAttemptFailed     replyCode = -20 // {-20, message}: one attempt of a batch raised an error and wrote nothing
+	codeAttemptFailed     replyCode = -20 // {-20, message}: the attempts of one SKU of a batch met a key of the wrong type and wrote nothing
+	codeCorruptRecord     replyCode = -21 // {-21, kind, message}: one attempt of a batch met a malformed record and wrote nothing
 )
 
 // subject is what a script call was about, for the text of its refusal.
@@ -112,6 +113,16 @@ func refusal(rp *reply, code replyCode, s subject) error {
 			return err
 		}
 		return fmt.Errorf("%s: %w: the attempt failed in Redis and wrote nothing: %s", rp.what, ErrScript, msg)
+	case codeCorruptRecord:
+		kind, msg := ledger.RecordKind(rp.String(1, "kind")), rp.String(2, "message")
+		if err := rp.Err(); err != nil {
+			return err
+		}
+		if kind != ledger.RecordReceipt && kind != ledger.RecordHold {
+			return fmt.Errorf("%s: %w: a corrupt record of kind %q", rp.what, ErrScript, kind)
+		}
+		return &corruptReplyError{kind: kind,
+			err: fmt.Errorf("%s: %w: the attempt met a malformed %s and wrote nothing: %s", rp.what, ErrScript, kind, msg)}
 	}
 	return fmt.Errorf("%s: %w: code %d", rp.what, ErrScript, code)
 }

@@ -15,8 +15,9 @@
 //
 // It owns the Redis key layout (Keyspace: a partition hash tag on every
 // key, so one script's keys share a Redis Cluster slot) and the stream
-// entry format, which ParseEntry decodes for the projector and the
-// reconciler alike. One adapter type serves each port role, all over one
+// entry format (an entry holds one or more events, see ParseEntryEvents),
+// which ParseEntryEvents decodes for the projector, the reconciler and the
+// tail alike. One adapter type serves each port role, all over one
 // go-redis client: RedisInventory (purchases), RedisRestorer,
 // RedisArchiver (close, archive, retire), RedisReconcileSource and
 // RedisEpoch. A retired SKU keeps no key of its own: its id stays in its

@@ -3,6 +3,7 @@ package redisinventory
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -14,21 +15,139 @@ import (
 )
 
 // StreamIDField is the field under which a reader of the partition streams
-// adds each entry's own stream id before ParseEntry: the id is not one of
-// the fields the scripts write, and Watermill hands its Unmarshaller only
-// the fields.
+// adds each entry's own stream id before ParseEntryEvents: the id is not one
+// of the fields the scripts write, and Watermill hands its Unmarshaller only
+// the fields. Every field whose name starts with "_" is such a reader's
+// annotation of the whole entry, never a column.
 const StreamIDField = "_stream_id"
 
-// ErrMalformedEntry marks a stream entry that can never be projected. Such
-// entries go to dead_letters instead of being retried.
+// ErrMalformedEntry marks a stream entry, or one event of it, that can
+// never be projected. Such entries and events go to dead_letters instead of
+// being retried.
 var ErrMalformedEntry = errors.New("malformed stream entry")
 
-// ParseEntry turns the fields the Lua scripts write, plus StreamIDField,
-// into an event. It is the one decoder of the stream format (field e, see
-// entry.lua), whose time is the entry's stream id. Every problem is an
-// ErrMalformedEntry naming the field.
+// EntryEvent is one event of a stream entry as ParseEntryEvents decodes it:
+// the event, or Err (an ErrMalformedEntry) when this event alone cannot be
+// projected; its siblings can.
+type EntryEvent struct {
+	Event domain.Event
+	Err   error
+}
+
+// ParseEntryEvents turns the fields the Lua scripts write, plus
+// StreamIDField, into the entry's events, in the order they happened. It is
+// the one decoder of the stream format; see docs/storage.md.
+//
+// An entry holds n >= 1 events. Field e holds n lines joined by "\n", one
+// packed event each (see packed). Every other field the scripts write
+// (user, request_id, tp, hold_id, expires_at, order_id, actor, reason) is a
+// column: present, it holds exactly n lines, line i belonging to event i;
+// absent, it is empty for every event. An entry whose e has one line is
+// 1.0.0's format, its fields taken whole (never split), so every entry
+// 1.0.0 wrote reads as it did. Every event's time is the entry's stream id.
+//
+// The error is for the whole entry, when it cannot be split into events (a
+// column whose line count is not e's); a problem of one event is that
+// event's Err, naming the field.
+func ParseEntryEvents(fields map[string]string) ([]EntryEvent, error) {
+	cols, n, err := entryColumns(fields)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EntryEvent, n)
+	for i := range out {
+		out[i].Event, out[i].Err = parseEvent(entryParser{fields: fields, cols: cols, i: i})
+	}
+	return out, nil
+}
+
+// ParseEvents decodes every event of an entry, or fails if any of them is
+// malformed: for readers that take an entry whole, as a dead-letter replay
+// does.
+func ParseEvents(fields map[string]string) ([]domain.Event, error) {
+	entry, err := ParseEntryEvents(fields)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]domain.Event, len(entry))
+	var errs []error
+	for i, ee := range entry {
+		if ee.Err != nil && len(entry) > 1 {
+			errs = append(errs, fmt.Errorf("event %d of %d: %w", i, len(entry), ee.Err))
+		} else if ee.Err != nil {
+			errs = append(errs, ee.Err)
+		}
+		events[i] = ee.Event
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// ParseEntry decodes an entry of one event, as every script but batch.lua
+// writes them; an entry of several events is ErrMalformedEntry.
 func ParseEntry(fields map[string]string) (domain.Event, error) {
-	p := entryParser{fields: fields}
+	entry, err := ParseEntryEvents(fields)
+	if err != nil {
+		return domain.Event{}, err
+	}
+	if len(entry) != 1 {
+		return domain.Event{}, fmt.Errorf("%w: e: holds %d events, one expected", ErrMalformedEntry, len(entry))
+	}
+	return entry[0].Event, entry[0].Err
+}
+
+// EventFields returns the fields of event i of an entry that
+// ParseEntryEvents split without error, as an entry of that one event
+// (line i of every column, the annotations whole): what a dead letter of
+// that event keeps, and decodes again to the same event. The fields of a
+// one-event entry are the entry's own.
+func EventFields(fields map[string]string, i int) map[string]string {
+	cols, _, _ := entryColumns(fields)
+	if cols == nil {
+		return maps.Clone(fields)
+	}
+	out := make(map[string]string, len(fields))
+	for k, v := range fields {
+		if lines, ok := cols[k]; ok {
+			out[k] = lines[i]
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// entryColumns splits every column of an entry of several events into its
+// lines; cols is nil for an entry of one event, whose fields are taken
+// whole.
+func entryColumns(fields map[string]string) (cols map[string][]string, n int, err error) {
+	n = strings.Count(fields["e"], "\n") + 1
+	if n == 1 {
+		return nil, 1, nil
+	}
+	cols = make(map[string][]string, len(fields))
+	var errs []error
+	for k, v := range fields {
+		if strings.HasPrefix(k, "_") {
+			continue
+		}
+		lines := strings.Split(v, "\n")
+		if len(lines) != n {
+			errs = append(errs, fmt.Errorf("%s: %d lines, but e holds %d events", k, len(lines), n))
+		}
+		cols[k] = lines
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, n, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
+	}
+	return cols, n, nil
+}
+
+// parseEvent decodes the event p reads. Every problem is an
+// ErrMalformedEntry naming the field.
+func parseEvent(p entryParser) (domain.Event, error) {
 	var e domain.Event
 	e.StreamID = p.str(StreamIDField, true)
 	if packed := p.str("e", true); packed != "" {
@@ -68,9 +187,13 @@ func ParseEntry(fields map[string]string) (domain.Event, error) {
 	return e, nil
 }
 
-// entryParser collects every problem of one entry.
+// entryParser reads event i of an entry, cols being its columns split
+// into lines (nil for an entry of one event), and collects every problem
+// of that event.
 type entryParser struct {
 	fields map[string]string
+	cols   map[string][]string
+	i      int
 	errs   []error
 }
 
@@ -80,6 +203,9 @@ func (p *entryParser) fail(format string, args ...any) {
 
 func (p *entryParser) str(name string, required bool) string {
 	v, ok := p.fields[name]
+	if lines, col := p.cols[name]; col {
+		v = lines[p.i]
+	}
 	if required && (!ok || v == "") {
 		p.fail("%s: missing", name)
 	}
@@ -102,7 +228,8 @@ func (p *entryParser) eventType(t string) domain.EventType {
 	return typ
 }
 
-// packed reads field e, "event_id type sku seq qty balance", where qty is
+// packed reads one event's line of field e, "event_id type sku seq qty
+// balance", where qty is
 // the signed delta for an adjusted event (every other type's delta follows
 // from its type), and takes the time from the
 // stream id's milliseconds (the zero time when the id is not a stream id).
@@ -141,9 +268,16 @@ func EntryFields(values map[string]any) map[string]string {
 	return fields
 }
 
-// ParseMessage decodes one entry read from a partition stream.
-func ParseMessage(m redis.XMessage) (domain.Event, error) {
+// MessageFields returns the fields of an entry read from a partition
+// stream with its stream id under StreamIDField, as ParseEntryEvents takes
+// them.
+func MessageFields(m redis.XMessage) map[string]string {
 	fields := EntryFields(m.Values)
 	fields[StreamIDField] = m.ID
-	return ParseEntry(fields)
+	return fields
+}
+
+// ParseMessage decodes an entry of one event read from a partition stream.
+func ParseMessage(m redis.XMessage) (domain.Event, error) {
+	return ParseEntry(MessageFields(m))
 }

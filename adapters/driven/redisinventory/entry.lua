@@ -6,12 +6,10 @@
 -- their own, and so is tp, the W3C traceparent of a purchase made in a
 -- sampled trace (batch.lua). The event's time is the entry's stream id, its delta follows
 -- from type and qty, and the tamper-evident chain is sealed in the ledger.
--- redisinventory.ParseEntry reads it. Every event is an entry of its own,
--- also when batch.lua judges many attempts in one call, so each reader of
--- the stream (the projector, the reconciler's tail read, tail, dead-letter
--- replay, the epoch's entry lookup, restore) reads one event per entry, as
--- it did before batching; one entry per call would cost Redis less
--- (docs/benchmarks/2026-12-02-batched-purchases.md) but change the format.
+-- redisinventory.ParseEntry reads it. batch.lua puts every event of a call
+-- in one entry (format v2, docs/storage.md): field e and every other field
+-- present then hold one line per event, joined by "\n"; an entry of one
+-- event is exactly this format. The other scripts write one event per entry.
 local function entry(event_id, type, sku, seq, qty, balance)
   return event_id .. ' ' .. type .. ' ' .. sku .. ' ' .. seq .. ' ' .. qty .. ' ' .. balance
 end

@@ -34,8 +34,8 @@ func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user dom
 	}
 	op := fmt.Sprintf("reserve %s request_id %q", s, req.String())
 	holdID := domain.HoldIDFor(sku, req).String()
-	v, err := r.batches.do(ctx, s, r.keys.HoldKeys(s), []any{"r", user.String(), qty.Int64(), req.String(), eventID,
-		ttl.Duration().Milliseconds(), holdID, orderID})
+	v, err := r.batches.do(ctx, s, "r", user.String(), qty.Int64(), req.String(), eventID,
+		ttl.Duration().Milliseconds(), holdID, orderID)
 	if err != nil {
 		return domain.Hold{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -141,7 +141,7 @@ func holdEndReplies(op string, v []any, holds int) ([][]any, error) {
 func parseHold(op, sku, holdID string, v []any) (domain.Hold, replyCode, time.Time, error) {
 	rp := newReply(op, v)
 	code := rp.Code()
-	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut || code == codeAttemptFailed {
+	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut || code == codeAttemptFailed || code == codeCorruptRecord {
 		return domain.Hold{}, code, time.Time{}, err
 	}
 	h := domain.Hold{HoldID: holdID, SKU: sku}

@@ -61,12 +61,10 @@ func holdEvents(t *testing.T, f *fixture, sku string) []domain.Event {
 	msgs := must(f.client.XRange(context.Background(), f.keys.SKUStreamKey(sku), "-", "+").Result())
 	events := make([]domain.Event, 0, len(msgs))
 	for _, m := range msgs {
-		e, err := redisinventory.ParseMessage(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.SKU == sku {
-			events = append(events, e)
+		for _, e := range must(redisinventory.ParseEvents(redisinventory.MessageFields(m))) {
+			if e.SKU == sku {
+				events = append(events, e)
+			}
 		}
 	}
 	return events

@@ -33,13 +33,29 @@ type InventoryConfig struct {
 	// have ContextTimeoutEnabled for a deadline to cut a blocked read.
 	// Default DefaultTimeout.
 	Timeout time.Duration
-	// MaxBatch is the most purchase attempts (deducts and reserves) of one
-	// SKU sent in one script call; 1 sends each alone. Default
-	// DefaultMaxBatch.
+	// MaxBatch is the most purchase attempts (deducts and reserves) of the
+	// SKUs of one partition sent in one script call; 1 sends each alone.
+	// Default DefaultMaxBatch.
 	MaxBatch int
+	// BatchesInFlight bounds the purchase script calls in flight, 1 to
+	// MaxBatchesInFlight: a partition with attempts waiting always has one,
+	// and it may have up to BatchesInFlight while a quarter of MaxBatch of
+	// its attempts wait and the inventory has fewer than BatchesInFlight in
+	// flight in all. Default
+	// DefaultBatchesInFlight.
+	BatchesInFlight int
+	// StreamEntries is how a purchase call writes its events: one stream
+	// entry per call (EntriesPerCall, the default) or one per event
+	// (EntriesPerEvent, the format of 1.0.0, while a 1.0.0 process still
+	// reads the streams).
+	StreamEntries StreamEntries
 	// ObserveBatch, if set, is told the size of every purchase batch sent.
 	// It runs on the purchase path and must not block.
 	ObserveBatch func(size int)
+	// ObserveBatchesInFlight, if set, is told +1 when a purchase script
+	// call leaves and -1 when it returns. It runs on the purchase path and
+	// must not block.
+	ObserveBatchesInFlight func(delta int)
 	// Corrupt, if set, hears of every receipt or hold record a call met
 	// that does not parse; the call itself answers a
 	// *ledger.CorruptRecordError, which matches domain.ErrUnavailable.
@@ -53,6 +69,12 @@ func (c *InventoryConfig) setDefaults() {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
+	if c.BatchesInFlight == 0 {
+		c.BatchesInFlight = DefaultBatchesInFlight
+	}
+	if c.StreamEntries == "" {
+		c.StreamEntries = EntriesPerCall
+	}
 }
 
 // Validate reports every invalid setting at once.
@@ -63,6 +85,12 @@ func (c InventoryConfig) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > MaxBatchLimit {
 		errs = append(errs, fmt.Errorf("redis inventory: MaxBatch must be between 1 and %d, not %d", MaxBatchLimit, c.MaxBatch))
+	}
+	if c.BatchesInFlight < 1 || c.BatchesInFlight > MaxBatchesInFlight {
+		errs = append(errs, fmt.Errorf("redis inventory: BatchesInFlight must be between 1 and %d, not %d", MaxBatchesInFlight, c.BatchesInFlight))
+	}
+	if err := c.StreamEntries.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("redis inventory: StreamEntries: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -75,7 +103,7 @@ var tracer = otel.Tracer("github.com/invledger/invledger/adapters/driven/redisin
 type RedisInventory struct {
 	client redis.UniversalClient
 	// batches sends deducts and reserves, one batch.lua call per batch of
-	// concurrent attempts on one SKU.
+	// concurrent attempts on the SKUs of one partition.
 	batches *batcher
 	// script is batch.lua; a test swaps in a broken copy to show that the
 	// differential test catches it.
@@ -106,7 +134,8 @@ func NewRedisInventory(client redis.UniversalClient, keys Keyspace, cfg Inventor
 			return nil, r.failed(ctx, "batch.lua", err)
 		}
 		return v, nil
-	}, cfg.MaxBatch, cfg.Timeout, cfg.ObserveBatch)
+	}, batcherConfig{keys: keys, entries: cfg.StreamEntries, max: cfg.MaxBatch, inFlight: cfg.BatchesInFlight,
+		timeout: cfg.Timeout, observe: cfg.ObserveBatch, calls: cfg.ObserveBatchesInFlight})
 	return r, nil
 }
 
@@ -208,7 +237,7 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 }
 
 // Deduct runs one purchase attempt, in a batch with the attempts on the
-// same SKU that wait beside it (batcher). A replay of an earlier request id
+// SKUs of the same partition that wait beside it (batcher). A replay of an earlier request id
 // returns that request's original receipt. Refusals are domain sentinel
 // errors (ErrSoldOut, ErrAlreadyPurchased, ErrNotWarmed, ErrClosed,
 // ErrConflict, or a qty FieldError) and write nothing.
@@ -229,7 +258,7 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 		defer span.End()
 		traceParent = tracing.TraceParent(ctx)
 	}
-	v, err := r.batches.do(ctx, s, r.keys.HoldKeys(s), []any{"d", user.String(), qty.Int64(), req.String(), eventID, traceParent})
+	v, err := r.batches.do(ctx, s, "d", user.String(), qty.Int64(), req.String(), eventID, traceParent)
 	if err != nil {
 		trace.SpanFromContext(ctx).SetStatus(codes.Error, "script failed")
 		return domain.Receipt{}, fmt.Errorf("deduct %s request_id %q: %w", s, req.String(), err)

@@ -462,7 +462,7 @@ func TestPurchasesSurviveAFlushedScriptCacheAndAStall(t *testing.T) {
 // rawDeduct runs one deduct through batch.lua by hand over client, outside
 // RedisInventory and its tracker, and returns its answer.
 func rawDeduct(ctx context.Context, client *redis.Client, keys redisinventory.Keyspace, sku, user, req string) ([]any, error) {
-	v, err := redisinventory.BatchScript.Run(ctx, client, keys.HoldKeys(sku), sku, "d", user, 1, req, uuid.NewString(), "").Slice()
+	v, err := redisinventory.BatchScript.Run(ctx, client, keys.HoldKeys(sku), "c", sku, 1, "d", user, 1, req, uuid.NewString(), "").Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@ package redisinventory
 
 import (
 	"fmt"
-	"hash/fnv"
+	"strconv"
 )
 
 // DefaultPartitions is the number of partition streams when none is configured.
@@ -33,13 +33,30 @@ func (k Keyspace) Partitions() int { return k.partitions }
 
 // Partition returns the SKU's partition: FNV-1a of the id modulo the count,
 // stable across processes and releases.
+// FNV-1a is computed in place: the purchase path asks for it on every
+// attempt, and hash/fnv would allocate.
 func (k Keyspace) Partition(sku string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(sku))
-	return int(h.Sum32() % uint32(k.partitions))
+	h := uint32(fnvOffset32)
+	for i := 0; i < len(sku); i++ {
+		h ^= uint32(sku[i])
+		h *= fnvPrime32
+	}
+	return int(h % uint32(k.partitions))
 }
 
-func tag(partition int) string { return fmt.Sprintf("{p%02d}", partition) }
+// The FNV-1a constants of 32 bits.
+const (
+	fnvOffset32 = 2166136261
+	fnvPrime32  = 16777619
+)
+
+// tag is the hash tag of a partition, {p07} or {p123}.
+func tag(partition int) string {
+	if partition < 10 {
+		return "{p0" + strconv.Itoa(partition) + "}"
+	}
+	return "{p" + strconv.Itoa(partition) + "}"
+}
 
 // SKUKey is the hash holding a SKU's stock, seq, limit and status.
 func (k Keyspace) SKUKey(sku string) string {

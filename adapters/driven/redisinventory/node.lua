@@ -7,7 +7,11 @@
 -- the caller's view of the topology, which can be stale for a moment, has
 -- no part in the check.
 local function node_run()
-  return string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+  -- A plain find, then a match anchored where the field's value starts:
+  -- an unanchored pattern would be tried at every byte before it.
+  local info = redis.call('INFO', 'replication')
+  local _, name_end = string.find(info, 'master_replid:', 1, true)
+  return name_end and string.match(info, '^%x+', name_end + 1)
 end
 
 -- fence_holds tells whether a SKU whose hash holds fence may be sold, held,

@@ -23,9 +23,12 @@ type ReconcileSourceConfig struct {
 	ChunkSize int
 	// TailLimit is how many unacked stream entries one MULTI reads at most
 	// (XRANGE ... COUNT), so a backlog (PostgreSQL down, the projector
-	// stopped) never holds Redis for more than a millisecond or two. The
-	// SKUs of a partition with a longer tail are reported TailTruncated:
-	// lagging, too far behind to compare exactly. Default 1000.
+	// stopped) never holds Redis for long. It counts entries, which is what
+	// XRANGE can bound: an entry of a batch.lua call holds up to
+	// --max-batch events, so a tail of TailLimit entries may hold many more
+	// events. The SKUs of a partition with a longer tail are reported
+	// TailTruncated: lagging, too far behind to compare exactly. Default
+	// 1000.
 	TailLimit int
 	// HoldsLimit is how many entries of a partition's expiry set (its open
 	// holds) one MULTI reads at most. The SKUs of a partition with more
@@ -180,15 +183,30 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		return nil // an incomplete tail explains nothing exactly
 	}
 	for _, m := range entries.Val() {
-		e, err := ParseMessage(m)
-		if err != nil {
-			continue // the projector sends it to dead_letters, which alerts
-		}
-		if id, err := domain.NewSKUID(e.SKU); err == nil && slices.Contains(skus, id) {
-			snap.InFlight = append(snap.InFlight, e)
+		for _, e := range streamEvents(m) {
+			if id, err := domain.NewSKUID(e.SKU); err == nil && slices.Contains(skus, id) {
+				snap.InFlight = append(snap.InFlight, e)
+			}
 		}
 	}
 	return nil
+}
+
+// streamEvents returns the events of entry m that decode. The others, and
+// an entry that does not split into events, are left out: the projector
+// sends them to dead_letters, which alerts.
+func streamEvents(m redis.XMessage) []domain.Event {
+	entry, err := ParseEntryEvents(MessageFields(m))
+	if err != nil {
+		return nil
+	}
+	events := make([]domain.Event, 0, len(entry))
+	for _, ee := range entry {
+		if ee.Err == nil {
+			events = append(events, ee.Event)
+		}
+	}
+	return events
 }
 
 // openHoldsBySKU groups the entries of an expiry set ("<sku> <hold_id>",
@@ -245,8 +263,10 @@ func (r *RedisReconcileSource) unackedFrom(ctx context.Context, stream string) (
 }
 
 // StreamEvents returns the events of sku that its partition stream still
-// holds with one of seqs, for re-projecting ledger gaps. Entries that cannot
-// be decoded are left out: they are dead letters, not events.
+// holds with one of seqs, for re-projecting ledger gaps, reading the stream
+// 1000 entries at a time, whatever number of events they hold. Events that
+// cannot be decoded are left out: they are dead letters, not events; their
+// siblings in an entry are not.
 func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUID, seqs []int64) (_ []domain.Event, err error) {
 	defer translateInto(&err)
 	want := make(map[int64]bool, len(seqs))
@@ -262,11 +282,11 @@ func (r *RedisReconcileSource) StreamEvents(ctx context.Context, sku domain.SKUI
 			return nil, fmt.Errorf("read %s: %w", stream, err)
 		}
 		for _, m := range batch {
-			e, err := ParseMessage(m)
-			if err != nil || e.SKU != sku.String() || !want[e.Seq] {
-				continue
+			for _, e := range streamEvents(m) {
+				if e.SKU == sku.String() && want[e.Seq] {
+					out = append(out, e)
+				}
 			}
-			out = append(out, e)
 		}
 		if len(batch) < 1000 {
 			return out, nil

@@ -23,15 +23,28 @@ type CorruptRecordReporter interface {
 
 // corruptRecordText matches the error that read_receipt (receipt.lua) and
 // read_hold (hold.lua) raise for a record that does not parse, as Redis
-// reports it: under batch.lua's pcall in the attempt's {-20, message}, and
-// from the other scripts as the call's error. Its position prefix comes
+// reports it as the error of the scripts other than batch.lua, which
+// answers such an attempt with its own code (corruptReplyError). Its position prefix comes
 // before the record's raw value, so a value that holds the same words
 // cannot be taken for another kind.
 var corruptRecordText = regexp.MustCompile(`user_script:\d+: malformed (receipt|hold record)`)
 
+// corruptReplyError is batch.lua's answer to an attempt that met a corrupt
+// record (codeCorruptRecord).
+type corruptReplyError struct {
+	kind ledger.RecordKind
+	err  error
+}
+
+func (e *corruptReplyError) Error() string { return e.err.Error() }
+func (e *corruptReplyError) Unwrap() error { return e.err }
+
 // corruptKind tells whether err is a script's refusal to read a corrupt
 // record, and of which kind.
 func corruptKind(err error) (ledger.RecordKind, bool) {
+	if c, ok := errors.AsType[*corruptReplyError](err); ok {
+		return c.kind, true
+	}
 	m := corruptRecordText.FindStringSubmatch(err.Error())
 	switch {
 	case m == nil:

@@ -27,9 +27,9 @@ const (
 	// receiptLua defines read_receipt and write_receipt, the receipt format
 	// of the requests hash.
 	receiptLua fragment = "receipt.lua"
-	// purchaseLua defines live_sku, allowance and free_allowance, the
-	// checks and the allowance bookkeeping that deduct, release and the
-	// hold scripts share. It calls fence_holds (nodeLua).
+	// purchaseLua defines live_sku and free_allowance, the checks and the
+	// allowance bookkeeping that release and the hold scripts share. It
+	// calls fence_holds (nodeLua).
 	purchaseLua fragment = "purchase.lua"
 	// holdLua defines the hold record format, Redis's clock and the reply
 	// every hold script gives about a hold.
@@ -45,7 +45,7 @@ const (
 // sends the 40-byte digest, not the body.
 var (
 	warmScript     = newScript("warm.lua", nodeLua, entryLua)
-	batchScript    = newScript("batch.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
+	batchScript    = newScript("batch.lua", nodeLua, entryLua, receiptLua, holdLua)
 	releaseScript  = newScript("release.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
 	adjustScript   = newScript("adjust.lua", nodeLua, entryLua)
 	stateScript    = newScript("state.lua", nodeLua)

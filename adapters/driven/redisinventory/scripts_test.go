@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -33,18 +34,20 @@ func UseBatchScript(r *RedisInventory, source string) {
 	r.script = &luaScript{Script: redis.NewScript(source), file: "batch.lua (a test's copy)"}
 }
 
-// HoldBatches makes the attempts on sku wait as if a call for it were in
-// flight, so a test decides what one batch holds: waiting tells how many
-// wait, and send sends them, in arrival order, in batches of at most
-// MaxBatch, and returns once every one is answered.
+// HoldBatches makes the attempts on sku's partition wait as if every call
+// slot of it were taken, so a test decides what each call holds: waiting
+// tells how many wait, and send takes them, in arrival order, in calls of
+// at most MaxBatch, each taken while the ones before it are in flight, and
+// returns once every attempt is answered. The calls reach Redis in the
+// order they were taken, so what each judges is known.
 func HoldBatches(r *RedisInventory, sku domain.SKUID) (waiting func() int, send func()) {
-	b, s := r.batches, sku.String()
-	q := &skuQueue{sku: s, keys: r.keys.HoldKeys(s)}
+	b := r.batches
+	q := &partitionQueue{partition: r.keys.Partition(sku.String()), inFlight: b.inFlight}
 	b.mu.Lock()
-	if _, busy := b.queues[s]; busy {
-		panic("HoldBatches: a call for " + s + " is in flight")
+	if _, busy := b.queues[q.partition]; busy {
+		panic("HoldBatches: a call for the partition of " + sku.String() + " is in flight")
 	}
-	b.queues[s] = q
+	b.queues[q.partition] = q
 	b.mu.Unlock()
 	waiting = func() int {
 		b.mu.Lock()
@@ -52,9 +55,31 @@ func HoldBatches(r *RedisInventory, sku domain.SKUID) (waiting func() int, send 
 		return len(q.waiting)
 	}
 	send = func() {
-		if batch := b.next(q); batch != nil {
-			b.drain(q, batch)
+		var calls [][]*attempt
+		for batch := b.next(q); batch != nil; batch = b.next(q) {
+			calls = append(calls, batch)
 		}
+		// Each call leaves once the one before it was answered, from a
+		// goroutine of its own.
+		var wg sync.WaitGroup
+		turn := make(chan struct{})
+		close(turn)
+		for _, batch := range calls {
+			prev, next := turn, make(chan struct{})
+			turn = next
+			wg.Go(func() {
+				<-prev
+				ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+				defer cancel()
+				b.send(ctx, q, batch)
+				close(next)
+			})
+		}
+		wg.Wait()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		q.inFlight = 0
+		delete(b.queues, q.partition)
 	}
 	return waiting, send
 }
@@ -156,6 +181,15 @@ func TestEveryCodeAScriptGivesHasAMeaning(t *testing.T) {
 			seen++
 			code := replyCode(n)
 			if code == codeDone || code == codeDoneBefore || code == codeLive {
+				continue
+			}
+			if code == codeCorruptRecord {
+				// A corrupt record is reported as one, of the kind named.
+				rp := newReply(s.file, []any{n, "hold", "malformed hold record: x"})
+				err := refusal(rp, code, subject{sku: "s"})
+				if kind, ok := corruptKind(err); !ok || kind != "hold" || !errors.Is(err, ErrScript) {
+					t.Errorf("%s answers %d: refusal gives %v, want a corrupt hold record", s.file, n, err)
+				}
 				continue
 			}
 			if code == codeAttemptFailed {

@@ -33,6 +33,7 @@ type DeadLetterJSON struct {
 	ID        int64             `json:"id"`
 	Stream    string            `json:"stream"`
 	StreamID  string            `json:"stream_id"`
+	Event     int               `json:"event"`
 	Fields    map[string]string `json:"fields"`
 	Error     string            `json:"error"`
 	CreatedAt time.Time         `json:"created_at"`

@@ -45,7 +45,10 @@ type Health struct {
 	DeadLettersMore bool
 }
 
-// PartitionLag is the projector's backlog on one partition stream.
+// PartitionLag is the projector's backlog on one partition stream, in
+// stream entries as Redis counts them (XINFO GROUPS), not events: an entry
+// of a batch.lua call holds several events, and counting them would mean
+// reading the backlog.
 type PartitionLag struct {
 	Stream  string
 	Lag     int64 // entries not yet delivered to the projector

@@ -20,7 +20,7 @@ var _ DeadLetterFlow = (*ledger.DeadLetters)(nil)
 
 // NewDeadLetterJSON maps d into its JSON shape, field by field.
 func NewDeadLetterJSON(d ledger.DeadLetter) apiwire.DeadLetterJSON {
-	return apiwire.DeadLetterJSON{ID: d.ID, Stream: d.Stream, StreamID: d.StreamID, Fields: d.Fields, Error: d.Error, CreatedAt: d.CreatedAt,
+	return apiwire.DeadLetterJSON{ID: d.ID, Stream: d.Stream, StreamID: d.StreamID, Event: d.Event, Fields: d.Fields, Error: d.Error, CreatedAt: d.CreatedAt,
 		Status: string(d.Status), HandledBy: d.HandledBy, HandledAt: d.HandledAt, Note: d.Note}
 }
 

@@ -35,10 +35,10 @@ func TestClientHandlesDeadLetters(t *testing.T) {
 	}
 	fields := redisinventory.EntryFields(msgs[1].Values)
 	fields[redisinventory.StreamIDField] = msgs[1].ID
-	if err := st.Projection.AddDeadLetter(ctx, stream, msgs[1].ID, fields, "projector bug"); err != nil {
+	if err := st.Projection.AddDeadLetter(ctx, stream, msgs[1].ID, 0, fields, "projector bug"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Projection.AddDeadLetter(ctx, stream, "0-1", map[string]string{"e": "not an event"}, "garbage"); err != nil {
+	if err := st.Projection.AddDeadLetter(ctx, stream, "0-1", 0, map[string]string{"e": "not an event"}, "garbage"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -323,7 +323,9 @@ func (a *Application) wire() error {
 	// by the reconciler.
 	if ad.Inventory, err = redisinventory.NewRedisInventory(a.Redis, a.Keys, redisinventory.InventoryConfig{
 		Timeout: cfg.RedisTimeout, MaxBatch: cfg.MaxBatch, ObserveBatch: inventoryMetrics.ObservePurchaseBatch,
-		Corrupt: a.Reconciler}); err != nil {
+		BatchesInFlight: cfg.BatchesInFlight, StreamEntries: cfg.StreamEntries,
+		ObserveBatchesInFlight: inventoryMetrics.ObservePurchaseBatchesInFlight,
+		Corrupt:                a.Reconciler}); err != nil {
 		return err
 	}
 	if ad.Sweeper, err = redisinventory.NewSweeper(a.Redis, a.Keys, redisinventory.SweeperConfig{Corrupt: a.Reconciler}); err != nil {
@@ -341,7 +343,7 @@ func (a *Application) wire() error {
 	if a.Webhooks, err = ledger.NewWebhooks(ledger.WebhooksConfig{Store: ad.Webhooks, CheckURL: a.Egress.CheckURL}); err != nil {
 		return err
 	}
-	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEntry, ad.Projection)
+	a.DeadLetters = ledger.NewDeadLetters(ad.DeadLetters, redisinventory.ParseEvents, ad.Projection)
 	a.Auditor = ledger.NewAuditor(ad.Audit, ad.SKUs, ad.Operations)
 	a.Catalog = ledger.NewCatalog(ad.SKUs, ad.Inventory)
 	holdInventory := a.Metrics.Inventory.WrapOrders(a.Refusals.WrapOrders(orderInventory))

@@ -90,9 +90,19 @@ type Config struct {
 	// Default redisinventory.DefaultTimeout (2s).
 	RedisTimeout time.Duration
 	// MaxBatch is the most concurrent purchase attempts (deducts and
-	// reserves) of one SKU sent in one script call. Default
-	// redisinventory.DefaultMaxBatch.
+	// reserves) of the SKUs of one partition sent in one script call.
+	// Default redisinventory.DefaultMaxBatch.
 	MaxBatch int
+	// BatchesInFlight is the purchase script calls in flight a partition
+	// may have while the process has fewer in flight in all
+	// (redisinventory.InventoryConfig.BatchesInFlight). Default
+	// redisinventory.DefaultBatchesInFlight.
+	BatchesInFlight int
+	// StreamEntries is how purchase calls write their events to the
+	// streams: redisinventory.EntriesPerCall (the default) or
+	// EntriesPerEvent, the format of 1.0.0, while a 1.0.0 process still
+	// reads the streams during a rolling upgrade.
+	StreamEntries redisinventory.StreamEntries
 	// Holds bounds the ttl of holds: MaxTTL (default 1h) and DefaultTTL
 	// (default 15m).
 	Holds domain.HoldConfig
@@ -120,6 +130,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = redisinventory.DefaultMaxBatch
+	}
+	if c.BatchesInFlight == 0 {
+		c.BatchesInFlight = redisinventory.DefaultBatchesInFlight
+	}
+	if c.StreamEntries == "" {
+		c.StreamEntries = redisinventory.EntriesPerCall
 	}
 	if c.RedisPoolSize == 0 {
 		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
@@ -181,6 +197,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > redisinventory.MaxBatchLimit {
 		errs = append(errs, fmt.Errorf("--max-batch (INVLEDGER_MAX_BATCH) must be between 1 and %d, got %d", redisinventory.MaxBatchLimit, c.MaxBatch))
+	}
+	if c.BatchesInFlight < 0 || c.BatchesInFlight > redisinventory.MaxBatchesInFlight {
+		errs = append(errs, fmt.Errorf("--batches-in-flight (INVLEDGER_BATCHES_IN_FLIGHT) must be between 1 and %d, got %d",
+			redisinventory.MaxBatchesInFlight, c.BatchesInFlight))
+	}
+	if c.StreamEntries != "" {
+		if err := c.StreamEntries.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--stream-entries (INVLEDGER_STREAM_ENTRIES): %w", err))
+		}
 	}
 	if c.RedisPoolSize < 0 {
 		errs = append(errs, fmt.Errorf("redis pool size must not be negative, got %d", c.RedisPoolSize))

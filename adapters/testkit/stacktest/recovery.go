@@ -41,11 +41,11 @@ func (s *Stack) ProjectStreams(t testing.TB) {
 		}
 		events := make([]domain.Event, 0, len(msgs))
 		for _, m := range msgs {
-			e, err := redisinventory.ParseMessage(m)
+			entry, err := redisinventory.ParseEvents(redisinventory.MessageFields(m))
 			if err != nil {
 				t.Fatalf("stream entry %s %s: %v", stream, m.ID, err)
 			}
-			events = append(events, e)
+			events = append(events, entry...)
 		}
 		for len(events) > 0 {
 			n := min(len(events), 1000)

@@ -193,11 +193,12 @@ func (s *Stack) SKU(t testing.TB, sku string, stock, limit int64) {
 	}
 }
 
-// StreamEvents returns the fields of every entry of the SKU's partition
-// stream that belongs to the SKU, in stream order, one field per value
-// (event_id, type, sku, seq, qty, delta, balance, user, request_id, actor,
-// reason). An entry that cannot be decoded, a dead letter, keeps its raw
-// fields, and belongs to the SKU by its field sku.
+// StreamEvents returns the fields of every event of the SKU's partition
+// stream that belongs to the SKU, in stream order (the events of an entry
+// in their order), one field per value (event_id, type, sku, seq, qty,
+// delta, balance, user, request_id, actor, reason). An entry that cannot
+// be decoded, a dead letter, keeps its raw fields, and belongs to the SKU
+// by its field sku.
 func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	t.Helper()
 	msgs, err := s.App.Redis.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()
@@ -206,11 +207,14 @@ func (s *Stack) StreamEvents(t testing.TB, sku string) []map[string]any {
 	}
 	var out []map[string]any
 	for _, m := range msgs {
-		e, err := redisinventory.ParseMessage(m)
-		switch {
-		case err != nil && m.Values["sku"] == sku:
+		events, err := redisinventory.ParseEvents(redisinventory.MessageFields(m))
+		if err != nil && m.Values["sku"] == sku {
 			out = append(out, m.Values)
-		case err == nil && e.SKU == sku:
+		}
+		for _, e := range events {
+			if e.SKU != sku {
+				continue
+			}
 			f := map[string]any{"event_id": e.ID, "type": string(e.Type), "sku": e.SKU, "seq": strconv.FormatInt(e.Seq, 10),
 				"qty": strconv.FormatInt(e.Qty, 10), "delta": strconv.FormatInt(e.Delta, 10), "balance": strconv.FormatInt(e.Balance, 10)}
 			for k, v := range map[string]string{"user": e.User, "request_id": e.RequestID, "actor": e.Actor, "reason": e.Reason} {

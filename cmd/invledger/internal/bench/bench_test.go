@@ -1,8 +1,13 @@
 package bench
 
 import (
+	"context"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -44,25 +49,37 @@ func TestConfigNamesTheFlag(t *testing.T) {
 }
 
 func TestBenchTrafficMix(t *testing.T) {
-	tr := &traffic{spec: loadSpec{Requests: 10_000, Users: 100_000, RetryShare: 0.2, RepeatShare: 0.1}}
+	const skus = 10
+	tr := &traffic{spec: loadSpec{Requests: 10_000, Users: 100_000, SKUs: skus, RetryShare: 0.2, RepeatShare: 0.1}}
 	rng := rand.New(rand.NewPCG(1, 2))
-	requests := map[string]string{}
+	type sent struct {
+		user string
+		sku  int
+	}
+	requests := map[string]sent{}
 	users := map[string]int{}
+	var perSKU [skus]int
 	var n, retries int
 	for {
-		user, req, ok := tr.next(rng, nil)
+		user, req, sku, ok := tr.next(rng, nil)
 		if !ok {
 			break
 		}
 		n++
 		if prev, seen := requests[req]; seen {
 			retries++
-			if prev != user {
-				t.Fatalf("request %s resent for user %s, first sent for %s", req, user, prev)
+			if prev != (sent{user, sku}) {
+				t.Fatalf("request %s resent for user %s on SKU %d, first sent for %+v", req, user, sku, prev)
 			}
 		}
-		requests[req] = user
+		requests[req] = sent{user, sku}
 		users[user]++
+		perSKU[sku]++
+	}
+	for i, c := range perSKU {
+		if c < 800 || c > 1200 {
+			t.Errorf("SKU %d got %d of 10000 attempts, want about a tenth: %v", i, c, perSKU)
+		}
 	}
 	if n != 10_000 {
 		t.Fatalf("handed out %d attempts, want exactly --requests", n)
@@ -109,5 +126,41 @@ Summary:
 	}
 	if _, err := parseRedisBenchmark("ERR unknown command"); err == nil {
 		t.Fatal("garbage parsed")
+	}
+}
+
+// TestHTTPCallsInFlight reads the gauge of calls in flight from a serve's
+// /metrics, summed over its series, and tells a serve without it.
+func TestHTTPCallsInFlight(t *testing.T) {
+	t.Parallel()
+	var metrics atomic.Value
+	metrics.Store("# TYPE invledger_purchase_batches_in_flight gauge\n" +
+		"invledger_purchase_batches_in_flight{partition=\"1\"} 2\ninvledger_purchase_batches_in_flight{partition=\"7\"} 1.5\n" +
+		"invledger_purchase_batches_in_flight_total 9\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, metrics.Load().(string)) }))
+	defer srv.Close()
+	tg := newHTTPTarget(srv.URL, "g", "o", 1, time.Second)
+	defer tg.close()
+	if calls, ok, err := tg.callsInFlight(context.Background()); calls != 3.5 || !ok || err != nil {
+		t.Errorf("calls in flight %g %v %v, want 3.5 from both series", calls, ok, err)
+	}
+	metrics.Store("invledger_purchase_batch_size_count 3\n")
+	if _, ok, err := tg.callsInFlight(context.Background()); ok || err != nil {
+		t.Errorf("a serve without the gauge: ok %v err %v", ok, err)
+	}
+}
+
+func TestRawBenchmarkArgs(t *testing.T) {
+	t.Parallel()
+	call := []string{"evalsha", "abc", "2", "sku-key", "stream", "sku", "d", "probe-user", "1", "probe-req", "ev-1", ""}
+	got, err := rawBenchmarkArgs(call, "probe-user", "probe-req", "ev-1", "stream", "stream:bench-raw")
+	want := []string{"EVALSHA", "abc", "2", "sku-key", "stream:bench-raw", "sku", "d", "u__rand_int__", "1", "r__rand_int__",
+		"0190b5a4-7a52-7c3e-9d1b-__rand_int__", ""}
+	if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
+	if _, err := rawBenchmarkArgs(append(call, "probe-user"), "probe-user", "probe-req", "ev-1", "stream", "x"); err == nil ||
+		!strings.Contains(err.Error(), "rawBenchmarkArgs") {
+		t.Fatalf("a user sent twice: err %v, want one naming the function to update", err)
 	}
 }

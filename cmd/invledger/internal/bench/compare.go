@@ -23,6 +23,7 @@ type CompareReport struct {
 	Date        string `json:"date"`
 	CPUs        int    `json:"cpus"`
 	Clients     int    `json:"clients"`
+	SKUs        int    `json:"skus"` // lib's and the seed-like script's sale
 	Requests    int64  `json:"requests"`
 	Stock       int64  `json:"stock"`
 	AppendFsync string `json:"redis_appendfsync"`
@@ -124,7 +125,7 @@ func runCompare(ctx context.Context, cfg Config, deps Deps, progress io.Writer) 
 	if err != nil {
 		return nil, fmt.Errorf("the private Redis: CONFIG GET appendfsync: %w", err)
 	}
-	c.rep = &CompareReport{Date: time.Now().Format(time.RFC3339), CPUs: runtime.NumCPU(), Clients: cfg.Concurrency, LoadAverage: loadAverage(),
+	c.rep = &CompareReport{Date: time.Now().Format(time.RFC3339), CPUs: runtime.NumCPU(), Clients: cfg.Concurrency, SKUs: cfg.SKUs, LoadAverage: loadAverage(),
 		AppendFsync: fsync["appendfsync"], Ratios: map[string]float64{}}
 	fmt.Fprintf(progress, "compare at %d clients on %d CPUs (Redis appendfsync %s); load generator, Redis, PostgreSQL and the service share them\n",
 		cfg.Concurrency, c.rep.CPUs, c.rep.AppendFsync)
@@ -173,7 +174,7 @@ func (c *comparison) run(ctx context.Context) error {
 			}
 			t := newLibTarget(ctx, c.site, c.errorCode, cfg.Projector)
 			t.unprojected = !cfg.Projector
-			r, err = runTarget(ctx, t, benchSKU("lib"), spec, stock, cfg.CatchUp, progress, cpu)
+			r, err = runTarget(ctx, t, benchSKUs("lib", cfg.SKUs), spec, stock, cfg.CatchUp, progress, cpu)
 			t.close()
 			// A stopped projector's last XREADGROUP (BLOCK 1s) can still take
 			// entries for up to a second, and they then wait 30s (the
@@ -190,7 +191,7 @@ func (c *comparison) run(ctx context.Context) error {
 			fmt.Fprintf(progress, "pg-direct: SQL-first on the same PostgreSQL, %d connections, at most %s\n", t.conns, cfg.Duration)
 			pgSpec := spec
 			pgSpec.Duration = cfg.Duration
-			r, err = runTarget(ctx, t, benchSKU("pg"), pgSpec, stock, cfg.CatchUp, progress, cpu)
+			r, err = runTarget(ctx, t, []string{benchSKU("pg")}, pgSpec, stock, cfg.CatchUp, progress, cpu)
 			t.close()
 		default:
 			continue
@@ -222,7 +223,15 @@ func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, 
 	if n == 0 {
 		calN := max(50_000, 50*cfg.Concurrency)
 		fmt.Fprintf(progress, "raw: calibrating with %d calls ...\n", calN)
-		cal, err := c.runRawCeiling(ctx, ok, rawLabel, rawCeilingStock, calN, nil)
+		// A SKU of its own: redis-benchmark may draw the same __rand_int__
+		// sequence twice, and the run's buyers would then be refused as
+		// the calibration's.
+		calSKU, err := prepareRawScenario(ctx, c.site, benchSKU("raw-cal"), rawCeilingStock)
+		if err != nil {
+			return 0, fmt.Errorf("raw calibration: %w", err)
+		}
+		cal, err := c.runRawCeiling(ctx, calSKU, rawLabel, rawCeilingStock, calN, nil)
+		err = errors.Join(err, calSKU.cleanup(ctx, c.rdb))
 		if err != nil {
 			return 0, err
 		}
@@ -235,7 +244,7 @@ func (c *comparison) compareRaw(ctx context.Context, cpu *cpuSampler) (n int64, 
 		return 0, err
 	}
 	c.rep.Results = append(c.rep.Results, raw)
-	fmt.Fprintf(progress, "%s: redis-benchmark, the seed's script plus one XADD, %d calls at %d clients ...\n", seedLikeLabel, n, cfg.Concurrency)
+	fmt.Fprintf(progress, "%s: redis-benchmark, the seed's script plus one XADD, %d calls at %d clients over %d SKUs ...\n", seedLikeLabel, n, cfg.Concurrency, cfg.SKUs)
 	seed, err := c.runSeedLike(ctx, int(n), cpu)
 	if err != nil {
 		return 0, err
@@ -283,7 +292,7 @@ func (c *comparison) compareHTTP(ctx context.Context, spec loadSpec, stock int64
 	}
 	fmt.Fprintf(c.progress, "http: serve (api, projector) in this process at http://%s\n", addr)
 	t := newHTTPTarget("http://"+addr, gw, op, c.cfg.Concurrency, c.cfg.Timeout)
-	r, err := runTarget(ctx, t, benchSKU("http"), spec, stock, c.cfg.CatchUp, c.progress, cpu)
+	r, err := runTarget(ctx, t, []string{benchSKU("http")}, spec, stock, c.cfg.CatchUp, c.progress, cpu)
 	t.close()
 	stop()
 	if serr := <-done; serr != nil && err == nil {
@@ -336,6 +345,21 @@ func randomSecret() string {
 	return hex.EncodeToString(b)
 }
 
+// floors are issue 31's targets for a batch-native purchase path, against
+// the seed-like script at the same clients (over the same SKUs): lib's
+// throughput and Redis CPU per purchase, by clients and SKUs.
+func (r *CompareReport) floors() (libThroughput, libRedisCPU float64) {
+	switch {
+	case r.SKUs > 1 && r.Clients >= 1000:
+		return 1.5, 1.05
+	case r.SKUs > 1:
+		return 0.9, 1.05
+	case r.Clients >= 1000:
+		return 1.8, 0.5
+	}
+	return 1.0, 0.85
+}
+
 // evaluate computes the ratios and checks them against the goals
 // of the compare runs (their lab notes are under docs/benchmarks).
 func (r *CompareReport) evaluate() {
@@ -355,20 +379,30 @@ func (r *CompareReport) evaluate() {
 	goal := func(name, text string, v float64, met bool) {
 		r.Goals = append(r.Goals, GoalResult{Name: name, Value: v, Goal: text, Met: met})
 	}
+	scriptTime := func(t string) float64 {
+		if b := r.Result(t); b != nil {
+			return b.ScriptUsecPerCall
+		}
+		return 0
+	}
 	raw, lib, web, pg := success(rawLabel), success("lib"), success("http"), success("pg-direct")
 	seed := success(seedLikeLabel)
-	if v, ok := ratio("raw/seed-like", raw, seed); ok {
-		goal("raw (the service's purchase script) / seed-like script", ">= 0.85", v, v >= 0.85)
+	if r.SKUs <= 1 {
+		// raw is one idle SKU's calls: beside a one-SKU seed-like script only.
+		ratio("raw/seed-like", raw, seed)
+		if v, ok := ratio("raw script time/seed-like", scriptTime(rawLabel), scriptTime(seedLikeLabel)); ok {
+			goal("raw script time per call (one attempt) / seed-like", "<= 1.5", v, v <= 1.5)
+		}
+		if v, ok := ratio("raw sold-out script time/seed-like sold out", scriptTime(rawSoldOutLabel), scriptTime(seedLikeSoldOutLabel)); ok {
+			goal("raw sold-out script time per call / seed-like", "<= 2", v, v <= 2)
+		}
 	}
-	libGoal := 1.5
-	if r.Clients >= 1000 {
-		libGoal = 2.0
-	}
+	libGoal, cpuGoal := r.floors()
 	if v, ok := ratio("lib/seed-like", lib, seed); ok {
 		goal("lib throughput / seed-like script", fmt.Sprintf(">= %.1fx", libGoal), v, v >= libGoal)
 	}
 	if v, ok := ratio("http/seed-like", web, seed); ok {
-		goal("http throughput / seed-like script", ">= 0.5", v, v >= 0.5)
+		goal("http throughput / seed-like script", ">= 0.45", v, v >= 0.45)
 	}
 	if h := r.Result("http"); h != nil && h.SuccessPath != nil && h.SuccessPath.P99 > 0 {
 		goal("http p99 (success path), ms", "<= 10", h.SuccessPath.P99, h.SuccessPath.P99 <= 10)
@@ -383,16 +417,15 @@ func (r *CompareReport) evaluate() {
 		return 0
 	}
 	if v, ok := ratio("lib Redis CPU per purchase/seed-like", redisCost("lib", false), redisCost(seedLikeLabel, false)); ok {
-		goal("lib Redis CPU per purchase / seed-like", "<= 0.6", v, v <= 0.6)
+		goal("lib Redis CPU per purchase / seed-like", fmt.Sprintf("<= %.2f", cpuGoal), v, v <= cpuGoal)
 	}
 	if v, ok := ratio("lib Redis CPU per refusal/seed-like sold out", redisCost("lib", true), redisCost(seedLikeSoldOutLabel, true)); ok {
-		goal("lib Redis CPU per refusal / seed-like", "<= 0.3", v, v <= 0.3)
+		goal("lib Redis CPU per refusal / seed-like", "<= 0.60", v, v <= 0.60)
 	}
-	if v, ok := ratio("lib/raw", lib, raw); ok {
-		goal("lib throughput / raw redis-benchmark", ">= 0.80", v, v >= 0.8)
-	}
-	if v, ok := ratio("http/raw", web, raw); ok {
-		goal("http throughput / raw redis-benchmark", ">= 0.50", v, v >= 0.5)
+	ratio("lib/raw", lib, raw)
+	ratio("http/raw", web, raw)
+	if h, w := r.Result("http"), r.Result(rawLabel); h != nil && w != nil && h.SuccessPath != nil && w.SuccessPath != nil {
+		ratio("http_p99/raw_p99", h.SuccessPath.P99, w.SuccessPath.P99)
 	}
 	pgGoal := 30.0
 	if r.Clients >= 1000 {
@@ -404,15 +437,9 @@ func (r *CompareReport) evaluate() {
 	if v, ok := ratio("http/pg-direct", web, pg); ok {
 		goal("http throughput / pg-direct", fmt.Sprintf(">= %.0fx", pgGoal), v, v >= pgGoal)
 	}
-	if h, w := r.Result("http"), r.Result(rawLabel); h != nil && w != nil && h.SuccessPath != nil && w.SuccessPath != nil {
-		if v, ok := ratio("http_p99/raw_p99", h.SuccessPath.P99, w.SuccessPath.P99); ok {
-			goal("http p99 / raw p99 (success path)", "<= 2", v, v <= 2)
-		}
-	}
 	for _, t := range []string{"lib", "http"} {
 		if b := r.Result(t); b != nil && b.SoldOutRatio > 0 {
 			r.Ratios[t+"_sold_out/success"] = b.SoldOutRatio
-			goal(t+" sold-out refusals / success path", ">= 1.5x", b.SoldOutRatio, b.SoldOutRatio >= 1.5)
 		}
 	}
 	if so := r.Result(rawSoldOutLabel); so != nil && raw > 0 {
@@ -444,7 +471,11 @@ func (r *CompareReport) failure() error {
 func (r *CompareReport) print(w io.Writer) {
 	fmt.Fprintf(w, "\ninvledger bench --compare, %s, %d CPUs (load average %s before), %d clients, Redis appendfsync %s\n",
 		r.Date, r.CPUs, r.LoadAverage, r.Clients, r.AppendFsync)
-	fmt.Fprintf(w, "%d attempts per target (pg-direct: as many as fit its time limit), %d units on sale\n\n", r.Requests, r.Stock)
+	fmt.Fprintf(w, "%d attempts per target (pg-direct: as many as fit its time limit), %d units on sale", r.Requests, r.Stock)
+	if r.SKUs > 1 {
+		fmt.Fprintf(w, ", lib's and the seed-like script's spread over %d SKUs (raw: one idle SKU's calls)", r.SKUs)
+	}
+	fmt.Fprintf(w, "\n\n")
 	fmt.Fprintf(w, "%-13s %9s %8s %10s %10s %10s %8s %8s %8s %7s %8s %10s\n",
 		"target", "attempts", "seconds", "overall/s", "success/s", "soldout/s", "p50", "p99", "p999", "errors", "oversold", "ledger")
 	for _, b := range r.Results {
@@ -488,15 +519,25 @@ func (r *CompareReport) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-52s %10s  goal %-8s %s\n", g.Name, formatRatio(g.Value), g.Goal, state)
 	}
-	for _, name := range []string{"raw_sold_out/success"} {
+	for _, name := range []string{"lib/raw", "http/raw", "http_p99/raw_p99", "lib_sold_out/success", "raw_sold_out/success"} {
 		if v, ok := r.Ratios[name]; ok {
 			fmt.Fprintf(w, "  %-52s %10s  (reference)\n", name, formatRatio(v))
 		}
 	}
-	fmt.Fprintf(w, "\nredis-server CPU per purchase (before the first sold_out) and per refusal (after it), and mean batch size\n")
+	fmt.Fprintf(w, "\nredis-server CPU per purchase (before the first sold_out) and per refusal (after it), this process's CPU per purchase,\n"+
+		"mean batch size and mean purchase script calls in flight (- where the library does not export them)\n")
 	for _, b := range r.Results {
 		if b.RedisUsecPerPurchase > 0 || b.RedisUsecPerRefusal > 0 || b.MeanBatchSize > 0 {
-			fmt.Fprintf(w, "  %-18s %7.2f µs/purchase  %7.2f µs/refusal  batch %5.1f\n", b.Target, b.RedisUsecPerPurchase, b.RedisUsecPerRefusal, b.MeanBatchSize)
+			inFlight := "-"
+			if b.MeanCallsInFlight > 0 {
+				inFlight = fmt.Sprintf("%.2f", b.MeanCallsInFlight)
+			}
+			self := "-"
+			if b.BenchUsecPerPurchase > 0 {
+				self = fmt.Sprintf("%.2f", b.BenchUsecPerPurchase)
+			}
+			fmt.Fprintf(w, "  %-18s %7.2f µs/purchase  %7.2f µs/refusal  bench %7s µs/purchase  batch %5.1f  in flight %5s\n",
+				b.Target, b.RedisUsecPerPurchase, b.RedisUsecPerRefusal, self, b.MeanBatchSize, inFlight)
 		}
 	}
 	fmt.Fprintf(w, "\nRedis's view of each script, run alone (INFO commandstats, aof_current_size)\n")

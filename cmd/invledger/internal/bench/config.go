@@ -28,7 +28,8 @@ type Config struct {
 	Concurrency int
 	Duration    time.Duration
 	Requests    int64
-	Stock       int64
+	Stock       int64 // over all of SKUs
+	SKUs        int   // lib and the seed-like script: spread the sale over this many SKUs
 	Users       int
 	RetryShare  float64
 	RepeatShare float64
@@ -59,7 +60,12 @@ const (
 	maxRequests    = 20_000_000
 	maxConcurrency = 5000
 	maxUsers       = 100_000_000
+	maxSKUs        = 10_000
 )
+
+// multiSKUTargets are the targets --skus above 1 can spread: the seed-like
+// script runs beside raw, whose ceiling stays one idle SKU's calls.
+var multiSKUTargets = []string{"raw", "lib"}
 
 func (c *Config) setDefaults() {
 	if c.Target == "" {
@@ -76,6 +82,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Users == 0 {
 		c.Users = 10_000_000
+	}
+	if c.SKUs == 0 {
+		c.SKUs = 1
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 30 * time.Second
@@ -135,6 +144,26 @@ func (c Config) Validate() error {
 	}
 	if c.Stock < 0 || c.Stock > domain.MaxQuantity {
 		errs = append(errs, fmt.Errorf("--stock must be 1-%d (or 0 for the default), got %d", domain.MaxQuantity, c.Stock))
+	}
+	if c.SKUs < 1 || c.SKUs > maxSKUs {
+		errs = append(errs, fmt.Errorf("--skus must be 1-%d, got %d", maxSKUs, c.SKUs))
+	}
+	if c.SKUs > 1 {
+		targets := []string{c.Target}
+		if c.Compare {
+			targets = c.Targets
+		}
+		for _, t := range targets {
+			if !slices.Contains(multiSKUTargets, t) {
+				errs = append(errs, fmt.Errorf("--skus %d: target %s sells one SKU; spread only %s", c.SKUs, t, strings.Join(multiSKUTargets, ", ")))
+			}
+		}
+		if c.Retire {
+			errs = append(errs, errors.New("--retire measures one SKU's memory: drop it or use --skus 1"))
+		}
+		if c.Stock > 0 && c.Stock < int64(c.SKUs) {
+			errs = append(errs, fmt.Errorf("--stock %d puts less than one unit on each of --skus %d", c.Stock, c.SKUs))
+		}
 	}
 	if c.Users < 1 || c.Users > maxUsers {
 		errs = append(errs, fmt.Errorf("--users must be 1-%d, got %d", maxUsers, c.Users))
@@ -213,7 +242,7 @@ func (c Config) checkLocal(srv Servers) error {
 }
 
 func (c Config) spec() loadSpec {
-	return loadSpec{Concurrency: c.Concurrency, Duration: c.Duration, Requests: c.Requests, Users: c.Users,
+	return loadSpec{Concurrency: c.Concurrency, Duration: c.Duration, Requests: c.Requests, Users: c.Users, SKUs: c.SKUs,
 		RetryShare: c.RetryShare, RepeatShare: c.RepeatShare, Timeout: c.Timeout, Drain: c.Drain}
 }
 

@@ -25,8 +25,11 @@ type CPUCores struct {
 
 // cpuSampler reads CPU time from /proc for the private stack's servers.
 // It is best effort: where /proc is missing the figures stay 0.
+// A selfOnly sampler (a single run's, whose servers may be anywhere)
+// measures this process alone, for its CPU per purchase.
 type cpuSampler struct {
 	redisPID, postgresPID int
+	selfOnly              bool
 }
 
 type cpuSample struct {
@@ -87,9 +90,10 @@ func (s *cpuSampler) sample() cpuSample {
 
 // cores turns two samples into average cores used. For the raw ceiling
 // the bench figure is redis-benchmark's (a child that exited in between).
+// A selfOnly sampler gives none.
 func (s *cpuSampler) cores(a, b cpuSample, raw bool) *CPUCores {
 	wall := b.at.Sub(a.at).Seconds()
-	if s == nil || wall <= 0 {
+	if s == nil || s.selfOnly || wall <= 0 {
 		return nil
 	}
 	bench := b.self - a.self
@@ -102,10 +106,15 @@ func (s *cpuSampler) cores(a, b cpuSample, raw bool) *CPUCores {
 // redisUsecPer is redis-server's CPU time between two samples, in
 // microseconds per one of n; 0 when n is 0.
 func redisUsecPer(a, b cpuSample, n int64) float64 {
+	return usecPer(b.redis-a.redis, n)
+}
+
+// usecPer is d in microseconds per one of n; 0 when n is 0.
+func usecPer(d time.Duration, n int64) float64 {
 	if n <= 0 {
 		return 0
 	}
-	return float64((b.redis - a.redis).Microseconds()) / float64(n)
+	return float64(d.Microseconds()) / float64(n)
 }
 
 func rusageTime(ru syscall.Rusage) time.Duration {

@@ -136,23 +136,32 @@ func httpErrorOutcome(err error) outcome {
 	return outError
 }
 
-// batches reads invledger_purchase_batch_size from the serve's /metrics.
-// A serve that does not export it reports none.
-func (t *httpTarget) batches(ctx context.Context) (calls, attempts float64, err error) {
+// metrics reads the serve's /metrics, in Prometheus's text format.
+func (t *httpTarget) metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return "", err
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("GET /metrics: %w", err)
+		return "", fmt.Errorf("GET /metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET /metrics: %d %w", resp.StatusCode, err)
+		return "", fmt.Errorf("GET /metrics: %d %w", resp.StatusCode, err)
 	}
-	for _, line := range strings.Split(string(body), "\n") {
+	return string(body), nil
+}
+
+// batches reads invledger_purchase_batch_size from the serve's /metrics.
+// A serve that does not export it reports none.
+func (t *httpTarget) batches(ctx context.Context) (calls, attempts float64, err error) {
+	body, err := t.metrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(body, "\n") {
 		name, value, ok := strings.Cut(line, " ")
 		if !ok {
 			continue
@@ -165,6 +174,28 @@ func (t *httpTarget) batches(ctx context.Context) (calls, attempts float64, err 
 		}
 	}
 	return calls, attempts, nil
+}
+
+// callsInFlight sums invledger_purchase_batches_in_flight over its series
+// in the serve's /metrics; ok is false where the serve does not export it.
+func (t *httpTarget) callsInFlight(ctx context.Context) (calls float64, ok bool, err error) {
+	body, err := t.metrics(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	const name = "invledger_purchase_batches_in_flight"
+	for _, line := range strings.Split(body, "\n") {
+		rest, found := strings.CutPrefix(line, name)
+		if !found || rest == "" || rest[0] != ' ' && rest[0] != '{' {
+			continue
+		}
+		v, err := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("GET /metrics: %s: %w", line, err)
+		}
+		calls, ok = calls+v, true
+	}
+	return calls, ok, nil
 }
 
 // deductOutcome reads a deduct answer: 200 with the receipt's seq, or the

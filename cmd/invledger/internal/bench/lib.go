@@ -9,8 +9,9 @@ import (
 type libTarget struct {
 	lib       Library
 	errorCode func(error) string
-	sku       string
-	stock     int64
+	sku       string // the first of skus
+	skus      []string
+	stock     int64 // over all of skus
 	stopProj  context.CancelFunc
 	projDone  chan error
 	// unprojected is set when nothing projects the target's Redis (compare
@@ -42,24 +43,47 @@ func (t *libTarget) batches(context.Context) (calls, attempts float64, err error
 	return t.lib.PurchaseBatches()
 }
 
+func (t *libTarget) callsInFlight(context.Context) (float64, bool, error) {
+	return t.lib.PurchaseCallsInFlight()
+}
+
 func (t *libTarget) prepare(ctx context.Context, sku string, stock int64) error {
-	t.sku, t.stock = sku, stock
-	before, err := t.lib.Footprint(ctx, sku)
+	return t.prepareSKUs(ctx, []string{sku}, []int64{stock})
+}
+
+func (t *libTarget) prepareSKUs(ctx context.Context, skus []string, stocks []int64) error {
+	t.sku, t.skus, t.stock = skus[0], skus, 0
+	before, err := t.lib.Footprint(ctx, t.sku)
 	if err != nil {
 		return err
 	}
 	t.before = before
-	return t.lib.PutOnSale(ctx, sku, stock)
+	for i, sku := range skus {
+		if err := t.lib.PutOnSale(ctx, sku, stocks[i]); err != nil {
+			return err
+		}
+		t.stock += stocks[i]
+	}
+	return nil
 }
 
+// memory measures the first SKU only, so it is reported for one-SKU sales.
 func (t *libTarget) memory(ctx context.Context, sold int64) (*MemoryReport, error) {
+	if len(t.skus) > 1 {
+		return nil, nil
+	}
 	return measureMemory(ctx, t.lib, t.sku, t.before, sold, t.retire, t.retireWait)
 }
 
-func (t *libTarget) deduct(ctx context.Context, _ *benchWorker, user, requestID string) (outcome, int64, error) {
-	rc, err := t.lib.Deduct(ctx, t.sku, user, requestID)
+func (t *libTarget) deduct(ctx context.Context, w *benchWorker, user, requestID string) (outcome, int64, error) {
+	rc, err := t.lib.Deduct(ctx, t.skus[w.sku], user, requestID)
 	if err == nil {
-		return outOK, rc.Seq, nil
+		// The library tells a replay itself: seqs, counted per SKU, could
+		// not tell them apart over several SKUs.
+		if rc.Replayed {
+			return outReplayed, rc.Seq, nil
+		}
+		return outSold, rc.Seq, nil
 	}
 	// The library's one error table names the error; the bench only
 	// counts by that name, as it does for the HTTP API's answers.
@@ -74,14 +98,24 @@ func (t *libTarget) catchUp(ctx context.Context, timeout time.Duration) (bool, b
 	if t.unprojected {
 		return false, false, 0, nil
 	}
-	ok, waited, err := t.lib.WaitLedger(ctx, t.sku, timeout)
-	return true, ok, waited, err
+	start := time.Now()
+	for _, sku := range t.skus {
+		ok, _, err := t.lib.WaitLedger(ctx, sku, max(0, timeout-time.Since(start)))
+		if err != nil || !ok {
+			return true, false, time.Since(start), err
+		}
+	}
+	return true, true, time.Since(start), nil
 }
 
 func (t *libTarget) check(ctx context.Context) (int64, int64, error) {
-	remaining, err := t.lib.RedisStock(ctx, t.sku)
-	if err != nil {
-		return 0, 0, err
+	var remaining int64
+	for _, sku := range t.skus {
+		r, err := t.lib.RedisStock(ctx, sku)
+		if err != nil {
+			return 0, 0, err
+		}
+		remaining += r
 	}
 	return t.stock - remaining, remaining, nil
 }

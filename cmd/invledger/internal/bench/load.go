@@ -21,6 +21,7 @@ type loadSpec struct {
 	Duration    time.Duration // stop issuing after this long
 	Requests    int64         // stop issuing after this many attempts; 0: only Duration
 	Users       int
+	SKUs        int     // the sale's SKUs; each purchase picks one uniformly
 	RetryShare  float64 // attempts that resend an earlier request (same request_id)
 	RepeatShare float64 // attempts by an earlier buyer with a new request_id
 	Timeout     time.Duration
@@ -33,8 +34,10 @@ type deductFunc func(ctx context.Context, w *benchWorker, user, requestID string
 
 // benchWorker is one simulated client. scratch and conn are the target's:
 // a buffer to reuse and a connection of this client's, closed at the end.
+// sku is the index of the SKU the attempt being made buys.
 type benchWorker struct {
 	id      int
+	sku     int
 	rng     *rand.Rand
 	recs    []benchRecord
 	seqs    []int64
@@ -62,23 +65,40 @@ type traffic struct {
 // recentWindow is how far back retries and repeat buyers reach.
 const recentWindow = 1000
 
-func (t *traffic) next(rng *rand.Rand, buf []byte) (user, requestID string, ok bool) {
+// next hands out one attempt: its buyer, request id and the index of its
+// SKU. The SKU is a function of the fresh purchase the attempt retries or
+// repeats, so a retry goes to the SKU of the request it resends.
+func (t *traffic) next(rng *rand.Rand, buf []byte) (user, requestID string, sku int, ok bool) {
 	n := t.issued.Add(1)
 	if t.spec.Requests > 0 && n > t.spec.Requests {
-		return "", "", false
+		return "", "", 0, false
 	}
 	b := t.base.Load()
 	u := rng.Float64()
 	switch {
 	case b > 0 && u < t.spec.RetryShare:
 		k := b - 1 - rng.Int64N(min(b, recentWindow))
-		return t.userOf(k, buf), "b" + strconv.FormatInt(k, 10), true
+		return t.userOf(k, buf), "b" + strconv.FormatInt(k, 10), t.skuOf(k), true
 	case b > 0 && u < t.spec.RetryShare+t.spec.RepeatShare:
 		k := b - 1 - rng.Int64N(min(b, recentWindow))
-		return t.userOf(k, buf), "x" + strconv.FormatInt(n, 10), true
+		return t.userOf(k, buf), "x" + strconv.FormatInt(n, 10), t.skuOf(k), true
 	}
 	k := t.base.Add(1) - 1
-	return t.userOf(k, buf), "b" + strconv.FormatInt(k, 10), true
+	return t.userOf(k, buf), "b" + strconv.FormatInt(k, 10), t.skuOf(k), true
+}
+
+// skuOf spreads the fresh purchases uniformly over the SKUs: a hash of the
+// purchase's number (splitmix64's finalizer), not the number itself, so
+// neighbouring purchases, which are in flight together, do not take turns.
+func (t *traffic) skuOf(k int64) int {
+	if t.spec.SKUs <= 1 {
+		return 0
+	}
+	x := uint64(k)
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return int(x % uint64(t.spec.SKUs))
 }
 
 func (t *traffic) userOf(k int64, buf []byte) string {
@@ -93,9 +113,10 @@ type loadRun struct {
 	errSamples  []string
 }
 
-// liveCounters feed the progress line.
+// liveCounters feed the progress line. sold counts the successes a target
+// itself tells from replays (outSold), for the units sold by a moment.
 type liveCounters struct {
-	done, ok, soldOut, already, failed atomic.Int64
+	done, ok, sold, soldOut, already, failed atomic.Int64
 }
 
 // runLoad drives deduct from spec.Concurrency workers until the duration or
@@ -120,10 +141,11 @@ func runLoad(ctx context.Context, spec loadSpec, deduct deductFunc, live *liveCo
 			}()
 			userBuf := make([]byte, 0, 24)
 			for runCtx.Err() == nil && time.Now().Before(deadline) {
-				user, req, ok := tr.next(w.rng, userBuf)
+				user, req, sku, ok := tr.next(w.rng, userBuf)
 				if !ok {
 					return
 				}
+				w.sku = sku
 				t0 := time.Now()
 				actx, cancel := context.WithTimeout(runCtx, spec.Timeout)
 				out, seq, err := deduct(actx, w, user, req)
@@ -188,6 +210,9 @@ func micros(d time.Duration) uint32 {
 func (l *liveCounters) count(o outcome) {
 	l.done.Add(1)
 	switch {
+	case o == outSold:
+		l.ok.Add(1)
+		l.sold.Add(1)
 	case o.success():
 		l.ok.Add(1)
 	case o == outSoldOut:

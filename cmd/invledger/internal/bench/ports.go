@@ -76,6 +76,10 @@ type Library interface {
 	// PurchaseBatches reports the purchase script calls so far and the
 	// attempts they carried.
 	PurchaseBatches() (calls, attempts float64, err error)
+	// PurchaseCallsInFlight reads invledger_purchase_batches_in_flight,
+	// summed over its series: the purchase script calls in flight now. ok
+	// is false where the library does not export it.
+	PurchaseCallsInFlight() (calls float64, ok bool, err error)
 }
 
 // Footprint is what a SKU costs Redis: MEMORY USAGE of its keys and of its
@@ -92,6 +96,9 @@ type Footprint struct {
 type Receipt struct {
 	Seq     int64
 	EventID string
+	// Replayed is set when the request id had bought before: this answer
+	// sold nothing.
+	Replayed bool
 }
 
 // Keys names a SKU's Redis keys.

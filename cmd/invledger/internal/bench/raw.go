@@ -124,35 +124,48 @@ func prepareRawScenario(ctx context.Context, site *Site, sku string, stock int64
 	// projector a backlog.
 	s.benchStream = stream + ":bench-raw"
 	s.bulky = append(s.bulky, s.benchStream)
+	if s.args, err = rawBenchmarkArgs(args, probeUser, probeRequest, rc.EventID, stream, s.benchStream); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// rawBenchmarkArgs turns the script call captured from the probe purchase
+// into redis-benchmark's: the probe's user, request id and event id become
+// values drawn per call (__rand_int__), and its stream becomes benchStream.
+// It knows the script's argument layout only as far as each of those
+// values appearing exactly once: the one place to adapt when batch.lua's
+// arguments change shape (a value sent twice, or one per SKU group).
+func rawBenchmarkArgs(args []string, user, request, eventID, stream, benchStream string) ([]string, error) {
 	// A v7 UUID's shape: 24 fixed characters, then 12 random digits.
 	const eventPrefix = "0190b5a4-7a52-7c3e-9d1b-"
+	out := slices.Clone(args)
 	replaced := map[string]int{}
-	for i, v := range args {
+	for i, v := range out {
 		if i < 2 {
 			continue
 		}
 		switch v {
-		case probeUser:
-			args[i] = "u__rand_int__"
-		case probeRequest:
-			args[i] = "r__rand_int__"
-		case rc.EventID:
-			args[i] = eventPrefix + "__rand_int__"
+		case user:
+			out[i] = "u__rand_int__"
+		case request:
+			out[i] = "r__rand_int__"
+		case eventID:
+			out[i] = eventPrefix + "__rand_int__"
 		case stream:
-			args[i] = s.benchStream
+			out[i] = benchStream
 		default:
 			continue
 		}
 		replaced[v]++
 	}
-	for _, v := range []string{probeUser, probeRequest, rc.EventID, stream} {
+	for _, v := range []string{user, request, eventID, stream} {
 		if replaced[v] != 1 {
-			return nil, fmt.Errorf("cannot map the deduct script's arguments (%q seen %d times in %q); update raw.go", v, replaced[v], args)
+			return nil, fmt.Errorf("cannot map the deduct script's arguments (%q seen %d times in %q); update rawBenchmarkArgs", v, replaced[v], args)
 		}
 	}
-	args[0] = "EVALSHA"
-	s.args = args
-	return s, nil
+	out[0] = "EVALSHA"
+	return out, nil
 }
 
 // rawResult is what redis-benchmark printed.

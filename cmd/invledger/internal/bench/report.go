@@ -13,7 +13,8 @@ type Report struct {
 	Target       string           `json:"target"`
 	Clients      int              `json:"clients"`
 	Stock        int64            `json:"stock"`
-	SKU          string           `json:"sku,omitempty"`
+	SKU          string           `json:"sku,omitempty"` // the first, with --skus
+	SKUs         int              `json:"skus,omitempty"`
 	Attempts     int64            `json:"attempts"`
 	Seconds      float64          `json:"seconds"`
 	Throughput   float64          `json:"throughput_per_s"`
@@ -47,11 +48,18 @@ type Report struct {
 	// it (from /proc, sampled at the first sold_out).
 	RedisUsecPerPurchase float64 `json:"redis_usec_per_purchase,omitempty"`
 	RedisUsecPerRefusal  float64 `json:"redis_usec_per_refusal,omitempty"`
+	// BenchUsecPerPurchase is this process's CPU time (getrusage) per unit
+	// sold before the first sold_out: the load generator and, for lib, the
+	// service's Go side.
+	BenchUsecPerPurchase float64 `json:"bench_usec_per_purchase,omitempty"`
 	// MeanBatchSize is the mean number of attempts per purchase script call
 	// (lib and http), from invledger_purchase_batch_size.
-	MeanBatchSize   float64  `json:"mean_batch_size,omitempty"`
-	AOFBytesPerCall float64  `json:"aof_bytes_per_call,omitempty"`
-	Notes           []string `json:"notes,omitempty"`
+	MeanBatchSize float64 `json:"mean_batch_size,omitempty"`
+	// MeanCallsInFlight is the mean of invledger_purchase_batches_in_flight
+	// sampled during the run, where the library exports it.
+	MeanCallsInFlight float64  `json:"mean_calls_in_flight,omitempty"`
+	AOFBytesPerCall   float64  `json:"aof_bytes_per_call,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
 }
 
 // LatencyMS holds latency percentiles in milliseconds. redis-benchmark does
@@ -184,6 +192,13 @@ func (r *Report) applyCheck(soldByTarget, remaining int64) {
 	}
 }
 
+// perPurchase sets the CPU per purchase of Redis and of this process
+// between two samples, over units sold.
+func (r *Report) perPurchase(a, b cpuSample, units int64) {
+	r.RedisUsecPerPurchase = redisUsecPer(a, b, units)
+	r.BenchUsecPerPurchase = usecPer(b.self-a.self, units)
+}
+
 func (r *Report) setLedger(caughtUp bool, lag time.Duration) {
 	s := lag.Seconds()
 	r.LedgerEqualsRedis, r.LedgerEqualsRedisAfter = &caughtUp, &s
@@ -206,7 +221,11 @@ func (r *Report) failures() []string {
 }
 
 func (r *Report) print(w io.Writer) {
-	fmt.Fprintf(w, "\n%s: %d clients, %d units on sale (sku %s)\n", r.Target, r.Clients, r.Stock, r.SKU)
+	if r.SKUs > 1 {
+		fmt.Fprintf(w, "\n%s: %d clients, %d units on sale over %d SKUs (%s ...)\n", r.Target, r.Clients, r.Stock, r.SKUs, r.SKU)
+	} else {
+		fmt.Fprintf(w, "\n%s: %d clients, %d units on sale (sku %s)\n", r.Target, r.Clients, r.Stock, r.SKU)
+	}
 	fmt.Fprintf(w, "  attempts             %d in %.2fs\n", r.Attempts, r.Seconds)
 	fmt.Fprintf(w, "  throughput           %.0f/s\n", r.Throughput)
 	fmt.Fprintf(w, "  latency              p50 %s  p99 %s  p999 %s  max %s\n", ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max))
@@ -235,11 +254,17 @@ func (r *Report) print(w io.Writer) {
 	if c := r.CPU; c != nil {
 		fmt.Fprintf(w, "  cores used           bench %.2f  redis %.2f  postgres %.2f\n", c.Bench, c.Redis, c.Postgres)
 	}
+	if r.BenchUsecPerPurchase > 0 {
+		fmt.Fprintf(w, "  bench process CPU    %.2f µs per purchase (load generator included)\n", r.BenchUsecPerPurchase)
+	}
 	if r.RedisUsecPerPurchase > 0 || r.RedisUsecPerRefusal > 0 {
 		fmt.Fprintf(w, "  redis CPU            %.2f µs per purchase, %.2f µs per refusal after sold out\n", r.RedisUsecPerPurchase, r.RedisUsecPerRefusal)
 	}
 	if r.MeanBatchSize > 0 {
 		fmt.Fprintf(w, "  mean batch size      %.1f attempts per script call\n", r.MeanBatchSize)
+	}
+	if r.MeanCallsInFlight > 0 {
+		fmt.Fprintf(w, "  calls in flight      %.2f on average\n", r.MeanCallsInFlight)
 	}
 	if r.Memory != nil {
 		r.Memory.print(w)

@@ -141,8 +141,9 @@ func runSingle(ctx context.Context, cfg Config, deps Deps, progress io.Writer) (
 		t = pt
 	}
 	defer t.close()
-	fmt.Fprintf(progress, "bench %s: %d clients, %s, %d units on sale, GOMAXPROCS %d\n", cfg.Target, cfg.Concurrency, cfg.limitText(), stock, runtime.GOMAXPROCS(0))
-	rep, err := runTarget(ctx, t, benchSKU("bench"), cfg.spec(), stock, cfg.CatchUp, progress, nil)
+	fmt.Fprintf(progress, "bench %s: %d clients, %s, %d units on sale over %d SKUs, GOMAXPROCS %d\n",
+		cfg.Target, cfg.Concurrency, cfg.limitText(), stock, cfg.SKUs, runtime.GOMAXPROCS(0))
+	rep, err := runTarget(ctx, t, benchSKUs("bench", cfg.SKUs), cfg.spec(), stock, cfg.CatchUp, progress, &cpuSampler{selfOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +153,20 @@ func runSingle(ctx context.Context, cfg Config, deps Deps, progress io.Writer) (
 // benchSKU names a run's SKU uniquely: prefix, then the time in base 36.
 func benchSKU(prefix string) string {
 	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// benchSKUs names a run's n SKUs: benchSKU(prefix) alone, or followed by
+// -0, -1, ...
+func benchSKUs(prefix string, n int) []string {
+	base := benchSKU(prefix)
+	if n == 1 {
+		return []string{base}
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = base + "-" + strconv.Itoa(i)
+	}
+	return out
 }
 
 // loadAverage reads the 1-minute load average, to show how busy the machine

@@ -47,6 +47,7 @@ func (f *fakeLibrary) Deduct(_ context.Context, sku, user, requestID string) (Re
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rc, ok := f.bought[sku+"/"+user+"/"+requestID]; ok {
+		rc.Replayed = true
 		return rc, nil
 	}
 	switch {
@@ -89,6 +90,8 @@ func (f *fakeLibrary) Footprint(_ context.Context, sku string) (Footprint, error
 
 func (f *fakeLibrary) PurchaseBatches() (calls, attempts float64, err error) { return 0, 0, nil }
 
+func (f *fakeLibrary) PurchaseCallsInFlight() (float64, bool, error) { return 2, true, nil }
+
 func (f *fakeLibrary) Retire(_ context.Context, sku string, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -129,14 +132,7 @@ func TestRunLib(t *testing.T) {
 	}
 	cfg := Config{Target: "lib", Concurrency: 4, Requests: 300, Stock: 100, Users: 1000, RetryShare: 0.2, RepeatShare: 0.1,
 		Projector: true, Retire: true, JSON: true}
-	var out bytes.Buffer
-	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("--json: %v\n%s", err, out.String())
-	}
+	rep := runJSON(t, cfg, deps)
 	var sum int64
 	for _, n := range rep.Outcomes {
 		sum += n
@@ -158,6 +154,52 @@ func TestRunLib(t *testing.T) {
 		m.KeysPerPurchase.Total != 101 || m.Retired == nil || m.Retired.KeysBytes != 0 || m.Retired.TombstoneBytes != 20 {
 		t.Errorf("redis memory: %+v", m)
 	}
+}
+
+// TestRunLibOverSKUs spreads a sale over several SKUs: every SKU is put on
+// sale with its share of the stock, and the whole stock is sold.
+func TestRunLibOverSKUs(t *testing.T) {
+	t.Parallel()
+	lib := newFakeLibrary()
+	deps := Deps{
+		ErrorCode: fakeErrorCode,
+		Servers: func() (Servers, error) {
+			return Servers{RedisAddrs: []string{"127.0.0.1:6379"}, DatabaseURL: "postgres://bench@127.0.0.1/invledger",
+				Open: func(context.Context) (*Site, error) { return &Site{Library: lib, Close: func() {}}, nil }}, nil
+		},
+	}
+	cfg := Config{Target: "lib", Concurrency: 4, Duration: 300 * time.Millisecond, Stock: 103, SKUs: 5, Users: 1000, RetryShare: 0.2, JSON: true}
+	rep := runJSON(t, cfg, deps)
+	if rep.SKUs != 5 || rep.Sold != 103 || rep.SoldByTarget != 103 || rep.Oversold != 0 || rep.Errors != 0 || rep.Outcomes["replayed"] == 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if rep.MeanCallsInFlight != 2 {
+		t.Errorf("mean calls in flight %g, want the library's 2", rep.MeanCallsInFlight)
+	}
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if len(lib.stock) != 5 {
+		t.Fatalf("%d SKUs put on sale, want 5", len(lib.stock))
+	}
+	for sku, left := range lib.stock {
+		if left != 0 {
+			t.Errorf("%s has %d units left", sku, left)
+		}
+	}
+}
+
+// runJSON runs cfg, which asks for --json, and reads its report.
+func runJSON(t *testing.T, cfg Config, deps Deps) Report {
+	t.Helper()
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, deps, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out.String())
+	}
+	return rep
 }
 
 // TestRunRefusesRemoteServers checks that lib refuses servers on other

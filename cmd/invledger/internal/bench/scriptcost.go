@@ -100,37 +100,60 @@ func pauseAOFRewrites(ctx context.Context, rdb redis.UniversalClient) (restore f
 	}, nil
 }
 
+// seedLikeSale is the seed-like script's sale: its redis-benchmark
+// command, and each SKU's stock key and stream.
+type seedLikeSale struct {
+	*rawScenario
+	stockKeys, streams []string
+}
+
 // seedLikeScenario loads the seed-like script and a sale of stock units
-// under keys of their own.
-func seedLikeScenario(ctx context.Context, rdb redis.UniversalClient, stock int64) (*rawScenario, error) {
+// on each of skus SKUs, under keys of their own.
+func seedLikeScenario(ctx context.Context, rdb redis.UniversalClient, stock int64, skus int) (*seedLikeSale, error) {
 	if err := seedLikeScript.Load(ctx, rdb).Err(); err != nil {
 		return nil, fmt.Errorf("load the seed-like script: %w", err)
 	}
-	const tag = "bench:{seed-like}:"
-	s := &rawScenario{sku: "seed-like", skuKey: tag + "stock", benchStream: tag + "events"}
-	s.bulky = []string{s.skuKey, tag + "buyers", s.benchStream}
+	s := &seedLikeSale{rawScenario: &rawScenario{sku: "seed-like"}}
+	tag := func(i int) string { return "bench:{seed-like-" + strconv.Itoa(i) + "}:" }
+	if skus == 1 {
+		// The keys the script names itself for --skus, passed as KEYS.
+		tag = func(int) string { return "bench:{seed-like}:" }
+	}
+	for i := range skus {
+		t := tag(i)
+		s.stockKeys, s.streams = append(s.stockKeys, t+"stock"), append(s.streams, t+"events")
+		s.bulky = append(s.bulky, t+"stock", t+"buyers", t+"events")
+	}
 	if err := rdb.Del(ctx, s.bulky...).Err(); err != nil {
 		return nil, err
 	}
-	if err := rdb.Set(ctx, s.skuKey, stock, 0).Err(); err != nil {
-		return nil, err
+	for _, k := range s.stockKeys {
+		if err := rdb.Set(ctx, k, stock, 0).Err(); err != nil {
+			return nil, err
+		}
 	}
-	s.args = []string{"EVALSHA", seedLikeScript.Hash(), "3", s.skuKey, tag + "buyers", s.benchStream, "seed-like", "u__rand_int__", "1"}
+	s.skuKey, s.benchStream = s.stockKeys[0], s.streams[0]
+	if skus == 1 {
+		s.args = []string{"EVALSHA", seedLikeScript.Hash(), "3", s.skuKey, tag(0) + "buyers", s.benchStream, "seed-like", "u__rand_int__", "1"}
+	} else {
+		s.args = []string{"EVALSHA", seedLikeScript.Hash(), "0", "seed-like", "u__rand_int__", "1", strconv.Itoa(skus)}
+	}
 	return s, nil
 }
 
-// runSeedLikeSoldOut runs the seed-like script for n calls on a SKU with
+// runSeedLikeSoldOut runs the seed-like script for n calls on SKUs with
 // no stock: every call is a refusal, for Redis's CPU per refusal.
 func (c *comparison) runSeedLikeSoldOut(ctx context.Context, n int, cpu *cpuSampler) (Report, error) {
-	s, err := seedLikeScenario(ctx, c.rdb, 0)
+	s, err := seedLikeScenario(ctx, c.rdb, 0, c.cfg.SKUs)
 	if err != nil {
 		return Report{}, err
 	}
 	defer func() { _ = s.cleanup(ctx, c.rdb) }()
-	rep, res, err := c.measureScript(ctx, s, seedLikeSoldOutLabel, 0, n, cpu)
+	rep, res, err := c.measureScript(ctx, s.rawScenario, seedLikeSoldOutLabel, 0, n, cpu)
 	if err != nil {
 		return rep, err
 	}
+	rep.SKUs = c.cfg.SKUs
 	rep.Outcomes["sold_out"] = res.requests
 	rep.SoldOutPhase = &PhaseReport{Attempts: res.requests, Seconds: res.seconds, Throughput: res.rps, P50: res.p50, P99: res.p99}
 	return rep, nil
@@ -139,24 +162,30 @@ func (c *comparison) runSeedLikeSoldOut(ctx context.Context, n int, cpu *cpuSamp
 // runSeedLike runs the seed-like ceiling for n calls and checks in Redis
 // that every call that deducted appended its event.
 func (c *comparison) runSeedLike(ctx context.Context, n int, cpu *cpuSampler) (Report, error) {
-	s, err := seedLikeScenario(ctx, c.rdb, rawCeilingStock)
+	s, err := seedLikeScenario(ctx, c.rdb, rawCeilingStock, c.cfg.SKUs)
 	if err != nil {
 		return Report{}, err
 	}
 	defer func() { _ = s.cleanup(ctx, c.rdb) }()
-	rep, res, err := c.measureScript(ctx, s, seedLikeLabel, rawCeilingStock, n, cpu)
+	rep, res, err := c.measureScript(ctx, s.rawScenario, seedLikeLabel, rawCeilingStock, n, cpu)
 	if err != nil {
 		return rep, err
 	}
-	left, err := c.rdb.Get(ctx, s.skuKey).Int64()
-	if err != nil {
-		return rep, err
+	rep.SKUs = c.cfg.SKUs
+	var events int64
+	for i, k := range s.stockKeys {
+		left, err := c.rdb.Get(ctx, k).Int64()
+		if err != nil {
+			return rep, err
+		}
+		grew, err := c.rdb.XLen(ctx, s.streams[i]).Result()
+		if err != nil {
+			return rep, err
+		}
+		rep.Sold += rawCeilingStock - left
+		events += grew
 	}
-	events, err := c.rdb.XLen(ctx, s.benchStream).Result()
-	if err != nil {
-		return rep, err
-	}
-	rep.Sold, rep.SoldByTarget = rawCeilingStock-left, rawCeilingStock-left
+	rep.SoldByTarget = rep.Sold
 	rep.Outcomes["sold"] = rep.Sold
 	if rest := res.requests - rep.Sold; rest > 0 {
 		rep.Outcomes["already_purchased"] = rest

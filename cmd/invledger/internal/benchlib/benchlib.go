@@ -43,7 +43,7 @@ func (l *Library) Deduct(ctx context.Context, sku, user, requestID string) (benc
 		return bench.Receipt{}, err
 	}
 	rc, err := l.Service.Deduct(ctx, cmd)
-	return bench.Receipt{Seq: rc.Seq, EventID: rc.EventID}, err
+	return bench.Receipt{Seq: rc.Seq, EventID: rc.EventID, Replayed: rc.Replayed}, err
 }
 
 // RedisStock is the stock Redis holds for sku.
@@ -77,6 +77,25 @@ func (l *Library) PurchaseBatches() (calls, attempts float64, err error) {
 		}
 	}
 	return 0, 0, errors.New("invledger_purchase_batch_size is not registered")
+}
+
+// PurchaseCallsInFlight reads invledger_purchase_batches_in_flight from
+// App's registry, summed over its series; ok is false while the library
+// does not register it.
+func (l *Library) PurchaseCallsInFlight() (calls float64, ok bool, err error) {
+	families, err := l.App.Metrics.Registry.Gather()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, f := range families {
+		if f.GetName() == "invledger_purchase_batches_in_flight" {
+			for _, m := range f.GetMetric() {
+				calls += m.GetGauge().GetValue()
+			}
+			return calls, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // Footprint measures what sku costs Redis.

@@ -91,6 +91,8 @@ helm.sh/chart: {{ printf "%s-%s" $.Chart.Name $.Chart.Version }}
   value: {{ .Values.settings.retireAfter | quote }}
 - name: INVLEDGER_STREAM_RETENTION
   value: {{ .Values.settings.streamRetention | quote }}
+- name: INVLEDGER_STREAM_ENTRIES
+  value: {{ .Values.settings.streamEntries | quote }}
 {{- with .Values.settings.webhookAllowNets }}
 - name: INVLEDGER_WEBHOOK_ALLOW_NETS
   value: {{ . | quote }}
