@@ -34,6 +34,16 @@ func (r refuseOne) AppendBatch(ctx context.Context, events []domain.Event) (map[
 	return r.ProjectorStore.AppendBatch(ctx, events)
 }
 
+// skuBeside returns a SKU id starting with prefix in the partition of sku,
+// so that one purchase call may carry the attempts of both.
+func skuBeside(s *stacktest.Stack, sku, prefix string) string {
+	for i := 0; ; i++ {
+		if c := fmt.Sprint(prefix, i); s.Keyspace.Partition(c) == s.Keyspace.Partition(sku) {
+			return c
+		}
+	}
+}
+
 // TestEntriesOfSeveralEventsAndOf100 projects a backlog mixing 1.0.0's
 // one-event entries (as its deduct.lua wrote them) with entries of several
 // events of two SKUs of one partition: every good event lands in the ledger
@@ -46,12 +56,7 @@ func TestEntriesOfSeveralEventsAndOf100(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	a := "multi-a"
-	b := ""
-	for i := 0; b == ""; i++ {
-		if c := fmt.Sprint("multi-b", i); s.Keyspace.Partition(c) == s.Keyspace.Partition(a) {
-			b = c
-		}
-	}
+	b := skuBeside(s, a, "multi-b")
 	s.SKU(t, a, 100, 10)
 	s.SKU(t, b, 100, 10)
 	stream := s.Keyspace.SKUStreamKey(a)

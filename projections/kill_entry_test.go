@@ -109,12 +109,7 @@ func TestProjectorProcessKilledInTheMiddleOfABatchEntry(t *testing.T) {
 	s := stacktest.New(t)
 	ctx := context.Background()
 	a := "kill-entry-a"
-	b := ""
-	for i := 0; b == ""; i++ {
-		if c := fmt.Sprint("kill-entry-b", i); s.Keyspace.Partition(c) == s.Keyspace.Partition(a) {
-			b = c
-		}
-	}
+	b := skuBeside(s, a, "kill-entry-b")
 	skus := []string{a, b}
 	const buyers = 1200
 	for _, sku := range skus {
