@@ -17,11 +17,21 @@ var ErrScript = errors.New("unexpected redis script reply")
 // Callers read all the fields they need and then check Err once.
 type reply struct {
 	what string
-	v    []any
-	err  error
+	// of, if set, is what the reply is about, joined to what only in an
+	// error: a purchase does not pay for the string otherwise.
+	of  string
+	v   []any
+	err error
 }
 
 func newReply(what string, v []any) *reply { return &reply{what: what, v: v} }
+
+func (r *reply) name() string {
+	if r.of == "" {
+		return r.what
+	}
+	return r.what + " " + r.of
+}
 
 // Err returns the first problem met, or nil.
 func (r *reply) Err() error { return r.err }
@@ -32,14 +42,14 @@ func (r *reply) element(i int, field string) (any, bool) {
 		return nil, false
 	}
 	if i >= len(r.v) {
-		r.err = fmt.Errorf("%s: %w: %s missing (%d elements)", r.what, ErrScript, field, len(r.v))
+		r.err = fmt.Errorf("%s: %w: %s missing (%d elements)", r.name(), ErrScript, field, len(r.v))
 		return nil, false
 	}
 	return r.v[i], true
 }
 
 func (r *reply) fail(i int, field, want string) {
-	r.err = fmt.Errorf("%s: %w: %s (element %d) is %T %v, want %s", r.what, ErrScript, field, i, r.v[i], r.v[i], want)
+	r.err = fmt.Errorf("%s: %w: %s (element %d) is %T %v, want %s", r.name(), ErrScript, field, i, r.v[i], r.v[i], want)
 }
 
 // Code reads element 0, a script's reply code.
