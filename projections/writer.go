@@ -95,11 +95,14 @@ type submission struct {
 
 // GroupCommitWriter gathers entries from many concurrent handlers and
 // commits their events together. One goroutine gathers: it takes every
-// queued entry, up to MaxBatch events, waits for the rest of every read the batch holds part of (up
-// to ReadWait), lingers up to MaxWait, and hands the batch to one of
-// Writers committers; while all of them are busy it keeps adding to the
-// batch. Submit returns only once its entry's transaction committed, so a
-// handler acks its message strictly after the commit.
+// queued entry, up to MaxBatch events, waits for the rest of every read
+// the batch holds part of (up to ReadWait), lingers up to MaxWait, and
+// hands the batch to one of Writers committers; while all of them are busy
+// it keeps adding to the batch. Submit returns only once its entry's
+// transaction committed, so a handler acks its message strictly after the
+// commit. An entry's events commit in one transaction; entries, even of
+// one stream, may commit in any order, which the ledger's watermark (the
+// highest seq with none missing below it) and the sealer allow for.
 type GroupCommitWriter struct {
 	cfg     GroupCommitConfig
 	store   LedgerAppender

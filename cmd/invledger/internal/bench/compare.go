@@ -345,9 +345,10 @@ func randomSecret() string {
 	return hex.EncodeToString(b)
 }
 
-// floors are issue 31's targets for a batch-native purchase path, against
-// the seed-like script at the same clients (over the same SKUs): lib's
-// throughput and Redis CPU per purchase, by clients and SKUs.
+// floors are what the batch-native purchase path aims at, against the
+// seed-like script at the same clients (over the same SKUs): lib's
+// throughput and Redis CPU per purchase, by clients and SKUs. The lab note
+// docs/benchmarks/2026-12-02-batch-native-path.md says which it meets.
 func (r *CompareReport) floors() (libThroughput, libRedisCPU float64) {
 	switch {
 	case r.SKUs > 1 && r.Clients >= 1000:
