@@ -9,5 +9,5 @@
 //
 // Go callers use it in-process, so a purchase costs one Redis round trip
 // and no network hop of ours; the HTTP API and the CLI are thin adapters
-// over it. adapters/runtime/app wires it.
+// over it. app wires it.
 package ledger

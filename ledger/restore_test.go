@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/projector"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/projections"
 )
 
 // sell runs attempts purchases by users distinct users on sku, 64 at a time:
@@ -257,7 +257,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	}
 	for _, sku := range skus {
 		groups, err := s.RedisClient.XInfoGroups(ctx, s.Keyspace.SKUStreamKey(sku)).Result()
-		if err != nil || len(groups) != 1 || groups[0].Name != projections.ConsumerGroup {
+		if err != nil || len(groups) != 1 || groups[0].Name != projector.ConsumerGroup {
 			t.Fatalf("groups of %s's stream: %v %v", sku, groups, err)
 		}
 	}

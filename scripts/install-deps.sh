@@ -26,7 +26,7 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /
 # The console's end-to-end tests and `make screenshots` drive Debian's chromium.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # docs/openapi.yaml's patterns are checked in Python's re and ECMA-262 as
-# well as Go's regexp (adapters/http/httpapi, TestSpecPatternsMeanTheSameInEveryEngine).
+# well as Go's regexp (internal/httpapi, TestSpecPatternsMeanTheSameInEveryEngine).
 [[ -x /usr/bin/python3 ]] || command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
 

@@ -19,12 +19,12 @@ phase "go test -race"
 # go test runs as many packages at once as there are CPUs, starting them in
 # the order given. The slowest packages, whose crash, outage and full-speed
 # sale tests run serially, go first: started last, they would run on alone.
-go test -race -count=1 -timeout 20m ./ledger/reconcile ./projections ./cmd/invledger ./ledger ./...
+go test -race -count=1 -timeout 20m ./ledger/reconcile ./internal/projector ./cmd/invledger ./ledger ./...
 
-phase "Watermill's conformance suite for adapters/driven/redisbatch, without -race"
+phase "Watermill's conformance suite for internal/redis/redisbatch, without -race"
 # The suite turns its short mode off under -race and is built only without
 # it (//go:build !race); its full, non-short run takes about 10s here.
-go test -count=1 -run '^TestPubSub$' ./adapters/driven/redisbatch/
+go test -count=1 -run '^TestPubSub$' ./internal/redis/redisbatch/
 
 phase "deploy/: the Helm chart and compose.yaml, rendered and checked (a module of its own, without -race)"
 # helm and the Kubernetes API types stay out of the main module. -race
@@ -36,7 +36,7 @@ phase "the container image (make image's code path), without -race"
 # Its tests build the image, run it from its extracted tree under chroot
 # and break it in every way its checks must catch (//go:build !race: the
 # detector would slow their gunzip tenfold).
-go test -count=1 ./scripts/mkimage/ociimage/
+go test -count=1 ./scripts/mkimage/internal/ociimage/
 
 phase "benchmarks (short, so they cannot rot)"
 go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...

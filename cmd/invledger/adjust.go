@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/wire"
 )
 
 func newAdjustCmd() *cobra.Command {
@@ -32,7 +32,7 @@ set --api (INVLEDGER_API_URL) and --token (INVLEDGER_API_TOKEN).`,
 		if err != nil {
 			return err
 		}
-		var adj apiwire.AdjustmentJSON
+		var adj wire.AdjustmentJSON
 		if err := c.Do(cmd.Context(), method, path, body, &adj); err != nil {
 			return err
 		}

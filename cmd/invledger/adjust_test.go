@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/server"
+	"github.com/invledger/invledger/testkit/localstack"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/wire"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -430,7 +430,7 @@ func TestAdjustCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adjust request: %v %s", err, stderr)
 	}
-	var adj apiwire.AdjustmentJSON
+	var adj wire.AdjustmentJSON
 	if err := json.Unmarshal([]byte(out), &adj); err != nil || adj.Status != string(domain.AdjustmentPending) || adj.RequestedBy != "alice" {
 		t.Fatalf("request printed %q (%v)", out, err)
 	}
@@ -460,7 +460,7 @@ func TestAdjustCommands(t *testing.T) {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	// issue 17, F16: --format json prints the API's page, csv a header and rows.
-	var page apiwire.AdjustmentPageJSON
+	var page wire.AdjustmentPageJSON
 	out, _, err = runCLIRaw("adjust", "list", "--format", "json")
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Adjustments) != 1 || page.Adjustments[0].SKU != "cli-adj" {
 		t.Fatalf("list --format json: %v\n%s", err, out)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/httpapi"
 	"github.com/invledger/invledger/ledger"
 )
 

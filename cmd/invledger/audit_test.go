@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/wire"
 )
 
 func TestAuditCommands(t *testing.T) {
@@ -45,7 +45,7 @@ func TestAuditCommands(t *testing.T) {
 		t.Fatalf("history stderr %q lacks the next page's --after", stderr)
 	}
 	out, _, err = runCLI(t, s, "audit", "history", "cli-a", "--after", "2", "--format", "json")
-	var page apiwire.HistoryPageJSON
+	var page wire.HistoryPageJSON
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Events) != 3 || page.Events[2].Type != string(domain.EventReleased) || page.NextAfter != nil {
 		t.Fatalf("history json: %v\n%s", err, out)
 	}
@@ -72,7 +72,7 @@ func TestAuditCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "USER_ID") || !strings.Contains(out, "=HYPERLINK(1)  1") {
 		t.Fatalf("buyers table: %v\n%s", err, out)
 	}
-	var bal apiwire.StockAtJSON
+	var bal wire.StockAtJSON
 	out, _, err = runCLI(t, s, "audit", "balance-at", "cli-a", "--at", time.Now().Add(time.Minute).Format(time.RFC3339), "--format", "json")
 	if err != nil || json.Unmarshal([]byte(out), &bal) != nil || bal.Stock != 8 {
 		t.Fatalf("balance-at: %v\n%s", err, out)

@@ -7,13 +7,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
 	"github.com/invledger/invledger/cmd/invledger/internal/benchlib"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/server"
+	"github.com/invledger/invledger/testkit/localstack"
 )
 
 func newBenchCmd(config func() (Config, error)) *cobra.Command {

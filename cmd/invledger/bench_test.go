@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // TestBenchCompareNeverOversells runs a tiny --compare on a private stack:

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
 )
 
 // Config holds the settings shared by every command. Each one is a flag

@@ -11,11 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/wire"
 )
 
 // TestDeadLetterCommands: a dead-lettered entry whose cause is fixed is
@@ -63,14 +63,14 @@ func TestDeadLetterCommands(t *testing.T) {
 	actor := "cli:" + me.Username
 
 	out, _, err := runCLI(t, s, "dead-letters", "list", "--status", "open", "--limit", "1", "--format", "json")
-	var page apiwire.DeadLetterPageJSON
+	var page wire.DeadLetterPageJSON
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.DeadLetters) != 1 || page.NextAfter == nil {
 		t.Fatalf("list page 1: %v\n%s", err, out)
 	}
 	good, bad := page.DeadLetters[0].ID, *page.NextAfter+1
 	for range 2 { // replay is idempotent
 		out, _, err = runCLI(t, s, "dead-letters", "replay", strconv.FormatInt(good, 10))
-		var dl apiwire.DeadLetterJSON
+		var dl wire.DeadLetterJSON
 		if err != nil || json.Unmarshal([]byte(out), &dl) != nil || dl.Status != "replayed" || *dl.HandledBy != actor {
 			t.Fatalf("replay: %v\n%s", err, out)
 		}
@@ -87,7 +87,7 @@ func TestDeadLetterCommands(t *testing.T) {
 		t.Fatalf("resolve without a note: %v, want a usage error naming note (a required flag, issue 17)", err)
 	}
 	out, _, err = runCLI(t, s, "dead-letters", "resolve", strconv.FormatInt(bad, 10), "--note", "garbage written by a test tool")
-	var dl apiwire.DeadLetterJSON
+	var dl wire.DeadLetterJSON
 	if err != nil || json.Unmarshal([]byte(out), &dl) != nil || dl.Status != "resolved" || *dl.HandledBy != actor || *dl.Note != "garbage written by a test tool" {
 		t.Fatalf("resolve: %v\n%s", err, out)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/cmd/invledger/internal/demo"
+	"github.com/invledger/invledger/internal/demo"
 )
 
 func newDemoCmd() *cobra.Command {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/invledger/invledger/cmd/invledger/internal/devstack"
+	"github.com/invledger/invledger/internal/devstack"
 
 	"errors"
 	"fmt"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/testkit/localstack"
 )
 
 func newDevCmd(cfg *Config) *cobra.Command {

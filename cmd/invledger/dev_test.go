@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // runDev runs `invledger dev` on dir until its banner is out, stops it,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
 )
 
 // appendFsync is the Redis appendfsync a durability mode needs.

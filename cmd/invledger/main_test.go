@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/cmd/invledger/internal/demo"
+	"github.com/invledger/invledger/internal/demo"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/stacktest"
+	"github.com/invledger/invledger/server"
 )
 
 // issueMetrics are the metrics issue 5 asks /metrics to expose.

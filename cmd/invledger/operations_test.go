@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
+	"github.com/invledger/invledger/wire"
 )
 
 // TestOperationsOverHTTPAndCLI: operations done through the API are
@@ -54,7 +54,7 @@ func TestOperationsOverHTTPAndCLI(t *testing.T) {
 	}
 
 	out, stderr, err := runCLIRaw("audit", "operations", "ops-1", "--format", "json", "--limit", "2", "--database-url", s.dbURL, "--log-level", "error")
-	var cliPage apiwire.OperationPageJSON
+	var cliPage wire.OperationPageJSON
 	if err != nil || json.Unmarshal([]byte(out), &cliPage) != nil || len(cliPage.Operations) != 2 || cliPage.Operations[0].Actor != "alice" ||
 		!strings.Contains(stderr, "--after") {
 		t.Fatalf("audit operations: %v %s\n%s", err, stderr, out)

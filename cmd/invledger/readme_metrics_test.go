@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // ourMetric matches the families docs/observability.md's table lists: invledger's

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // readmeCLIEnv, set to 1, makes the test binary run as the invledger CLI:

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
+	"github.com/invledger/invledger/internal/httpapi"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 

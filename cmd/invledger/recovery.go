@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/cmd/invledger/internal/progress"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/progress"
 )
 
 func newRestoreRedisCmd(withApp appRunner) *cobra.Command {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 

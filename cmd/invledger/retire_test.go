@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/testkit/localstack"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // serveProcess runs `invledger serve` as a child process over stack, so a

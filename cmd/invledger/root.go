@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/http/httpapi"
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/httpapi"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
 	"github.com/invledger/invledger/ledger"
 )
 

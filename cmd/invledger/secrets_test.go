@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/server"
 )
 
 // run runs the CLI with args and returns what it printed and its error.

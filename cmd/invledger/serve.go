@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/server"
 )
 
 // serveSettings are serve's flags: what runs, and the settings only a serving process needs.

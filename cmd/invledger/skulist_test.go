@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/wire"
 )
 
 // TestSKUListAndPagedBuyers: `sku list` and `audit buyers` page with
@@ -36,7 +36,7 @@ func TestSKUListAndPagedBuyers(t *testing.T) {
 		t.Fatalf("sku list page 1: %v\n%s%s", err, out, stderr)
 	}
 	out, stderr, err = runCLI(t, s, "sku", "list", "--after", "c-cold", "--format", "json")
-	var page apiwire.SKUPageJSON
+	var page wire.SKUPageJSON
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.SKUs) != 1 || page.NextAfter != nil || stderr != "" {
 		t.Fatalf("sku list page 2: %v\n%s%s", err, out, stderr)
 	}

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/driven/eventtail"
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/redis/eventtail"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
 )
 
 // newTailCmd is `invledger tail`. It needs Redis only, so it reads cfg

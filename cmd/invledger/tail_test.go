@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/driven/eventtail"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/internal/redis/eventtail"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 

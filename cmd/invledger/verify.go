@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/cmd/invledger/internal/progress"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/progress"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"

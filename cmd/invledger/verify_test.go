@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/seal"
+	"github.com/invledger/invledger/server"
 )
 
 // TestAuditVerifySaysWhatItChecked: on an unkeyed ledger, verify passes

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/driven/pgstore"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/internal/postgres/pgstore"
+	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 

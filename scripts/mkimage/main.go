@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/invledger/invledger/scripts/mkimage/ociimage"
+	"github.com/invledger/invledger/scripts/mkimage/internal/ociimage"
 )
 
 func main() {

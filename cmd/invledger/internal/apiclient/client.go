@@ -5,7 +5,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/invledger/invledger/adapters/http/httpclient"
+	"github.com/invledger/invledger/client"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -17,12 +17,12 @@ var ErrNotConfigured = errors.New("this command goes through the HTTP API as a t
 // empty is taken from INVLEDGER_API_URL or INVLEDGER_API_TOKEN. Both are
 // required (ErrNotConfigured); base must be an http or https URL, named by
 // its flag.
-func New(base, token string) (*httpclient.Client, error) {
+func New(base, token string) (*client.Client, error) {
 	base, token = cmp.Or(base, os.Getenv("INVLEDGER_API_URL")), cmp.Or(token, os.Getenv("INVLEDGER_API_TOKEN"))
 	if base == "" || token == "" {
 		return nil, ErrNotConfigured
 	}
-	c, err := httpclient.New(httpclient.Config{BaseURL: base, Token: token})
+	c, err := client.New(client.Config{BaseURL: base, Token: token})
 	if fe := (*domain.FieldError)(nil); errors.As(err, &fe) && fe.Field == "BaseURL" {
 		// The user gave --api, not the client's BaseURL setting.
 		return nil, domain.NewFieldError("api", fe.Err)

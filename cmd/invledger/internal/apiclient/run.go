@@ -3,7 +3,7 @@ package apiclient
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/httpclient"
+	"github.com/invledger/invledger/client"
 	"github.com/invledger/invledger/cmd/invledger/internal/output"
 )
 
@@ -17,7 +17,7 @@ func AddFlags(cmd *cobra.Command, api, token *string) {
 // RunJSON returns a command's RunE that opens the client from *api and
 // *token when the command runs, calls do with it and prints do's answer as
 // JSON. A refusal is do's error, unchanged, so the exit status classifies it.
-func RunJSON[T any](api, token *string, do func(*cobra.Command, *httpclient.Client) (T, error)) func(*cobra.Command, []string) error {
+func RunJSON[T any](api, token *string, do func(*cobra.Command, *client.Client) (T, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		c, err := New(*api, *token)
 		if err != nil {

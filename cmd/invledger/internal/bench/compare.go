@@ -329,7 +329,7 @@ func (c *comparison) settle(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// projectorBlockTime is the projector's XREADGROUP BLOCK (projections.newSubscriber).
+// projectorBlockTime is the projector's XREADGROUP BLOCK (projector.newSubscriber).
 const projectorBlockTime = time.Second
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -15,8 +15,8 @@
 //	outcome.go     how an attempt ended, and the error codes that say so
 //	targets.go     the target interface and one target's run
 //	lib.go         lib: the Go library in-process
-//	http.go        http: a running serve, over httpclient.go
-//	httpclient.go  the minimal HTTP/1.1 keep-alive client of the purchases
+//	http.go        http: a running serve, over client.go
+//	client.go  the minimal HTTP/1.1 keep-alive client of the purchases
 //	sqlfirst.go    pg-direct: the SQL-first baseline, in schema invledger_bench
 //	raw.go         raw: the deduct script under redis-benchmark, and its parser
 //	compare.go     --compare: the private stack, the targets back to back, goals

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/invledger/invledger/cmd/invledger/internal/progress"
+	"github.com/invledger/invledger/internal/progress"
 )
 
 // loadSpec shapes the traffic of one run.

@@ -3,7 +3,7 @@ package bench
 import (
 	"testing"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // TestPGTargetKeepsToItsSchema sells on the SQL-first target and checks

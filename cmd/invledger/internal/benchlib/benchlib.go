@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/invledger/invledger/adapters/driven/redisinventory"
-	"github.com/invledger/invledger/adapters/runtime/app"
+	"github.com/invledger/invledger/app"
 	"github.com/invledger/invledger/cmd/invledger/internal/bench"
-	"github.com/invledger/invledger/cmd/invledger/internal/demo"
+	"github.com/invledger/invledger/internal/demo"
+	"github.com/invledger/invledger/internal/redis/redisinventory"
 	"github.com/invledger/invledger/ledger"
 )
 

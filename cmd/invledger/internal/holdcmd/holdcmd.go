@@ -5,10 +5,10 @@ package holdcmd
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/adapters/http/httpclient"
+	"github.com/invledger/invledger/client"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
+	"github.com/invledger/invledger/wire"
 )
 
 // Command returns the `hold` command and its subcommands. Each prints the
@@ -38,9 +38,9 @@ token (any reader may show).`,
 		Short:   "Hold units; a retry with the same request id returns the original hold",
 		Example: "  invledger hold reserve --sku phone-x --user u42 --qty 1 --request-id order-7-line-1 --ttl 600",
 		Args:    cobra.NoArgs,
-		RunE: apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *httpclient.Client) (apiwire.HoldJSON, error) {
+		RunE: apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *client.Client) (wire.HoldJSON, error) {
 			if err := cliflags.CheckTTL(cmd, ttl); err != nil {
-				return apiwire.HoldJSON{}, err
+				return wire.HoldJSON{}, err
 			}
 			return c.Reserve(cmd.Context(), sku, user, qty, requestID, ttl)
 		}),
@@ -51,25 +51,25 @@ token (any reader may show).`,
 	reserve.Flags().Int64Var(&ttl, "ttl", 0, "seconds until the hold expires (default: the server's, 900)")
 	cliflags.MarkRequired(reserve, "user", "request-id")
 
-	onHold := func(use, short string, do func(c *httpclient.Client, cmd *cobra.Command) (apiwire.HoldJSON, error)) *cobra.Command {
+	onHold := func(use, short string, do func(c *client.Client, cmd *cobra.Command) (wire.HoldJSON, error)) *cobra.Command {
 		sub := &cobra.Command{Use: use + " --sku S --hold HOLD_ID", Short: short, Args: cobra.NoArgs,
 			Example: "  invledger hold " + use + " --sku phone-x --hold e9d63f39-1dea-50d7-b46a-d42fe155889b",
-			RunE:    apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *httpclient.Client) (apiwire.HoldJSON, error) { return do(c, cmd) })}
+			RunE:    apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *client.Client) (wire.HoldJSON, error) { return do(c, cmd) })}
 		sub.Flags().StringVar(&hold, "hold", "", "the hold id reserve printed")
 		cliflags.MarkRequired(sub, "hold")
 		return sub
 	}
 	cmd.AddCommand(reserve,
 		onHold("confirm", "Make the hold a sale; repeating it gives the same answer",
-			func(c *httpclient.Client, cmd *cobra.Command) (apiwire.HoldJSON, error) {
+			func(c *client.Client, cmd *cobra.Command) (wire.HoldJSON, error) {
 				return c.ConfirmHold(cmd.Context(), sku, hold)
 			}),
 		onHold("cancel", "Give the hold's units back; repeating it gives the same answer",
-			func(c *httpclient.Client, cmd *cobra.Command) (apiwire.HoldJSON, error) {
+			func(c *client.Client, cmd *cobra.Command) (wire.HoldJSON, error) {
 				return c.CancelHold(cmd.Context(), sku, hold)
 			}),
 		onHold("show", "Show the hold; one past its deadline shows as expired",
-			func(c *httpclient.Client, cmd *cobra.Command) (apiwire.HoldJSON, error) {
+			func(c *client.Client, cmd *cobra.Command) (wire.HoldJSON, error) {
 				return c.Hold(cmd.Context(), sku, hold)
 			}),
 	)

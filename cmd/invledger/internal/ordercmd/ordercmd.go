@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
-	"github.com/invledger/invledger/adapters/http/httpclient"
+	"github.com/invledger/invledger/client"
 	"github.com/invledger/invledger/cmd/invledger/internal/apiclient"
 	"github.com/invledger/invledger/cmd/invledger/internal/cliflags"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/wire"
 )
 
 // Command returns the `order` command and its subcommands. Each prints the
@@ -46,13 +46,13 @@ token (any reader may show).`,
 		Short:   "Hold every line or none; a retry with the same order id returns the order",
 		Example: "  invledger order place --order o-7 --user u42 --line phone-x:1 --line case-x:2 --ttl 600",
 		Args:    cobra.NoArgs,
-		RunE: apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *httpclient.Client) (apiwire.OrderJSON, error) {
+		RunE: apiclient.RunJSON(&api, &token, func(cmd *cobra.Command, c *client.Client) (wire.OrderJSON, error) {
 			if err := cliflags.CheckTTL(cmd, ttl); err != nil {
-				return apiwire.OrderJSON{}, err
+				return wire.OrderJSON{}, err
 			}
 			parsed, err := ParseLines(lines)
 			if err != nil {
-				return apiwire.OrderJSON{}, err
+				return wire.OrderJSON{}, err
 			}
 			return c.PlaceOrder(cmd.Context(), order, user, ttl, parsed)
 		}),
@@ -62,21 +62,21 @@ token (any reader may show).`,
 	place.Flags().Int64Var(&ttl, "ttl", 0, "seconds until the lines expire (default: the server's, 900)")
 	cliflags.MarkRequired(place, "user", "line")
 
-	onOrder := func(use, short string, do func(*cobra.Command, *httpclient.Client) (apiwire.OrderJSON, error)) *cobra.Command {
+	onOrder := func(use, short string, do func(*cobra.Command, *client.Client) (wire.OrderJSON, error)) *cobra.Command {
 		return &cobra.Command{Use: use + " --order O", Short: short, Args: cobra.NoArgs,
 			Example: "  invledger order " + use + " --order o-7", RunE: apiclient.RunJSON(&api, &token, do)}
 	}
 	cmd.AddCommand(place,
 		onOrder("confirm", "Confirm every line, or fail naming the line that cannot be and undo the others",
-			func(cmd *cobra.Command, c *httpclient.Client) (apiwire.OrderJSON, error) {
+			func(cmd *cobra.Command, c *client.Client) (wire.OrderJSON, error) {
 				return c.ConfirmOrder(cmd.Context(), order)
 			}),
 		onOrder("cancel", "Cancel every line still held; repeating it gives the same answer",
-			func(cmd *cobra.Command, c *httpclient.Client) (apiwire.OrderJSON, error) {
+			func(cmd *cobra.Command, c *client.Client) (wire.OrderJSON, error) {
 				return c.CancelOrder(cmd.Context(), order)
 			}),
 		onOrder("show", "Show the order and the state of each line's hold",
-			func(cmd *cobra.Command, c *httpclient.Client) (apiwire.OrderJSON, error) {
+			func(cmd *cobra.Command, c *client.Client) (wire.OrderJSON, error) {
 				return c.Order(cmd.Context(), order)
 			}),
 	)
@@ -86,8 +86,8 @@ token (any reader may show).`,
 // ParseLines reads --line values, each SKU:QTY (the SKU may itself hold a
 // colon: the quantity follows the last one). A malformed value is a
 // FieldError on "line" quoting it; the server checks the rest.
-func ParseLines(values []string) ([]apiwire.OrderLineBody, error) {
-	out := make([]apiwire.OrderLineBody, len(values))
+func ParseLines(values []string) ([]wire.OrderLineBody, error) {
+	out := make([]wire.OrderLineBody, len(values))
 	for i, v := range values {
 		at := strings.LastIndexByte(v, ':')
 		if at <= 0 {
@@ -97,7 +97,7 @@ func ParseLines(values []string) ([]apiwire.OrderLineBody, error) {
 		if err != nil {
 			return nil, domain.NewFieldError("line", fmt.Errorf("%q: the quantity after the last ':' is not a whole number", v))
 		}
-		out[i] = apiwire.OrderLineBody{SKU: v[:at], Qty: qty}
+		out[i] = wire.OrderLineBody{SKU: v[:at], Qty: qty}
 	}
 	return out, nil
 }

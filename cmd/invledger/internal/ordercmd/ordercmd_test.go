@@ -5,13 +5,13 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/wire"
 )
 
 func TestParseLines(t *testing.T) {
 	got, err := ParseLines([]string{"phone-x:1", "ns:case:12"})
-	want := []apiwire.OrderLineBody{{SKU: "phone-x", Qty: 1}, {SKU: "ns:case", Qty: 12}}
+	want := []wire.OrderLineBody{{SKU: "phone-x", Qty: 1}, {SKU: "ns:case", Qty: 12}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseLines = %+v, %v; want %+v", got, err, want)
 	}

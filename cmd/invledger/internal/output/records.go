@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/invledger/invledger/adapters/http/apiwire"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger/reconcile"
+	"github.com/invledger/invledger/wire"
 )
 
 // Output formats of the read commands.
@@ -108,7 +108,7 @@ func Flag(fs *pflag.FlagSet, p *string) {
 
 // Adjustments prints a page of adjustments in format on w (--format json:
 // as GET /v1/adjustments answers it), and where the next page starts on more.
-func Adjustments(w, more io.Writer, format string, page apiwire.AdjustmentPageJSON) error {
+func Adjustments(w, more io.Writer, format string, page wire.AdjustmentPageJSON) error {
 	rows := make([][]string, len(page.Adjustments))
 	for i, a := range page.Adjustments {
 		decided := ""
@@ -129,7 +129,7 @@ func Adjustments(w, more io.Writer, format string, page apiwire.AdjustmentPageJS
 
 // DeadLetters prints a page of dead letters in format on w (--format json:
 // as GET /v1/dead-letters answers it), and where the next page starts on more.
-func DeadLetters(w, more io.Writer, format string, page apiwire.DeadLetterPageJSON) error {
+func DeadLetters(w, more io.Writer, format string, page wire.DeadLetterPageJSON) error {
 	rows := make([][]string, len(page.DeadLetters))
 	for i, d := range page.DeadLetters {
 		rows[i] = []string{strconv.FormatInt(d.ID, 10), d.Stream, d.StreamID, d.Status, d.CreatedAt.UTC().Format(time.RFC3339Nano), d.Error}
@@ -159,7 +159,7 @@ var skuHeader = []string{"sku", "initial_stock", "per_user_limit", "state", "red
 
 // SKUs prints a page of `sku list`: as GET /v1/skus answers it with --format
 // json, else one row per SKU, with an empty cell where the API has null.
-func SKUs(w io.Writer, format string, page apiwire.SKUPageJSON) error {
+func SKUs(w io.Writer, format string, page wire.SKUPageJSON) error {
 	rows := make([][]string, len(page.SKUs))
 	opt := func(n *int64) string {
 		if n == nil {

@@ -1,0 +1,82 @@
+package redisinventory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisEpoch tells which run of Redis is serving and whether a stream entry
+// survived it, so the projector and the reconciler notice restarts and
+// failovers. Its methods fill projector.ProjectorConfig's Epoch and
+// EntryExists and reconcile.LoopConfig's Epoch; the projector imports this
+// package for the stream format, so no interface of it can be asserted here.
+type RedisEpoch struct {
+	client redis.UniversalClient
+}
+
+// NewRedisEpoch returns the epoch reader of client's nodes.
+func NewRedisEpoch(client redis.UniversalClient) *RedisEpoch {
+	return &RedisEpoch{client: client}
+}
+
+// Epoch identifies the current run of every Redis master (its
+// master_replid, see node.lua), and in a cluster which master serves each
+// slot range. It changes on restart and failover, and when a slot moves to
+// another master: exactly when SKUs lose their verified stamp, since the
+// stamp names the run of the master that verified them.
+func (r *RedisEpoch) Epoch(ctx context.Context) (string, error) {
+	read := func(ctx context.Context, c *redis.Client) (string, error) {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return "", err
+		}
+		return c.Options().Addr + "@" + parseReplID(info), nil
+	}
+	switch c := r.client.(type) {
+	case *redis.Client:
+		return read(ctx, c)
+	case *redis.ClusterClient:
+		var (
+			mu    sync.Mutex
+			parts []string
+		)
+		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			e, err := read(ctx, node)
+			mu.Lock()
+			parts = append(parts, e)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
+		slices.Sort(parts)
+		slots, err := c.ClusterSlots(ctx).Result()
+		if err != nil {
+			return "", err
+		}
+		owners := make([]string, 0, len(slots))
+		for _, s := range slots {
+			if len(s.Nodes) > 0 {
+				owners = append(owners, fmt.Sprintf("%d-%d=%s", s.Start, s.End, s.Nodes[0].Addr))
+			}
+		}
+		slices.Sort(owners)
+		return strings.Join(parts, ",") + ";" + strings.Join(owners, ","), nil
+	}
+	return "", fmt.Errorf("unsupported redis client %T", r.client)
+}
+
+// EntryExists tells whether the stream still holds the entry with id.
+func (r *RedisEpoch) EntryExists(ctx context.Context, stream, id string) (bool, error) {
+	msgs, err := r.client.XRangeN(ctx, stream, id, id, 1).Result()
+	if err != nil {
+		return false, fmt.Errorf("look up %s in %s: %w", id, stream, err)
+	}
+	return len(msgs) == 1, nil
+}
