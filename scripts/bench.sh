@@ -3,7 +3,7 @@
 # and writes its table between the file's bench markers, stamped with the
 # commit and the date, so the table is always one run's:
 #
-#   - `invledger bench --compare` at 50 and at 1,000 clients: the raw Redis
+#   - `invledger-lab bench --compare` at 50 and at 1,000 clients: the raw Redis
 #     ceiling (redis-benchmark running the service's own purchase script), the
 #     seed-like script, the Go library, the HTTP API and the SQL-first
 #     baseline, each run starting its own private redis-server and PostgreSQL;
@@ -50,6 +50,7 @@ if [ "$WRK" != 0 ] && ! command -v wrk >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
 fi
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # absolute: the tools module is built and run from tools/
 commit=$(git rev-parse --short=12 HEAD)
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "bench.sh: the tree has uncommitted changes; the table would name $commit without them" >&2
@@ -68,7 +69,7 @@ fi
   echo "loadavg:     $(cat /proc/loadavg 2>/dev/null || uptime)"
 } | tee "$OUT/machine.txt"
 
-go build -o "$OUT/invledger" ./cmd/invledger
+go -C tools build -o "$OUT/invledger-lab" ./cmd/invledger-lab
 
 reports=()
 # A compare exits non-zero on any error of any target; SQL first timing out
@@ -77,8 +78,8 @@ reports=()
 failed=()
 for clients in $CLIENTS; do
   echo
-  echo "== invledger bench --compare --concurrency $clients --duration $DURATION"
-  if ! "$OUT/invledger" bench --compare --concurrency "$clients" --duration "$DURATION" --durability strict \
+  echo "== invledger-lab bench --compare --concurrency $clients --duration $DURATION"
+  if ! "$OUT/invledger-lab" bench --compare --concurrency "$clients" --duration "$DURATION" --durability strict \
     --json-out "$OUT/compare-$clients.json" | tee "$OUT/compare-$clients.txt"; then
     failed+=("$clients")
   fi
@@ -93,7 +94,7 @@ if [ "$WRK" != 0 ]; then
   echo
   echo "== wrk -t2 -c50 -d$DURATION through invledger dev (api, projector, reconciler), each request a new buyer"
   wrkdir=$(mktemp -d)
-  "$OUT/invledger" dev --dir "$wrkdir" --listen 127.0.0.1:0 --durability strict >"$OUT/wrk-serve.log" 2>&1 &
+  "$OUT/invledger-lab" dev --dir "$wrkdir" --listen 127.0.0.1:0 --durability strict >"$OUT/wrk-serve.log" 2>&1 &
   devpid=$!
   trap 'kill "$devpid" 2>/dev/null || true; wait "$devpid" 2>/dev/null || true; rm -rf "$wrkdir"' EXIT
   for _ in $(seq 600); do [ -s "$wrkdir/env" ] && break; kill -0 "$devpid" || break; sleep 0.1; done
@@ -139,7 +140,7 @@ PY
 fi
 
 if [ "$TABLE" != 0 ]; then
-  go run ./cmd/invledger/internal/benchtable -file BENCHMARKS.md -commit "$commit" -duration "$DURATION" \
+  go -C tools run ./benchtable -file "$PWD/BENCHMARKS.md" -commit "$commit" -duration "$DURATION" \
     -gobench "$OUT/gobench.txt" -note "$BENCH_NOTE" "${reports[@]}"
   echo
   echo "BENCHMARKS.md: the table between <!-- bench:begin --> and <!-- bench:end --> is this run's"

@@ -19,7 +19,19 @@ phase "go test -race"
 # go test runs as many packages at once as there are CPUs, starting them in
 # the order given. The slowest packages, whose crash, outage and full-speed
 # sale tests run serially, go first: started last, they would run on alone.
-go test -race -count=1 -timeout 20m ./ledger/reconcile ./internal/projector ./cmd/invledger ./ledger ./...
+# tools/ (the bench harness, a module of its own) runs beside them, as its
+# packages did when they were part of the main module.
+toolslog=$(mktemp)
+(cd tools && go vet ./... && go test -race -count=1 -timeout 20m ./...) >"$toolslog" 2>&1 &
+toolspid=$!
+trap 'kill "$toolspid" 2>/dev/null || true; rm -f "$toolslog"' EXIT
+go test -race -count=1 -timeout 20m ./ledger/reconcile ./internal/projector ./internal/cli ./ledger ./...
+echo "-- tools/"
+if ! wait "$toolspid"; then
+  cat "$toolslog"
+  exit 1
+fi
+cat "$toolslog"
 
 phase "Watermill's conformance suite for internal/redis/redisbatch, without -race"
 # The suite turns its short mode off under -race and is built only without
@@ -43,7 +55,7 @@ go test -run '^$' -bench . -benchtime 200x -timeout 10m ./...
 
 phase "fuzz targets, ${FUZZTIME} each"
 fuzzlog=$(mktemp)
-trap 'rm -f "$fuzzlog"' EXIT
+trap 'rm -f "$fuzzlog" "$toolslog"' EXIT
 grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do
   pkg=$(dirname "$file")
   grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
