@@ -123,7 +123,9 @@ func TestTheCoreLinksNoInfrastructure(t *testing.T) {
 		rel, _ := own(p.ImportPath)
 		core := rel == "domain" || rel == "ledger" || strings.HasPrefix(rel, "ledger/")
 		for _, dep := range p.Deps {
-			if core && slices.ContainsFunc(infrastructure, func(prefix string) bool { return dep == prefix || strings.HasPrefix(dep, prefix) && strings.HasSuffix(prefix, "/") }) {
+			if core && slices.ContainsFunc(infrastructure, func(prefix string) bool {
+				return dep == prefix || strings.HasPrefix(dep, prefix) && strings.HasSuffix(prefix, "/")
+			}) {
 				t.Errorf("%s links %s", rel, dep)
 			}
 			if rel == "wire" && strings.Contains(strings.SplitN(dep, "/", 2)[0], ".") {
