@@ -11,15 +11,12 @@ import (
 // RebuildBalance recomputes one SKU's balances row from its ledger rows
 // (sum of deltas, highest seq), safely while the projector runs. The
 // reconciler repairs balances drift with it.
-func (r *Recovery) RebuildBalance(ctx context.Context, sku string) error {
-	if _, err := domain.NewSKUID(sku); err != nil {
-		return err
-	}
+func (r *Recovery) RebuildBalance(ctx context.Context, sku domain.SKUID) error {
 	corrected, err := r.cfg.Balances.RebuildBalance(ctx, sku)
 	if err != nil {
 		return fmt.Errorf("rebuild balance of %s: %w", sku, err)
 	}
-	return r.recordRebuild(ctx, sku, corrected)
+	return r.recordRebuild(ctx, sku.String(), corrected)
 }
 
 // recordRebuild records a rebuild that changed the balances row; one that
@@ -57,7 +54,11 @@ func (r *Recovery) RebuildBalances(ctx context.Context, progress func(done, tota
 		if err := ctx.Err(); err != nil {
 			return report, errors.Join(append(errs, err)...)
 		}
-		corrected, err := r.cfg.Balances.RebuildBalance(ctx, sku)
+		id, err := domain.NewSKUID(sku)
+		var corrected bool
+		if err == nil {
+			corrected, err = r.cfg.Balances.RebuildBalance(ctx, id)
+		}
 		if err == nil {
 			err = r.recordRebuild(ctx, sku, corrected)
 		}

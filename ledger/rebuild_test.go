@@ -122,7 +122,7 @@ func TestRebuildBalanceRepairsEachKindOfDrift(t *testing.T) {
 		}
 	}
 	rec := s.Recovery(t)
-	if err := rec.RebuildBalance(ctx, "drift-1"); err != nil {
+	if err := rec.RebuildBalance(ctx, mustSKU(t, "drift-1")); err != nil {
 		t.Fatal(err)
 	}
 	if b, seq, _ := balanceRow(t, s, "drift-1"); b != 10 || seq != 1 {

@@ -111,7 +111,7 @@ type SKUCatalog interface {
 type BalanceRecomputer interface {
 	// RebuildBalance sets sku's balances row to the ledger's sum and last
 	// seq, safely beside a running projector. corrected reports a change.
-	RebuildBalance(ctx context.Context, sku string) (corrected bool, err error)
+	RebuildBalance(ctx context.Context, sku domain.SKUID) (corrected bool, err error)
 	// BalanceSKUs lists every SKU that has ledger rows or a balances row.
 	BalanceSKUs(ctx context.Context) ([]string, error)
 }

@@ -90,6 +90,11 @@ func (r *Recovery) RestoreSKU(ctx context.Context, sku string) error {
 	if err != nil {
 		return err
 	}
+	return r.restoreSKU(ctx, id)
+}
+
+func (r *Recovery) restoreSKU(ctx context.Context, id domain.SKUID) error {
+	sku := id.String()
 	rec, err := r.cfg.SKUs.Record(ctx, id)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", sku, err)
@@ -127,20 +132,16 @@ func (r *Recovery) RestoreSKU(ctx context.Context, sku string) error {
 // repair: a retired SKU gets its tombstone back and stays retired, any
 // other SKU is restored as RestoreSKU does. Bringing a retired SKU back
 // into Redis is the operator's choice, not a repair's.
-func (r *Recovery) RepairSKU(ctx context.Context, sku string) error {
-	id, err := domain.NewSKUID(sku)
-	if err != nil {
-		return err
-	}
+func (r *Recovery) RepairSKU(ctx context.Context, id domain.SKUID) error {
 	rec, err := r.cfg.SKUs.Record(ctx, id)
 	if err != nil {
-		return fmt.Errorf("repair %s: %w", sku, err)
+		return fmt.Errorf("repair %s: %w", id, err)
 	}
 	if rec.Retired == nil {
-		return r.RestoreSKU(ctx, sku)
+		return r.restoreSKU(ctx, id)
 	}
 	if _, err := r.cfg.Redis.Entomb(ctx, id); err != nil {
-		return fmt.Errorf("repair %s: %w", sku, err)
+		return fmt.Errorf("repair %s: %w", id, err)
 	}
 	return nil
 }

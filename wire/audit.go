@@ -3,29 +3,15 @@ package wire
 import "time"
 
 // AuditEntryJSON is a ledger row as the audit API answers it and as
-// `invledger audit --format json` prints it. Empty strings stand for NULL
-// columns.
+// `invledger audit --format json` prints it: the event, then when and from
+// which stream entry it was recorded and its seal. Empty strings stand for
+// NULL columns.
 type AuditEntryJSON struct {
-	EventID      string    `json:"event_id"`
-	SKU          string    `json:"sku"`
-	Seq          int64     `json:"seq"`
-	Type         string    `json:"type"`
-	Delta        int64     `json:"delta"`
-	Qty          int64     `json:"qty"`
-	BalanceAfter int64     `json:"balance_after"`
-	UserID       string    `json:"user_id"`
-	RequestID    string    `json:"request_id"`
-	Actor        string    `json:"actor"`
-	Reason       string    `json:"reason"`
-	OccurredAt   time.Time `json:"occurred_at"`
-	RecordedAt   time.Time `json:"recorded_at"`
-	StreamID     string    `json:"stream_id"`
-	PrevHash     string    `json:"prev_hash"`
-	Hash         string    `json:"hash"`
-	// HoldID, OrderID and ExpiresAt are given on a hold's events only.
-	HoldID    string     `json:"hold_id,omitempty"`
-	OrderID   string     `json:"order_id,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	EventJSON
+	RecordedAt time.Time `json:"recorded_at"`
+	StreamID   string    `json:"stream_id"`
+	PrevHash   string    `json:"prev_hash"`
+	Hash       string    `json:"hash"`
 }
 
 // HistoryPageJSON is the body of GET /v1/skus/{sku}/events and what

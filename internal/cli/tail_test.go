@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/internal/redis/eventtail"
 	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/wire"
 )
 
 // lockedBuffer is a bytes.Buffer a command writes while the test reads it.
@@ -118,7 +118,7 @@ func TestTailFollowsOneSKUsEvents(t *testing.T) {
 		t.Fatalf("tail printed %d lines, want the 3 live purchases:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	for i, line := range lines {
-		var e eventtail.EventJSON
+		var e wire.EventJSON
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}

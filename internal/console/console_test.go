@@ -181,7 +181,7 @@ func TestFeedOutlivesTheServerTimeouts(t *testing.T) {
 
 func TestChainStatus(t *testing.T) {
 	e := func(seq int64, prev, hash string) wire.AuditEntryJSON {
-		return wire.AuditEntryJSON{Seq: seq, PrevHash: prev, Hash: hash}
+		return wire.AuditEntryJSON{EventJSON: wire.EventJSON{Seq: seq}, PrevHash: prev, Hash: hash}
 	}
 	for _, tc := range []struct {
 		name   string

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/redis/eventtail"
+	"github.com/invledger/invledger/internal/eventjson"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -204,7 +204,7 @@ func (h *hub) tail(ctx context.Context, p int, pt *partitionTail) {
 			if w == nil || h.tails[p] != pt {
 				return nil
 			}
-			b, err := json.Marshal(eventtail.NewEventJSON(e))
+			b, err := json.Marshal(eventjson.New(e))
 			if err != nil {
 				return err
 			}

@@ -32,10 +32,12 @@ var _ Auditor = (*ledger.Auditor)(nil)
 // NewAuditEntryJSON maps e into its JSON shape, field by field.
 func NewAuditEntryJSON(e ledger.AuditEntry) wire.AuditEntryJSON {
 	return wire.AuditEntryJSON{
-		EventID: e.EventID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
-		BalanceAfter: e.BalanceAfter, UserID: e.UserID, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
-		OccurredAt: e.OccurredAt, RecordedAt: e.RecordedAt, StreamID: e.StreamID, PrevHash: e.PrevHash, Hash: e.Hash,
-		HoldID: e.HoldID, OrderID: e.OrderID, ExpiresAt: e.ExpiresAt,
+		EventJSON: wire.EventJSON{
+			EventID: e.EventID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
+			BalanceAfter: e.BalanceAfter, UserID: e.UserID, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
+			OccurredAt: e.OccurredAt, HoldID: e.HoldID, OrderID: e.OrderID, ExpiresAt: e.ExpiresAt,
+		},
+		RecordedAt: e.RecordedAt, StreamID: e.StreamID, PrevHash: e.PrevHash, Hash: e.Hash,
 	}
 }
 

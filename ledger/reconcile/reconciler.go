@@ -29,7 +29,7 @@ type LedgerView interface {
 	// KnownEventIDs returns which of ids the ledger holds now.
 	KnownEventIDs(ctx context.Context, ids []string) (map[string]bool, error)
 	// Seqs returns the seqs the ledger holds for sku.
-	Seqs(ctx context.Context, sku string) ([]int64, error)
+	Seqs(ctx context.Context, sku domain.SKUID) ([]int64, error)
 	AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error)
 }
 
@@ -44,14 +44,14 @@ type SKULister interface {
 // the ledger fold and stamped, or its tombstone when it was retired; and
 // rebuilds one corrupt record from the ledger (ledger.Recovery.RepairRecord).
 type Restorer interface {
-	RepairSKU(ctx context.Context, sku string) error
+	RepairSKU(ctx context.Context, sku domain.SKUID) error
 	RepairRecord(ctx context.Context, rec ledger.CorruptRecord) (_ ledger.CorruptRecord, repaired bool, err error)
 }
 
 // BalanceRepairer repairs one SKU's drifted balances row by recomputing it
 // from the ledger.
 type BalanceRepairer interface {
-	RebuildBalance(ctx context.Context, sku string) error
+	RebuildBalance(ctx context.Context, sku domain.SKUID) error
 }
 
 // RunStore persists runs and findings.
@@ -541,7 +541,7 @@ func safeToStamp(findings []Finding) bool {
 }
 
 func (r *Reconciler) describeGap(ctx context.Context, c check, findings []Finding) {
-	seqs, err := r.cfg.Ledger.Seqs(ctx, c.sku)
+	seqs, err := r.cfg.Ledger.Seqs(ctx, c.id)
 	if err != nil {
 		r.cfg.Logger.Warn("read ledger seqs", "sku", c.sku, "err", err)
 		return
@@ -588,13 +588,13 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 			fail(fmt.Errorf("%d events are still in flight; restoring now would drop them, retrying after the projector catches up", len(c.inFlight)))
 			return
 		}
-		if err := r.cfg.Restorer.RepairSKU(ctx, c.sku); err != nil {
+		if err := r.cfg.Restorer.RepairSKU(ctx, c.id); err != nil {
 			fail(err)
 			return
 		}
 		f.Repaired = true
 	case ClassBalancesDrift:
-		if err := r.cfg.Rebuilder.RebuildBalance(ctx, c.sku); err != nil {
+		if err := r.cfg.Rebuilder.RebuildBalance(ctx, c.id); err != nil {
 			fail(err)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -41,7 +42,8 @@ func NewPostgresBalanceStore(pool *pgxpool.Pool) *PostgresBalanceStore {
 //     counted twice or lost. In one statement (or under REPEATABLE READ)
 //     the snapshot would predate the lock wait and miss the rows committed
 //     by the transaction we waited for.
-func (s *PostgresBalanceStore) RebuildBalance(ctx context.Context, sku string) (corrected bool, err error) {
+func (s *PostgresBalanceStore) RebuildBalance(ctx context.Context, id domain.SKUID) (corrected bool, err error) {
+	sku := id.String()
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var existed bool
 		err := tx.QueryRow(ctx, `

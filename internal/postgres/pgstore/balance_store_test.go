@@ -16,7 +16,7 @@ func TestBalanceStore(t *testing.T) {
 	if _, err := pgstore.NewPostgresProjectionStore(pool).AppendBatch(ctx, append(sale("a", 10, "u1"), sale("b", 4)...)); err != nil {
 		t.Fatal(err)
 	}
-	if corrected, err := balances.RebuildBalance(ctx, "a"); err != nil || corrected {
+	if corrected, err := balances.RebuildBalance(ctx, mustSKU(t, "a")); err != nil || corrected {
 		t.Fatalf("rebuild of a right row: %v %v, want no change", corrected, err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE balances SET balance = 99, last_seq = 7 WHERE sku = 'a';
@@ -28,7 +28,7 @@ func TestBalanceStore(t *testing.T) {
 		t.Fatalf("balance skus: %v %v", skus, err)
 	}
 	for _, sku := range []string{"a", "b", "ghost"} {
-		if corrected, err := balances.RebuildBalance(ctx, sku); err != nil || !corrected {
+		if corrected, err := balances.RebuildBalance(ctx, mustSKU(t, sku)); err != nil || !corrected {
 			t.Fatalf("rebuild %s: %v %v, want corrected", sku, corrected, err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestBalanceStore(t *testing.T) {
 	if a != 9 || aSeq != 2 || b != 4 || bSeq != 1 || rows != 2 {
 		t.Fatalf("balances after rebuild: a %d@%d, b %d@%d, %d rows; want a 9@2, b 4@1, 2 rows", a, aSeq, b, bSeq, rows)
 	}
-	if corrected, err := balances.RebuildBalance(ctx, "nothing"); err != nil || corrected {
+	if corrected, err := balances.RebuildBalance(ctx, mustSKU(t, "nothing")); err != nil || corrected {
 		t.Fatalf("rebuild of a sku without rows: %v %v, want no change", corrected, err)
 	}
 }

@@ -171,7 +171,8 @@ func knownEventIDs(ctx context.Context, q querier, ids []string) (map[string]boo
 }
 
 // Seqs returns every seq the ledger holds for sku, to name gaps.
-func (s *PostgresLedgerSnapshotStore) Seqs(ctx context.Context, sku string) ([]int64, error) {
+func (s *PostgresLedgerSnapshotStore) Seqs(ctx context.Context, id domain.SKUID) ([]int64, error) {
+	sku := id.String()
 	rows, err := s.pool.Query(ctx, `SELECT seq FROM ledger_entries WHERE sku = $1 ORDER BY seq`, sku)
 	if err != nil {
 		return nil, fmt.Errorf("seqs of %s: %w", sku, translate(err))

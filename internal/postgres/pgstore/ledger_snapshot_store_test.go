@@ -45,7 +45,7 @@ func TestLedgerSnapshotStore(t *testing.T) {
 	if known, err := snapshots.KnownEventIDs(ctx, nil); err != nil || len(known) != 0 {
 		t.Fatalf("known of no ids: %v %v", known, err)
 	}
-	if seqs, err := snapshots.Seqs(ctx, "a"); err != nil || !slices.Equal(seqs, []int64{1, 2, 3}) {
+	if seqs, err := snapshots.Seqs(ctx, mustSKU(t, "a")); err != nil || !slices.Equal(seqs, []int64{1, 2, 3}) {
 		t.Fatalf("seqs: %v %v", seqs, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/eventjson"
 )
 
 // Formats Printer accepts.
@@ -15,30 +16,6 @@ const (
 	FormatText = "text"
 	FormatJSON = "json"
 )
-
-// EventJSON is an event as a tail prints it with --format json, one object
-// a line. Empty strings stand for absent fields.
-type EventJSON struct {
-	EventID      string    `json:"event_id"`
-	SKU          string    `json:"sku"`
-	Seq          int64     `json:"seq"`
-	Type         string    `json:"type"`
-	Delta        int64     `json:"delta"`
-	Qty          int64     `json:"qty"`
-	BalanceAfter int64     `json:"balance_after"`
-	UserID       string    `json:"user_id"`
-	RequestID    string    `json:"request_id"`
-	Actor        string    `json:"actor"`
-	Reason       string    `json:"reason"`
-	OccurredAt   time.Time `json:"occurred_at"`
-}
-
-// NewEventJSON maps e into its JSON shape, field by field.
-func NewEventJSON(e domain.Event) EventJSON {
-	return EventJSON{EventID: e.ID, SKU: e.SKU, Seq: e.Seq, Type: string(e.Type), Delta: e.Delta, Qty: e.Qty,
-		BalanceAfter: e.Balance, UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason,
-		OccurredAt: e.OccurredAt}
-}
 
 // Line is e as one line of text: time, type, seq, units, balance after,
 // then who and why when the event says.
@@ -63,11 +40,11 @@ func CheckFormat(format string) error {
 }
 
 // Printer returns a Follow callback writing each event to w as a Line or,
-// for FormatJSON, as one EventJSON object a line.
+// for FormatJSON, as the API's event JSON (wire.EventJSON), one object a line.
 func Printer(w io.Writer, format string) func(domain.Event) error {
 	if format == FormatJSON {
 		enc := json.NewEncoder(w)
-		return func(e domain.Event) error { return enc.Encode(NewEventJSON(e)) }
+		return func(e domain.Event) error { return enc.Encode(eventjson.New(e)) }
 	}
 	return func(e domain.Event) error {
 		_, err := fmt.Fprintln(w, Line(e))

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/eventjson"
+	"github.com/invledger/invledger/wire"
 )
 
 // Payload is the body of a delivery, in the Standard Webhooks shape: the
@@ -15,30 +17,16 @@ type Payload struct {
 	Data      EventData `json:"data"`
 }
 
-// EventData is a ledger event in a delivery. Balance is the available
-// stock after it. HoldID and ExpiresAt are set on a hold's events, OrderID
-// when the hold is a line of an order.
+// EventData is a ledger event in a delivery: the API's event JSON, and,
+// for one release, the available stock after it under its 1.0.0 name too.
 type EventData struct {
-	EventID    string    `json:"event_id"`
-	Type       string    `json:"type"`
-	SKU        string    `json:"sku"`
-	Seq        int64     `json:"seq"`
-	Qty        int64     `json:"qty"`
-	Delta      int64     `json:"delta"`
-	Balance    int64     `json:"balance"`
-	UserID     string    `json:"user_id,omitempty"`
-	RequestID  string    `json:"request_id,omitempty"`
-	Actor      string    `json:"actor,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	OccurredAt time.Time `json:"occurred_at"`
-	HoldID     string    `json:"hold_id,omitempty"`
-	OrderID    string    `json:"order_id,omitempty"`
-	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	wire.EventJSON
+	// Balance is balance_after under the name 1.0.0's payload gave it; it is
+	// kept for one release so that receivers can move, and then removed.
+	Balance int64 `json:"balance"`
 }
 
 func newPayload(e domain.Event, m domain.WebhookMessage) Payload {
-	return Payload{Type: m.Type, Timestamp: e.OccurredAt.UTC(), Data: EventData{
-		EventID: e.ID, Type: string(e.Type), SKU: e.SKU, Seq: e.Seq, Qty: e.Qty, Delta: e.Delta, Balance: e.Balance,
-		UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason, OccurredAt: e.OccurredAt.UTC(),
-		HoldID: e.HoldID, OrderID: e.OrderID, ExpiresAt: e.ExpiresAt.UTC()}} // the zero time stays zero, and is left out
+	data := eventjson.New(e)
+	return Payload{Type: m.Type, Timestamp: e.OccurredAt.UTC(), Data: EventData{EventJSON: data, Balance: data.BalanceAfter}}
 }
