@@ -52,7 +52,7 @@ type Adapters struct {
 	Restorer        *redisinventory.RedisRestorer
 	Archiver        *redisinventory.RedisArchiver
 	ReconcileSource *redisinventory.RedisReconcileSource
-	Epoch           *redisinventory.RedisEpoch
+	NodeRuns        *redisinventory.RedisNodeRuns
 	Sweeper         *redisinventory.Sweeper
 
 	SKUs            *pgstore.PostgresSKUStore
@@ -156,13 +156,13 @@ type Application struct {
 	// serve flushes them to Redis for the console (internal/redis/refusals).
 	Refusals *refusals.Counter
 
-	Adapters Adapters
-	Metrics  Metrics
-	Redis    redis.UniversalClient
-	Pool     *pgxpool.Pool
-	Keys     redisinventory.Keyspace
-	RunIDs   *redisinventory.RunIDs
-	Log      *slog.Logger
+	Adapters     Adapters
+	Metrics      Metrics
+	Redis        redis.UniversalClient
+	Pool         *pgxpool.Pool
+	Keys         redisinventory.Keyspace
+	NodeRunWatch *redisinventory.NodeRunWatch
+	Log          *slog.Logger
 
 	cfg Config
 }
@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config) (*Application, error) {
 	}
 	// Every layer's lines logged for an API request carry its request_id.
 	log := slog.New(requestid.LogHandler(cfg.Logger.Handler()))
-	a := &Application{cfg: cfg, Log: log, RunIDs: redisinventory.NewRunIDs()}
+	a := &Application{cfg: cfg, Log: log, NodeRunWatch: redisinventory.NewNodeRunWatch()}
 	var err error
 	if a.Keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Application, error) {
 	if a.SealKeys, err = cfg.sealKeys(); err != nil {
 		return nil, err
 	}
-	if a.Redis, err = NewRedisClient(cfg, cfg.RedisPoolSize, a.RunIDs); err != nil {
+	if a.Redis, err = NewRedisClient(cfg, cfg.RedisPoolSize, a.NodeRunWatch); err != nil {
 		return nil, err
 	}
 	if a.Pool, err = openPool(ctx, cfg.DatabaseURL); err != nil {
@@ -234,7 +234,7 @@ func (a *Application) wire() error {
 	if ad.ReconcileSource, err = redisinventory.NewRedisReconcileSource(a.Redis, a.Keys, redisinventory.ReconcileSourceConfig{}); err != nil {
 		return err
 	}
-	ad.Epoch = redisinventory.NewRedisEpoch(a.Redis)
+	ad.NodeRuns = redisinventory.NewRedisNodeRuns(a.Redis)
 	ad.SKUs = pgstore.NewPostgresSKUStore(a.Pool)
 	ad.Ledger = pgstore.NewPostgresLedgerStore(a.Pool)
 	ad.Projection = pgstore.NewPostgresProjectionStore(a.Pool)

@@ -192,11 +192,11 @@ const ClusterStateReloadInterval = time.Second
 
 // NewRedisClient makes a client for cfg's Redis: one server, a Redis
 // Cluster or a Sentinel-managed master. poolSize 0 means the go-redis
-// default. runIDs, if not nil, learns the run_id of every node connected
+// default. nodeRunWatch, if not nil, learns the node run (master_replid) of every node connected
 // to. The client honours context deadlines (ContextTimeoutEnabled):
 // without it go-redis ignores them and a blocked read waits out its own
 // ReadTimeout and retries, beyond any deadline.
-func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (redis.UniversalClient, error) {
+func NewRedisClient(cfg Config, poolSize int, nodeRunWatch *redisinventory.NodeRunWatch) (redis.UniversalClient, error) {
 	if err := cfg.validateRedis(); err != nil {
 		return nil, err
 	}
@@ -212,22 +212,22 @@ func NewRedisClient(cfg Config, poolSize int, runIDs *redisinventory.RunIDs) (re
 		if opts.ClusterStateReloadInterval == 0 {
 			opts.ClusterStateReloadInterval = ClusterStateReloadInterval
 		}
-		if runIDs != nil {
-			runIDs.AttachCluster(opts)
+		if nodeRunWatch != nil {
+			nodeRunWatch.AttachCluster(opts)
 		}
 		return redis.NewClusterClient(opts), nil
 	case TopologySentinel:
 		opts, _ := cfg.failoverOptions()
 		opts.PoolSize, opts.ContextTimeoutEnabled = poolSize, true
-		if runIDs != nil {
-			runIDs.AttachFailover(opts)
+		if nodeRunWatch != nil {
+			nodeRunWatch.AttachFailover(opts)
 		}
 		return redis.NewFailoverClient(opts), nil
 	}
 	opts, _ := redis.ParseURL(cfg.redisURL())
 	opts.PoolSize, opts.ContextTimeoutEnabled = poolSize, true
-	if runIDs != nil {
-		runIDs.Attach(opts)
+	if nodeRunWatch != nil {
+		nodeRunWatch.Attach(opts)
 	}
 	return redis.NewClient(opts), nil
 }

@@ -32,7 +32,7 @@ func TestIdleServeHoldsFewRedisConnections(t *testing.T) {
 	ctx := context.Background()
 	streams := len(st.Keyspace.StreamKeys())
 	// Idle: every stream has a blocked read, the reconciler's first run and
-	// the epoch polls are done.
+	// the node runs polls are done.
 	var clients []string
 	deadline := time.Now().Add(20 * time.Second)
 	for {

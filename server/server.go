@@ -84,10 +84,10 @@ type Config struct {
 	// Subscribers is the projector's consumers per partition stream. Each
 	// reads in batches and holds one Redis connection per stream. Default 1.
 	Subscribers int
-	// BatchSize bounds the events of one ledger transaction. Default 500.
-	BatchSize int
-	// BatchWait is the extra wait to fill a transaction; 0 commits at once.
-	BatchWait time.Duration
+	// CommitSize bounds the events of one ledger transaction. Default 500.
+	CommitSize int
+	// CommitWait is the extra wait to fill a transaction; 0 commits at once.
+	CommitWait time.Duration
 	// ReclaimAfter is how long an entry stays pending on a consumer before
 	// the projector takes it over, e.g. one delivered just before its
 	// Redis master failed over. Default: projector.ProjectorConfig's.
@@ -161,8 +161,8 @@ func (c *Config) setDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir()
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 500
+	if c.CommitSize == 0 {
+		c.CommitSize = 500
 	}
 	if c.StreamRetention == 0 {
 		c.StreamRetention = time.Hour
@@ -207,10 +207,10 @@ func (c Config) Validate() error {
 	if c.Subscribers < 1 {
 		errs = append(errs, errors.New("--projector-subscribers must be at least 1"))
 	}
-	if c.BatchSize < 1 {
+	if c.CommitSize < 1 {
 		errs = append(errs, errors.New("--batch-size must be at least 1"))
 	}
-	if c.BatchWait < 0 {
+	if c.CommitWait < 0 {
 		errs = append(errs, errors.New("--batch-wait must not be negative"))
 	}
 	if c.StreamRetention < 0 {
@@ -337,8 +337,8 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 			return ledger.RunAsLeader(ctx, ledger.LeaderConfig{Name: "reconciler", Lock: a.Adapters.ReconcilerLeader,
 				Poll: leaderPoll(sc.ReconcileInterval), OnLeading: a.Metrics.Reconcile.SetLeader, Logger: a.Log},
 				func(ctx context.Context) error {
-					return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, Epoch: a.Adapters.Epoch.Epoch,
-						Changed: a.RunIDs.Changed()})
+					return a.Reconciler.RunLoop(ctx, reconcile.LoopConfig{Interval: sc.ReconcileInterval, NodeRuns: a.Adapters.NodeRuns.NodeRuns,
+						Changed: a.NodeRunWatch.Changed()})
 				})
 		}})
 		if sc.ArchiveAfter > 0 || sc.RetireAfter > 0 {
@@ -447,9 +447,9 @@ func projectorComponents(a *app.Application, sc Config) (_ []component, release 
 		ConsumerName:            name,
 		SubscribersPerPartition: sc.Subscribers,
 		ReclaimAfter:            sc.ReclaimAfter,
-		Batch:                   projector.GroupCommitConfig{MaxBatch: sc.BatchSize, MaxWait: sc.BatchWait},
-		Epoch:                   a.Adapters.Epoch.Epoch,
-		EntryExists:             a.Adapters.Epoch.EntryExists,
+		Commit:                  projector.GroupCommitConfig{MaxEvents: sc.CommitSize, MaxWait: sc.CommitWait},
+		NodeRuns:                a.Adapters.NodeRuns.NodeRuns,
+		EntryExists:             a.Adapters.NodeRuns.EntryExists,
 		OnDeadLetter:            a.Alerts.DeadLetter,
 		Logger:                  a.Log,
 		Metrics:                 a.Metrics.Projection,

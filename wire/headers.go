@@ -6,11 +6,12 @@ const (
 	// HeaderRequestID carries a request's id: the caller's when it sends a
 	// valid one, else one the server makes. Every answer carries it, every
 	// error body repeats it as trace_id, and every log line of the request
-	// has it as request_id. It is not the purchase's request_id, which is an
-	// idempotency key.
+	// has it as http_request_id. It is not the purchase's request_id, which
+	// is an idempotency key.
 	HeaderRequestID = "X-Request-Id"
 	// HeaderIdempotencyKey is the standard header a client sends so that a
-	// retried write is done once. On a purchase it is the request_id; on the
+	// retried write is done once. It has two uses, one per kind of write: on
+	// a purchase it is another name for the request_id; on the
 	// writes that have no natural key (SKU create, adjustment request,
 	// reconcile) the first answer is stored per principal and key, and a
 	// retry gets it again, with HeaderReplayed.

@@ -45,7 +45,7 @@ func startServeStack(t *testing.T, tokens string) (api string, stack *localstack
 	}
 	ready := make(chan string, 1)
 	ss := ServeSettings{Durability: app.DurabilityStrict, Config: server.Config{Listen: "127.0.0.1:0", Tokens: tokens,
-		Subscribers: 2, BatchSize: 100, DataDir: t.TempDir(), OnListening: func(addr string) { ready <- addr }}}
+		Subscribers: 2, CommitSize: 100, DataDir: t.TempDir(), OnListening: func(addr string) { ready <- addr }}}
 	serveCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Serve(serveCtx, cfg, ss) }()

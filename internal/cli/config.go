@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -82,8 +83,9 @@ func (c Config) Logger() *slog.Logger {
 // remembers malformed variables, so the command can report them by name
 // instead of silently ignoring them.
 type EnvFlags struct {
-	fs   *pflag.FlagSet
-	errs []error
+	fs      *pflag.FlagSet
+	errs    []error
+	notices []string
 }
 
 // NewEnvFlags registers its flags on fs; a command reports Err before it runs.
@@ -170,3 +172,49 @@ func (e *EnvFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 }
 
 func (e *EnvFlags) Err() error { return errors.Join(e.errs...) }
+
+// Renamed is one setting's name before and after a rename.
+type Renamed struct{ Flag, Env string }
+
+// renamedEnv is the variable to read for env, which replaced old.Env: old's
+// while only old's is set, so a deployment keeps working for one release.
+func (e *EnvFlags) renamedEnv(env string, old Renamed) string {
+	if _, set := os.LookupEnv(env); set {
+		return env
+	}
+	if _, set := os.LookupEnv(old.Env); set {
+		e.notices = append(e.notices, fmt.Sprintf("%s is deprecated and will be removed in the next release: set %s", old.Env, env))
+		return old.Env
+	}
+	return env
+}
+
+// alias keeps old.Flag working as name, hidden from help; pflag says what
+// replaced it when it is used.
+func (e *EnvFlags) alias(name string, old Renamed) {
+	f := e.fs.Lookup(name)
+	e.fs.AddFlag(&pflag.Flag{Name: old.Flag, Usage: f.Usage, Value: f.Value, DefValue: f.DefValue})
+	_ = e.fs.MarkDeprecated(old.Flag, "use --"+name+"; it will be removed in the next release")
+}
+
+// IntRenamed is Int for a setting renamed since 1.0.0: its old flag and
+// variable keep working for one release.
+func (e *EnvFlags) IntRenamed(p *int, name, env string, old Renamed, def int, usage string) {
+	e.Int(p, name, e.renamedEnv(env, old), def, usage)
+	e.alias(name, old)
+}
+
+// DurationRenamed is Duration for a setting renamed since 1.0.0: its old
+// flag and variable keep working for one release.
+func (e *EnvFlags) DurationRenamed(p *time.Duration, name, env string, old Renamed, def time.Duration, usage string) {
+	e.Duration(p, name, e.renamedEnv(env, old), def, usage)
+	e.alias(name, old)
+}
+
+// Warn writes a line per deprecated variable in use, for the command that
+// runs with these flags.
+func (e *EnvFlags) Warn(w io.Writer) {
+	for _, n := range e.notices {
+		fmt.Fprintln(w, "invledger: warning:", n)
+	}
+}

@@ -47,7 +47,7 @@ func TestMetricsPassPromtoolAndCoverTheIssue(t *testing.T) {
 	const op, gw = "operator-secret-0001", "gateway-secret-00001"
 	ready, done := make(chan string, 1), make(chan error, 1)
 	ss := ServeSettings{Durability: app.DurabilityStrict, Config: server.Config{Listen: "127.0.0.1:0",
-		Tokens: "ops:operator:" + op + ",shop:gateway:" + gw, Subscribers: 1, BatchSize: 100, ReconcileInterval: time.Hour, DataDir: t.TempDir(),
+		Tokens: "ops:operator:" + op + ",shop:gateway:" + gw, Subscribers: 1, CommitSize: 100, ReconcileInterval: time.Hour, DataDir: t.TempDir(),
 		OnListening: func(addr string) { ready <- addr }}}
 	serveCtx, stop := context.WithCancel(ctx)
 	go func() { done <- Serve(serveCtx, cfg, ss) }()

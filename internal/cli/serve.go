@@ -54,8 +54,10 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")
 	env.StringSlice(&ss.Components, "components", "INVLEDGER_COMPONENTS", "components to run (default api,projector,reconciler)")
 	env.Int(&ss.Subscribers, "projector-subscribers", "INVLEDGER_PROJECTOR_SUBSCRIBERS", 1, "projector consumers per partition stream, each reading in batches")
-	env.Int(&ss.BatchSize, "batch-size", "INVLEDGER_BATCH_SIZE", 500, "most events per ledger transaction")
-	env.Duration(&ss.BatchWait, "batch-wait", "INVLEDGER_BATCH_WAIT", 0, "longest wait to fill a ledger transaction")
+	env.IntRenamed(&ss.CommitSize, "commit-size", "INVLEDGER_COMMIT_SIZE", Renamed{"batch-size", "INVLEDGER_BATCH_SIZE"}, 500,
+		"most events per ledger transaction of the projector (a commit), and the COUNT of each of its stream reads")
+	env.DurationRenamed(&ss.CommitWait, "commit-wait", "INVLEDGER_COMMIT_WAIT", Renamed{"batch-wait", "INVLEDGER_BATCH_WAIT"}, 0,
+		"longest wait to fill a ledger transaction of the projector")
 	env.Duration(&ss.StreamRetention, "stream-retention", "INVLEDGER_STREAM_RETENTION", time.Hour, "keep acked stream entries this long")
 	env.String(&ss.ConsumerName, "consumer-name", "INVLEDGER_CONSUMER_NAME", "", "stable projector consumer name prefix (default: <host>-<instance id kept in --data-dir>)")
 	env.String(&ss.DataDir, "data-dir", "INVLEDGER_DATA_DIR", server.DefaultDataDir(), "this instance's state (the projector's instance id); one per live process")
@@ -72,7 +74,10 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Duration(&ss.ConsoleIdleTimeout, "console-idle-timeout", "INVLEDGER_CONSOLE_IDLE_TIMEOUT", 15*time.Minute, "sign a console user out after this long without opening a page")
 	cmd.Flags().BoolVar(&ss.ConsoleSecureCookie, "console-secure-cookie", false, "mark the console's cookie Secure although serve sees plain HTTP (TLS ended at a proxy)")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
-	cmd.PreRunE = func(*cobra.Command, []string) error { return env.Err() }
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		env.Warn(cmd.ErrOrStderr())
+		return env.Err()
+	}
 	return cmd
 }
 

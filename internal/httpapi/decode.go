@@ -404,9 +404,13 @@ func kindName(t reflect.Type) string {
 
 // decodeDeduct reads a deduct body for sku and validates every field with
 // the domain's own validators, in the order sku, user_id, qty, request_id.
-// The command it returns holds the validated domain values. An
-// Idempotency-Key header stands for a missing request_id, and must equal
-// one that is given.
+// The command it returns holds the validated domain values.
+//
+// Idempotency-Key has two uses, one per kind of write: on a purchase, here,
+// it is another name for the body's request_id, the purchase's own key,
+// which Redis remembers with the receipt; on a write without a natural key
+// it is a claim stored with the first answer (idempotent). So the header
+// stands for a missing request_id, and must equal one that is given.
 func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductCommand, error) {
 	var b wire.DeductBody
 	err := decodeDeductBody(body, &b)

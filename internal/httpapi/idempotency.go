@@ -49,7 +49,12 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return "", domain.NewFieldError(wire.HeaderIdempotencyKey, errors.New("is given more than once"))
 }
 
-// idempotent runs h once per principal and Idempotency-Key: a request
+// idempotent runs h once per principal and Idempotency-Key.
+//
+// Idempotency-Key has two uses, one per kind of write: on a write without a
+// natural key, here, it is a claim stored per principal in PostgreSQL with
+// the first answer; on a purchase it is another name for the body's
+// request_id (decodeDeduct), which Redis remembers with the receipt. A request
 // without the header runs as it is; the first with a key runs and its
 // successful answer is stored; a retry with the same key and the same
 // request gets the stored answer. A failed answer is not stored, so a

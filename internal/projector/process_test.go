@@ -65,7 +65,7 @@ func projectorChild() int {
 		// A whole read in one transaction even when the machine is so busy
 		// that the read's messages take longer than the default ReadWait to
 		// pass the router: the test holds the first batch of a full read.
-		Batch: projector.GroupCommitConfig{ReadWait: 20 * time.Second},
+		Commit: projector.GroupCommitConfig{ReadWait: 20 * time.Second},
 		// Long enough that the victim still holds its entries when the test
 		// looks, short enough that the survivor takes them soon after.
 		ReclaimAfter:  3 * time.Second,

@@ -50,14 +50,14 @@ type ProjectorConfig struct {
 	// pending entries at once.
 	ConsumerName string
 	// SubscribersPerPartition is how many named consumers read each stream.
-	// Each reads in batches of ReadBatch and holds one connection per stream
+	// Each reads up to ReadCount entries at a time and holds one connection per stream
 	// plus one for acks, so one is usually enough. Default 1.
 	SubscribersPerPartition int
-	// ReadBatch is the COUNT of each XREADGROUP; a read's entries are handed
+	// ReadCount is the COUNT of each XREADGROUP; a read's entries are handed
 	// to the handlers at once, committed together by the group-commit
-	// writer, and acked with one XACK. Default Batch.MaxBatch, so one read
+	// writer, and acked with one XACK. Default Commit.MaxEvents, so one read
 	// fits one transaction.
-	ReadBatch int
+	ReadCount int
 	// ReclaimAfter is how long an entry pending on another consumer must be
 	// idle before this projector takes it over (XAUTOCLAIM). Default 30s.
 	ReclaimAfter time.Duration
@@ -68,20 +68,20 @@ type ProjectorConfig struct {
 	// PostgreSQL is unavailable; retries never give up.
 	RetryInitialInterval time.Duration
 	RetryMaxInterval     time.Duration
-	// Epoch, if set, identifies the current Redis run (RedisEpoch.Epoch)
+	// NodeRuns, if set, identifies the current run of every Redis master (RedisNodeRuns.NodeRuns)
 	// and EntryExists tells whether a stream entry is still in Redis. With
 	// both, an entry read before a Redis crash that the restarted Redis no
 	// longer holds (lost in the everysec window) is not projected but
 	// dead-lettered: the reconciler reports such deductions as lost, and
 	// projecting them after Redis resumed selling their seqs would collide.
-	Epoch       func(ctx context.Context) (string, error)
+	NodeRuns    func(ctx context.Context) (string, error)
 	EntryExists func(ctx context.Context, stream, id string) (bool, error)
-	// EpochPoll is how often Epoch is read. Default 200ms.
-	EpochPoll time.Duration
+	// NodeRunsPoll is how often NodeRuns is read. Default 200ms.
+	NodeRunsPoll time.Duration
 	// OnDeadLetter, if set, is told about every entry stored in dead_letters,
 	// after it is stored; it must not block.
 	OnDeadLetter func(ctx context.Context, stream, streamID, reason string)
-	Batch        GroupCommitConfig
+	Commit       GroupCommitConfig
 	Logger       *slog.Logger
 	Metrics      *Metrics
 }
@@ -112,12 +112,12 @@ func (c *ProjectorConfig) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.EpochPoll == 0 {
-		c.EpochPoll = 200 * time.Millisecond
+	if c.NodeRunsPoll == 0 {
+		c.NodeRunsPoll = 200 * time.Millisecond
 	}
-	c.Batch.setDefaults()
-	if c.ReadBatch == 0 {
-		c.ReadBatch = c.Batch.MaxBatch
+	c.Commit.setDefaults()
+	if c.ReadCount == 0 {
+		c.ReadCount = c.Commit.MaxEvents
 	}
 }
 
@@ -133,8 +133,8 @@ func (c ProjectorConfig) Validate() error {
 	if c.SubscribersPerPartition < 1 {
 		errs = append(errs, errors.New("projector: SubscribersPerPartition must be at least 1"))
 	}
-	if c.ReadBatch < 1 {
-		errs = append(errs, errors.New("projector: ReadBatch must be at least 1"))
+	if c.ReadCount < 1 {
+		errs = append(errs, errors.New("projector: ReadCount must be at least 1"))
 	}
 	if c.ReclaimAfter < time.Second {
 		errs = append(errs, errors.New("projector: ReclaimAfter must be at least 1s"))
@@ -145,10 +145,10 @@ func (c ProjectorConfig) Validate() error {
 	if c.Metrics == nil {
 		errs = append(errs, errors.New("projector: Metrics is required"))
 	}
-	if (c.Epoch == nil) != (c.EntryExists == nil) {
-		errs = append(errs, errors.New("projector: set both Epoch and EntryExists, or neither"))
+	if (c.NodeRuns == nil) != (c.EntryExists == nil) {
+		errs = append(errs, errors.New("projector: set both NodeRuns and EntryExists, or neither"))
 	}
-	errs = append(errs, c.Batch.Validate())
+	errs = append(errs, c.Commit.Validate())
 	return errors.Join(errs...)
 }
 
@@ -159,10 +159,10 @@ func (c ProjectorConfig) Validate() error {
 // events commit in one transaction, and a malformed one goes to
 // dead_letters on its own while its siblings are projected.
 type Projector struct {
-	cfg     ProjectorConfig
-	writer  *GroupCommitWriter
-	deadLet DeadLetterStore
-	epoch   atomic.Pointer[string]
+	cfg      ProjectorConfig
+	writer   *GroupCommitWriter
+	deadLet  DeadLetterStore
+	nodeRuns atomic.Pointer[string]
 }
 
 // NewProjector returns a projector writing to store.
@@ -171,7 +171,7 @@ func NewProjector(cfg ProjectorConfig, store LedgerAppender, deadLetters DeadLet
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w, err := NewGroupCommitWriter(cfg.Batch, store, cfg.Metrics)
+	w, err := NewGroupCommitWriter(cfg.Commit, store, cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +185,8 @@ func (p *Projector) Run(ctx context.Context) error {
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { p.writer.Run(writerCtx) })
-	if p.cfg.Epoch != nil {
-		wg.Go(func() { p.watchEpoch(writerCtx) })
+	if p.cfg.NodeRuns != nil {
+		wg.Go(func() { p.watchNodeRuns(writerCtx) })
 	}
 	defer func() {
 		stopWriter()
@@ -271,10 +271,10 @@ func (p *Projector) route(ctx context.Context) error {
 			ConsumerGroup: ConsumerGroup,
 			Consumer:      consumer,
 			OldestID:      "0",
-			// The epoch is stamped as the read answers (see entryUnmarshaller).
-			Unmarshaller:    entryUnmarshaller{epoch: &p.epoch},
+			// the node runs are stamped as the read answers (see entryUnmarshaller).
+			Unmarshaller:    entryUnmarshaller{nodeRuns: &p.nodeRuns},
 			StreamIDKey:     redisinventory.StreamIDField,
-			BatchSize:       int64(p.cfg.ReadBatch),
+			ReadCount:       int64(p.cfg.ReadCount),
 			NackResendDelay: 100 * time.Millisecond,
 			ClaimInterval:   p.cfg.ClaimInterval,
 			ClaimMinIdle:    p.cfg.ReclaimAfter,
@@ -359,8 +359,8 @@ func deadEvent(msg *message.Message, i int, err error) *message.Message {
 // current run no longer holds. Entries read under the current run need no
 // check, so the cost falls only on the few messages in flight at a restart.
 func (p *Projector) checkNotLost(msg *message.Message) error {
-	current := p.epoch.Load()
-	readUnder, stamped := msg.Metadata[epochKey]
+	current := p.nodeRuns.Load()
+	readUnder, stamped := msg.Metadata[nodeRunsKey]
 	if p.cfg.EntryExists == nil || current == nil || !stamped || readUnder == *current {
 		return nil
 	}
@@ -375,12 +375,12 @@ func (p *Projector) checkNotLost(msg *message.Message) error {
 	return nil
 }
 
-func (p *Projector) watchEpoch(ctx context.Context) {
-	t := time.NewTicker(p.cfg.EpochPoll)
+func (p *Projector) watchNodeRuns(ctx context.Context) {
+	t := time.NewTicker(p.cfg.NodeRunsPoll)
 	defer t.Stop()
 	for {
-		if e, err := p.cfg.Epoch(ctx); err == nil {
-			p.epoch.Store(&e)
+		if e, err := p.cfg.NodeRuns(ctx); err == nil {
+			p.nodeRuns.Store(&e)
 		}
 		select {
 		case <-ctx.Done():

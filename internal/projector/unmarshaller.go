@@ -9,25 +9,25 @@ import (
 	"github.com/invledger/invledger/internal/redis/redisinventory"
 )
 
-// epochKey is the metadata key holding the Redis epoch an entry was read
+// nodeRunsKey is the metadata key holding the node runs an entry was read
 // under.
-const epochKey = "_redis_epoch"
+const nodeRunsKey = "_redis_node_runs"
 
 // entryUnmarshaller turns a stream entry into a Watermill message whose
-// metadata holds the entry's raw fields, and the Redis epoch current when it
+// metadata holds the entry's raw fields, and the node runs current when it
 // was read: redisbatch unmarshals a read's entries as the read answers,
 // before delivering any, so this is read time, not handle time. It never
 // fails: parsing is left to the handler, which sends malformed entries to
 // dead_letters (an entry the Unmarshaller refused would stay pending).
 // redisbatch adds the stream id under redisinventory.StreamIDField.
 type entryUnmarshaller struct {
-	epoch *atomic.Pointer[string]
+	nodeRuns *atomic.Pointer[string]
 }
 
 func (u entryUnmarshaller) Unmarshal(values map[string]any) (*message.Message, error) {
 	md := message.Metadata(redisinventory.EntryFields(values))
-	if e := u.epoch.Load(); e != nil {
-		md[epochKey] = *e
+	if e := u.nodeRuns.Load(); e != nil {
+		md[nodeRunsKey] = *e
 	}
 	id := md["event_id"]
 	if id == "" {

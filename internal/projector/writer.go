@@ -25,12 +25,12 @@ type LedgerAppender interface {
 
 // GroupCommitConfig tunes the group-commit writer.
 type GroupCommitConfig struct {
-	// MaxBatch is the most events committed in one transaction, but for
+	// MaxEvents is the most events committed in one transaction, but for
 	// an entry that alone holds more: an entry's events always commit
 	// together. The projector reads this many entries at a time, so a read
 	// of one-event entries fits one transaction; a read of batch entries
 	// is split between entries.
-	MaxBatch int
+	MaxEvents int
 	// MaxWait is how long a batch may linger for more events after taking
 	// every event already queued. Zero commits what is queued at once
 	// (after ReadWait, for a read not yet complete).
@@ -49,8 +49,8 @@ type GroupCommitConfig struct {
 }
 
 func (c *GroupCommitConfig) setDefaults() {
-	if c.MaxBatch == 0 {
-		c.MaxBatch = 500
+	if c.MaxEvents == 0 {
+		c.MaxEvents = 500
 	}
 	if c.ReadWait == 0 {
 		c.ReadWait = 50 * time.Millisecond
@@ -66,8 +66,8 @@ func (c *GroupCommitConfig) setDefaults() {
 // Validate reports every invalid setting at once.
 func (c GroupCommitConfig) Validate() error {
 	var errs []error
-	if c.MaxBatch < 1 {
-		errs = append(errs, errors.New("group commit: MaxBatch must be at least 1"))
+	if c.MaxEvents < 1 {
+		errs = append(errs, errors.New("group commit: MaxEvents must be at least 1"))
 	}
 	if c.MaxWait < 0 {
 		errs = append(errs, errors.New("group commit: MaxWait must not be negative"))
@@ -95,7 +95,7 @@ type submission struct {
 
 // GroupCommitWriter gathers entries from many concurrent handlers and
 // commits their events together. One goroutine gathers: it takes every
-// queued entry, up to MaxBatch events, waits for the rest of every read
+// queued entry, up to MaxEvents events, waits for the rest of every read
 // the batch holds part of (up to ReadWait), lingers up to MaxWait, and
 // hands the batch to one of Writers committers; while all of them are busy
 // it keeps adding to the batch. Submit returns only once its entry's
@@ -157,13 +157,13 @@ func (w *GroupCommitWriter) Submit(ctx context.Context, events []domain.Event, r
 	}
 }
 
-// take moves queued submissions into g until it holds MaxBatch events (at
+// take moves queued submissions into g until it holds MaxEvents events (at
 // least one submission, however many events it holds, into an empty g) and
 // reports whether the queue is empty now.
 func (w *GroupCommitWriter) take(g *gathering) (empty bool) {
 	w.mu.Lock()
 	k, events := 0, g.events
-	for k < len(w.queued) && (events < w.cfg.MaxBatch || len(g.batch)+k == 0) {
+	for k < len(w.queued) && (events < w.cfg.MaxEvents || len(g.batch)+k == 0) {
 		events += len(w.queued[k].events)
 		k++
 	}
@@ -220,7 +220,7 @@ func (w *GroupCommitWriter) gather(ctx context.Context, batches chan<- []*submis
 		if started.IsZero() {
 			started = time.Now()
 		}
-		full := g.events >= w.cfg.MaxBatch
+		full := g.events >= w.cfg.MaxEvents
 		wait := w.cfg.MaxWait
 		if len(g.open) > 0 {
 			wait = max(wait, w.cfg.ReadWait)
@@ -286,7 +286,7 @@ func (g *gathering) add(s *submission) {
 // sent starts a new batch. A read still incomplete when its wait ran out
 // (some of its messages never reach the writer: malformed entries, and
 // entries all of whose events are malformed, go to dead_letters instead) is forgotten, so the map cannot grow; a read cut by
-// MaxBatch is remembered, its next events complete it.
+// MaxEvents is remembered, its next events complete it.
 func (g *gathering) sent(expired bool) {
 	if expired {
 		for r := range g.open {

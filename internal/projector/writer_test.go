@@ -81,12 +81,12 @@ func startWriter(t *testing.T, cfg projector.GroupCommitConfig, store projector.
 func TestGroupCommitOneReadOneTransaction(t *testing.T) {
 	t.Parallel()
 	store := &recordingStore{}
-	w := startWriter(t, projector.GroupCommitConfig{MaxBatch: 500, ReadWait: 5 * time.Second}, store)
+	w := startWriter(t, projector.GroupCommitConfig{MaxEvents: 500, ReadWait: 5 * time.Second}, store)
 	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 400}, 400, 1)
 	if got := store.sizes(); len(got) != 1 || got[0] != 400 {
 		t.Fatalf("batches %v, want one of 400", got)
 	}
-	// A read larger than MaxBatch fills whole transactions. The two
+	// A read larger than MaxEvents fills whole transactions. The two
 	// committers may reach the store in either order.
 	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 700}, 700, 1)
 	got := store.sizes()[1:]
@@ -102,7 +102,7 @@ func TestGroupCommitOneReadOneTransaction(t *testing.T) {
 func TestGroupCommitIncompleteReadCommitsAfterReadWait(t *testing.T) {
 	t.Parallel()
 	store := &recordingStore{}
-	w := startWriter(t, projector.GroupCommitConfig{MaxBatch: 500, ReadWait: 100 * time.Millisecond}, store)
+	w := startWriter(t, projector.GroupCommitConfig{MaxEvents: 500, ReadWait: 100 * time.Millisecond}, store)
 	start := time.Now()
 	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 10}, 9, 1)
 	if took := time.Since(start); took < 100*time.Millisecond || took > 3*time.Second {
@@ -115,12 +115,12 @@ func TestGroupCommitIncompleteReadCommitsAfterReadWait(t *testing.T) {
 
 // TestGroupCommitEntriesOfSeveralEvents: a read's Size counts entries, and
 // an entry's events always commit in one transaction: a read of batch
-// entries is one transaction when its events fit MaxBatch, and is split
+// entries is one transaction when its events fit MaxEvents, and is split
 // between entries when they do not.
 func TestGroupCommitEntriesOfSeveralEvents(t *testing.T) {
 	t.Parallel()
 	store := &recordingStore{}
-	w := startWriter(t, projector.GroupCommitConfig{MaxBatch: 500, ReadWait: 5 * time.Second}, store)
+	w := startWriter(t, projector.GroupCommitConfig{MaxEvents: 500, ReadWait: 5 * time.Second}, store)
 	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 100}, 100, 4)
 	if got := store.sizes(); len(got) != 1 || got[0] != 400 {
 		t.Fatalf("batches %v, want one of 400", got)
@@ -130,7 +130,7 @@ func TestGroupCommitEntriesOfSeveralEvents(t *testing.T) {
 	if len(got) != 2 || got[0]+got[1] != 630 || got[0]%9 != 0 || max(got[0], got[1]) > 504 {
 		t.Fatalf("batches %v, want 630 events in two, split between entries", got)
 	}
-	// An entry larger than MaxBatch still commits whole.
+	// An entry larger than MaxEvents still commits whole.
 	submitRead(t, w, &redisbatch.Read{Topic: "s", Source: redisbatch.SourceNew, Size: 1}, 1, 600)
 	if got := store.sizes()[3:]; len(got) != 1 || got[0] != 600 {
 		t.Fatalf("batches %v, want one of 600", got)
@@ -158,7 +158,7 @@ func (r *refusingStore) AppendBatch(ctx context.Context, events []domain.Event) 
 func TestGroupCommitRefusesOneEventOfAnEntry(t *testing.T) {
 	t.Parallel()
 	store := &refusingStore{refuse: 2}
-	w := startWriter(t, projector.GroupCommitConfig{MaxBatch: 500}, store)
+	w := startWriter(t, projector.GroupCommitConfig{MaxEvents: 500}, store)
 	events := []domain.Event{{ID: "1", Seq: 1}, {ID: "2", Seq: 2}, {ID: "3", Seq: 3}}
 	refused, err := w.Submit(context.Background(), events, nil)
 	if err != nil || len(refused) != 3 || refused[0] != nil || refused[2] != nil ||

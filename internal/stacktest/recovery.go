@@ -103,8 +103,8 @@ func (s *Stack) RunProjector(t testing.TB, opts ...ProjectorOption) (stop func()
 		ConsumerName:         "stacktest",
 		RetryInitialInterval: 50 * time.Millisecond,
 		RetryMaxInterval:     500 * time.Millisecond,
-		Epoch:                s.Epoch.Epoch,
-		EntryExists:          s.Epoch.EntryExists,
+		NodeRuns:             s.NodeRuns.NodeRuns,
+		EntryExists:          s.NodeRuns.EntryExists,
 		Logger:               quiet,
 		Metrics:              projector.NewMetrics(prometheus.NewRegistry()),
 	}

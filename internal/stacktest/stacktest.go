@@ -33,18 +33,18 @@ type Stack struct {
 	App      *app.Application
 	// RedisClient is the application's client of Redis; nil WithRedisCluster
 	// (App.Redis is then a *redis.ClusterClient).
-	RedisClient *redis.Client
-	DatabaseURL string
-	Pool        *pgxpool.Pool
-	Keyspace    redisinventory.Keyspace
-	RunIDs      *redisinventory.RunIDs
-	Inventory   *redisinventory.RedisInventory
-	// InventoryRestorer, InventoryArchiver, ReconcileSource and Epoch are
+	RedisClient  *redis.Client
+	DatabaseURL  string
+	Pool         *pgxpool.Pool
+	Keyspace     redisinventory.Keyspace
+	NodeRunWatch *redisinventory.NodeRunWatch
+	Inventory    *redisinventory.RedisInventory
+	// InventoryRestorer, InventoryArchiver, ReconcileSource and NodeRuns are
 	// the other Redis adapters, over the same client.
 	InventoryRestorer *redisinventory.RedisRestorer
 	InventoryArchiver *redisinventory.RedisArchiver
 	ReconcileSource   *redisinventory.RedisReconcileSource
-	Epoch             *redisinventory.RedisEpoch
+	NodeRuns          *redisinventory.RedisNodeRuns
 	SKUs              *pgstore.PostgresSKUStore
 	Ledger            *pgstore.PostgresLedgerStore
 	Projection        *pgstore.PostgresProjectionStore
@@ -157,11 +157,11 @@ func New(t testing.TB, opts ...Option) *Stack {
 		t.Fatalf("open the application: %v", err)
 	}
 	t.Cleanup(a.Close)
-	s.App, s.Pool, s.Keyspace, s.RunIDs = a, a.Pool, a.Keys, a.RunIDs
+	s.App, s.Pool, s.Keyspace, s.NodeRunWatch = a, a.Pool, a.Keys, a.NodeRunWatch
 	s.RedisClient, _ = a.Redis.(*redis.Client)
 	ad := a.Adapters
 	s.Inventory, s.InventoryRestorer, s.InventoryArchiver = ad.Inventory, ad.Restorer, ad.Archiver
-	s.ReconcileSource, s.Epoch = ad.ReconcileSource, ad.Epoch
+	s.ReconcileSource, s.NodeRuns = ad.ReconcileSource, ad.NodeRuns
 	s.SKUs, s.Ledger, s.Projection, s.Balances = ad.SKUs, ad.Ledger, ad.Projection, ad.Balances
 	s.Audit, s.Snapshots, s.Reconciliations, s.Archives = ad.Audit, ad.Snapshots, ad.Reconciliations, ad.BuyerArchives
 	s.Seals = ad.Seals

@@ -59,7 +59,7 @@ func (a *LogAlerter) Alert(ctx context.Context, f Finding) {
 		"ledger_seq", f.Before.LedgerSeq, "in_flight", f.Before.InFlight, "repaired", f.Repaired, "repair_error", f.RepairError}
 	if f.Class == ClassCorruptRecord {
 		// Not request_id: an API request's log lines carry its own under that key.
-		attrs = append(attrs, "purchase_request_id", f.RequestID, "hold_id", f.HoldID)
+		attrs = append(attrs, "request_id", f.RequestID, "hold_id", f.HoldID)
 	}
 	a.log.ErrorContext(ctx, "reconciliation finding", attrs...)
 	if a.next != nil {

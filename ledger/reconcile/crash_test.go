@@ -75,8 +75,8 @@ func runVerifier(t *testing.T, s *stacktest.Stack, rec *reconcile.Reconciler) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = rec.RunLoop(ctx, reconcile.LoopConfig{Interval: time.Hour, Epoch: s.Epoch.Epoch,
-			EpochPoll: 100 * time.Millisecond, Changed: s.RunIDs.Changed()})
+		_ = rec.RunLoop(ctx, reconcile.LoopConfig{Interval: time.Hour, NodeRuns: s.NodeRuns.NodeRuns,
+			NodeRunsPoll: 100 * time.Millisecond, Changed: s.NodeRunWatch.Changed()})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }

@@ -12,12 +12,12 @@ import (
 type LoopConfig struct {
 	// Interval between full reconciliations with repair. Default 60s.
 	Interval time.Duration
-	// Epoch identifies the Redis run (each master's master_replid, and in a cluster
+	// NodeRuns names the node run of every master (its master_replid, and in a cluster
 	// the slots' masters); a change means every SKU must be verified again.
-	Epoch func(ctx context.Context) (string, error)
-	// EpochPoll is how often Epoch is read. Default 1s.
-	EpochPoll time.Duration
-	// Changed signals a new run_id seen on a fresh connection.
+	NodeRuns func(ctx context.Context) (string, error)
+	// NodeRunsPoll is how often NodeRuns is read. Default 1s.
+	NodeRunsPoll time.Duration
+	// Changed signals a new node run seen on a fresh connection.
 	Changed <-chan struct{}
 	// Settle is how long verification waits after a restart is noticed.
 	// Projector batches that were committing when Redis died still land in
@@ -30,8 +30,8 @@ func (c *LoopConfig) setDefaults() {
 	if c.Interval == 0 {
 		c.Interval = time.Minute
 	}
-	if c.EpochPoll == 0 {
-		c.EpochPoll = time.Second
+	if c.NodeRunsPoll == 0 {
+		c.NodeRunsPoll = time.Second
 	}
 	if c.Settle == 0 {
 		c.Settle = 2 * time.Second
@@ -41,11 +41,11 @@ func (c *LoopConfig) setDefaults() {
 // Validate reports every invalid setting at once.
 func (c LoopConfig) Validate() error {
 	var errs []error
-	if c.Interval <= 0 || c.EpochPoll <= 0 {
-		errs = append(errs, errors.New("reconcile loop: Interval and EpochPoll must be positive"))
+	if c.Interval <= 0 || c.NodeRunsPoll <= 0 {
+		errs = append(errs, errors.New("reconcile loop: Interval and NodeRunsPoll must be positive"))
 	}
-	if c.Epoch == nil {
-		errs = append(errs, errors.New("reconcile loop: Epoch is required"))
+	if c.NodeRuns == nil {
+		errs = append(errs, errors.New("reconcile loop: NodeRuns is required"))
 	}
 	return errors.Join(errs...)
 }
@@ -62,9 +62,9 @@ func (r *Reconciler) RunLoop(ctx context.Context, cfg LoopConfig) error {
 	}
 	interval := time.NewTicker(cfg.Interval)
 	defer interval.Stop()
-	poll := time.NewTicker(cfg.EpochPoll)
+	poll := time.NewTicker(cfg.NodeRunsPoll)
 	defer poll.Stop()
-	lastEpoch := ""
+	lastNodeRuns := ""
 	verify := true // at start: SKUs may be unverified since before this process
 	settle := false
 	for {
@@ -89,16 +89,16 @@ func (r *Reconciler) RunLoop(ctx context.Context, cfg LoopConfig) error {
 		case <-cfg.Changed:
 			verify, settle = true, true
 		case <-poll.C:
-			epoch, err := cfg.Epoch(ctx)
+			nodeRuns, err := cfg.NodeRuns(ctx)
 			if err != nil {
 				continue // Redis is down: nothing can be verified until it is back
 			}
-			if epoch != lastEpoch {
-				if lastEpoch != "" {
-					r.cfg.Logger.Warn("redis restarted, failed over or moved slots; verifying every SKU", "epoch", epoch)
+			if nodeRuns != lastNodeRuns {
+				if lastNodeRuns != "" {
+					r.cfg.Logger.Warn("redis restarted, failed over or moved slots; verifying every SKU", "node_runs", nodeRuns)
 				}
-				settle = lastEpoch != ""
-				lastEpoch, verify = epoch, true
+				settle = lastNodeRuns != ""
+				lastNodeRuns, verify = nodeRuns, true
 			}
 		}
 	}

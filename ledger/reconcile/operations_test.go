@@ -24,7 +24,7 @@ func TestLoopRepairsAreRecordedAsTheReconciler(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = s.App.Reconciler.RunLoop(loopCtx, reconcile.LoopConfig{Interval: 200 * time.Millisecond, Epoch: s.Epoch.Epoch})
+		_ = s.App.Reconciler.RunLoop(loopCtx, reconcile.LoopConfig{Interval: 200 * time.Millisecond, NodeRuns: s.NodeRuns.NodeRuns})
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)

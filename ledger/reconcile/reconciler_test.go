@@ -234,7 +234,7 @@ func TestTamperingIsCaughtWithinOneInterval(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = rec.RunLoop(loopCtx, reconcile.LoopConfig{Interval: 300 * time.Millisecond, Epoch: s.Epoch.Epoch})
+		_ = rec.RunLoop(loopCtx, reconcile.LoopConfig{Interval: 300 * time.Millisecond, NodeRuns: s.NodeRuns.NodeRuns})
 	}()
 	defer func() { cancel(); <-done }()
 

@@ -60,10 +60,10 @@ func (r *Reconciler) ReportCorrupt(ctx context.Context, rec ledger.CorruptRecord
 	}
 	r.cfg.Metrics.corrupt.WithLabelValues(string(rec.Kind)).Inc()
 	r.cfg.Logger.ErrorContext(ctx, "corrupt record met: its calls answer unavailable until it is rebuilt from the ledger",
-		"sku", rec.SKU, "kind", rec.Kind, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID)
+		"sku", rec.SKU, "kind", rec.Kind, "request_id", rec.RequestID, "hold_id", rec.HoldID)
 	if full {
 		r.cfg.Logger.WarnContext(ctx, "too many corrupt records being repaired; this one waits for the next call that meets it",
-			"sku", rec.SKU, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID, "repairing", r.cfg.MaxRecordRepairs)
+			"sku", rec.SKU, "request_id", rec.RequestID, "hold_id", rec.HoldID, "repairing", r.cfg.MaxRecordRepairs)
 		return
 	}
 	if closed {
@@ -111,7 +111,7 @@ func (r *Reconciler) repairReported(ctx context.Context, rec ledger.CorruptRecor
 	case r.repairsCtx.Err() != nil:
 		// Stopped by Close, not failed: the first alert stands.
 		r.cfg.Logger.InfoContext(ctx, "corrupt record left for the next start: the reconciler closed during its repair",
-			"sku", rec.SKU, "kind", rec.Kind, "purchase_request_id", rec.RequestID, "hold_id", rec.HoldID)
+			"sku", rec.SKU, "kind", rec.Kind, "request_id", rec.RequestID, "hold_id", rec.HoldID)
 	case f.RepairError != "":
 		r.cfg.Alerts.Alert(ctx, f)
 	}

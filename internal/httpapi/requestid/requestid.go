@@ -23,7 +23,8 @@ func FromContext(ctx context.Context) (string, bool) {
 }
 
 // LogHandler wraps h so that a record logged with a context carrying an
-// id has it as request_id: one request's lines can be found together, and
+// id has it as http_request_id, never request_id, which names a purchase's
+// request id everywhere else: one request's lines can be found together, and
 // matched with the trace_id its caller was answered. A handler wrapped
 // already is returned as it is.
 func LogHandler(h slog.Handler) slog.Handler {
@@ -37,7 +38,7 @@ type handler struct{ slog.Handler }
 
 func (h handler) Handle(ctx context.Context, rec slog.Record) error {
 	if id, ok := FromContext(ctx); ok {
-		rec.AddAttrs(slog.String("request_id", id))
+		rec.AddAttrs(slog.String("http_request_id", id))
 	}
 	return h.Handler.Handle(ctx, rec)
 }

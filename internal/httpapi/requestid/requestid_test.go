@@ -18,11 +18,11 @@ func TestLogHandlerAddsTheIDOnce(t *testing.T) {
 	log.InfoContext(NewContext(context.Background(), "req-7"), "with")
 	log.InfoContext(context.Background(), "without")
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 || strings.Count(lines[0], `"request_id"`) != 1 || strings.Contains(lines[1], "request_id") {
+	if len(lines) != 2 || strings.Count(lines[0], `"http_request_id"`) != 1 || strings.Contains(lines[1], "request_id") {
 		t.Fatalf("log lines %q", lines)
 	}
 	var first map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first["request_id"] != "req-7" || first["component"] != "api" {
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first["http_request_id"] != "req-7" || first["component"] != "api" {
 		t.Fatalf("first line %v (%v)", first, err)
 	}
 }

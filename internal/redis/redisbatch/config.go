@@ -66,8 +66,8 @@ type SubscriberConfig struct {
 	// StreamIDKey is the metadata key set to each message's stream entry
 	// id. Default DefaultStreamIDKey.
 	StreamIDKey string
-	// BatchSize is the COUNT of each XREADGROUP. Default 1000.
-	BatchSize int64
+	// ReadCount is the COUNT of each XREADGROUP. Default 1000.
+	ReadCount int64
 	// BlockTime is the BLOCK of each XREADGROUP ... >; it bounds how long a
 	// read can outlive Close. Default 1s; at most 10s.
 	BlockTime time.Duration
@@ -84,8 +84,8 @@ type SubscriberConfig struct {
 	// before any consumer may claim it: longer than a message can take to
 	// be handled. Default 30s.
 	ClaimMinIdle time.Duration
-	// ClaimBatchSize is the COUNT of each XAUTOCLAIM. Default BatchSize.
-	ClaimBatchSize int64
+	// ClaimCount is the COUNT of each XAUTOCLAIM. Default ReadCount.
+	ClaimCount int64
 	// CloseTimeout is how long Close, or the end of a subscription's
 	// context, waits for delivered messages to be acked. Default 5s.
 	CloseTimeout time.Duration
@@ -110,8 +110,8 @@ func (c *SubscriberConfig) setDefaults() {
 	if c.StreamIDKey == "" {
 		c.StreamIDKey = DefaultStreamIDKey
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 1000
+	if c.ReadCount == 0 {
+		c.ReadCount = 1000
 	}
 	if c.BlockTime == 0 {
 		c.BlockTime = time.Second
@@ -128,8 +128,8 @@ func (c *SubscriberConfig) setDefaults() {
 	if c.ClaimMinIdle == 0 {
 		c.ClaimMinIdle = 30 * time.Second
 	}
-	if c.ClaimBatchSize == 0 {
-		c.ClaimBatchSize = c.BatchSize
+	if c.ClaimCount == 0 {
+		c.ClaimCount = c.ReadCount
 	}
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 5 * time.Second
@@ -155,8 +155,8 @@ func (c SubscriberConfig) Validate() error {
 	if c.Consumer == "" {
 		errs = append(errs, errors.New("redisbatch: Consumer is required"))
 	}
-	if c.BatchSize < 1 {
-		errs = append(errs, errors.New("redisbatch: BatchSize must be at least 1"))
+	if c.ReadCount < 1 {
+		errs = append(errs, errors.New("redisbatch: ReadCount must be at least 1"))
 	}
 	if c.BlockTime < time.Millisecond || c.BlockTime > maxBlockTime {
 		errs = append(errs, errors.New("redisbatch: BlockTime must be between 1ms and 10s"))
@@ -170,8 +170,8 @@ func (c SubscriberConfig) Validate() error {
 	if c.ClaimMinIdle < time.Millisecond {
 		errs = append(errs, errors.New("redisbatch: ClaimMinIdle must be at least 1ms"))
 	}
-	if c.ClaimBatchSize < 1 {
-		errs = append(errs, errors.New("redisbatch: ClaimBatchSize must be at least 1"))
+	if c.ClaimCount < 1 {
+		errs = append(errs, errors.New("redisbatch: ClaimCount must be at least 1"))
 	}
 	if c.CloseTimeout < 0 {
 		errs = append(errs, errors.New("redisbatch: CloseTimeout must not be negative"))

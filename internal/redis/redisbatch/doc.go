@@ -19,7 +19,7 @@
 //     same consumer name (see ConsumerName) resumes its own work at once;
 //   - every ClaimInterval, moves entries idle for ClaimMinIdle or more from
 //     any consumer of the group (dead ones, in practice) to itself with
-//     XAUTOCLAIM, in batches of ClaimBatchSize, and delivers them like a read.
+//     XAUTOCLAIM, in batches of ClaimCount, and delivers them like a read.
 //
 // Every message's context tells which read delivered it and how many
 // messages that read delivered (ReadOf), so a handler that writes in

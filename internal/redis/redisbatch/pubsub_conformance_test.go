@@ -54,7 +54,7 @@ func TestPubSub(t *testing.T) {
 			Client:        client,
 			ConsumerGroup: group,
 			Consumer:      watermill.NewShortUUID(),
-			BatchSize:     100,
+			ReadCount:     100,
 			// Short, as watermill-redisstream's suite run sets them, so the
 			// suite's many Close calls stay quick: TestConcurrentSubscribe
 			// closes 50 subscribers one after another, each holding a

@@ -155,7 +155,7 @@ func TestOneMultiIDXAckPerRead(t *testing.T) {
 	sub := newSubscriber(t, redisbatch.SubscriberConfig{
 		Client:       subClient(t, addr, counter),
 		Unmarshaller: rawUnmarshaller{},
-		BatchSize:    100,
+		ReadCount:    100,
 		Hooks: redisbatch.Hooks{Read: func(_, source string, n int) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -238,12 +238,12 @@ func TestClaimsTheIdlePendingEntriesOfADeadConsumer(t *testing.T) {
 	var claimed atomic.Int64
 	var claims atomic.Int64
 	sub := newSubscriber(t, redisbatch.SubscriberConfig{
-		Client:         subClient(t, addr),
-		Unmarshaller:   rawUnmarshaller{},
-		Consumer:       "alive",
-		ClaimInterval:  100 * time.Millisecond,
-		ClaimMinIdle:   300 * time.Millisecond,
-		ClaimBatchSize: 100,
+		Client:        subClient(t, addr),
+		Unmarshaller:  rawUnmarshaller{},
+		Consumer:      "alive",
+		ClaimInterval: 100 * time.Millisecond,
+		ClaimMinIdle:  300 * time.Millisecond,
+		ClaimCount:    100,
 		Hooks: redisbatch.Hooks{Read: func(_, source string, n int) {
 			if source == redisbatch.SourceClaimed {
 				claims.Add(1)
@@ -506,11 +506,11 @@ func TestDeletedPendingEntriesAreAckedWithoutDelivery(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	_, err := redisbatch.NewSubscriber(redisbatch.SubscriberConfig{BatchSize: -1, BlockTime: time.Minute})
+	_, err := redisbatch.NewSubscriber(redisbatch.SubscriberConfig{ReadCount: -1, BlockTime: time.Minute})
 	if err == nil {
 		t.Fatal("an empty config was accepted")
 	}
-	for _, want := range []string{"Client", "ConsumerGroup", "Consumer is", "BatchSize", "BlockTime"} {
+	for _, want := range []string{"Client", "ConsumerGroup", "Consumer is", "ReadCount", "BlockTime"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}

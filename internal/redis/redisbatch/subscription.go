@@ -181,7 +181,7 @@ func (sub *subscription) read(id string, block time.Duration) ([]redis.XMessage,
 		Group:    sub.cfg.ConsumerGroup,
 		Consumer: sub.cfg.Consumer,
 		Streams:  []string{sub.topic, id},
-		Count:    sub.cfg.BatchSize,
+		Count:    sub.cfg.ReadCount,
 		Block:    block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -202,7 +202,7 @@ func (sub *subscription) claim(cursor string) ([]redis.XMessage, string, error) 
 		Consumer: sub.cfg.Consumer,
 		MinIdle:  sub.cfg.ClaimMinIdle,
 		Start:    cursor,
-		Count:    sub.cfg.ClaimBatchSize,
+		Count:    sub.cfg.ClaimCount,
 	}).Result()
 }
 

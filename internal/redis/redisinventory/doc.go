@@ -20,7 +20,7 @@
 // tail alike. One adapter type serves each port role, all over one
 // go-redis client: RedisInventory (purchases), RedisRestorer,
 // RedisArchiver (close, archive, retire), RedisReconcileSource and
-// RedisEpoch. A retired SKU keeps no key of its own: its id stays in its
+// RedisNodeRuns. A retired SKU keeps no key of its own: its id stays in its
 // partition's tombstone set (Keyspace.TombstoneKey).
 //
 // # Fencing

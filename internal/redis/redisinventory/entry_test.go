@@ -63,7 +63,7 @@ func TestParseEntryEvents(t *testing.T) {
 			"hold_id":                    "\nh2\n",
 			"expires_at":                 "\n1764500060000\n",
 			"tp":                         "00-aa-bb-01\n\n",
-			redisinventory.StreamIDField: "1764500000123-4", "_redis_epoch": "run",
+			redisinventory.StreamIDField: "1764500000123-4", "_redis_node_runs": "run",
 		}
 		got, err := redisinventory.ParseEntryEvents(fields)
 		if err != nil {
@@ -87,7 +87,7 @@ func TestParseEntryEvents(t *testing.T) {
 			// A dead letter of one event keeps its own fields, which decode
 			// to the same event.
 			one := redisinventory.EventFields(fields, i)
-			if one["_redis_epoch"] != "run" || strings.Contains(one["e"], "\n") {
+			if one["_redis_node_runs"] != "run" || strings.Contains(one["e"], "\n") {
 				t.Errorf("event %d: fields %v", i, one)
 			}
 			if e, err := redisinventory.ParseEntry(one); err != nil || e != want[i] {

@@ -22,11 +22,11 @@ import (
 func TestMain(m *testing.M) { localstacktest.Main(m) }
 
 type fixture struct {
-	srv    *localstack.RedisServer
-	client *redis.Client
-	keys   redisinventory.Keyspace
-	runIDs *redisinventory.RunIDs
-	inv    *redisinventory.RedisInventory
+	srv          *localstack.RedisServer
+	client       *redis.Client
+	keys         redisinventory.Keyspace
+	nodeRunWatch *redisinventory.NodeRunWatch
+	inv          *redisinventory.RedisInventory
 	// restorer, archiver and reconcile share the client with inv.
 	restorer  *redisinventory.RedisRestorer
 	archiver  *redisinventory.RedisArchiver
@@ -38,15 +38,15 @@ func newFixture(t testing.TB) *fixture {
 	srv := localstacktest.Redis(t)
 	// As the service's client: a deadline cuts a blocked read.
 	opts := &redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true}
-	runIDs := redisinventory.NewRunIDs()
-	runIDs.Attach(opts)
+	nodeRunWatch := redisinventory.NewNodeRunWatch()
+	nodeRunWatch.Attach(opts)
 	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
 	keys, err := redisinventory.NewKeyspace(redisinventory.DefaultPartitions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{srv: srv, client: client, keys: keys, runIDs: runIDs,
+	return &fixture{srv: srv, client: client, keys: keys, nodeRunWatch: nodeRunWatch,
 		inv:       must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{})),
 		restorer:  redisinventory.NewRedisRestorer(client, keys),
 		archiver:  redisinventory.NewRedisArchiver(client, keys),
@@ -354,7 +354,7 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	ctx := context.Background()
 	sku := f.warm(t, "fenced", 10, 5)
 	must(deduct(t, f, sku, "u1", 1, "before", uuid.NewString()))
-	oldRunID := f.runIDs.Get(f.srv.Addr())
+	oldRunID := f.nodeRunWatch.Get(f.srv.Addr())
 
 	if err := f.srv.Kill(); err != nil {
 		t.Fatal(err)
@@ -370,7 +370,7 @@ func TestRestartFencesEverySKUUntilStamped(t *testing.T) {
 	if !errors.Is(err, domain.ErrRecovering) {
 		t.Fatalf("deduct after restart: %v, want ErrRecovering", err)
 	}
-	if newRunID := f.runIDs.Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
+	if newRunID := f.nodeRunWatch.Get(f.srv.Addr()); newRunID == oldRunID || newRunID == "" {
 		t.Fatalf("run_id not refreshed on reconnect: %q -> %q", oldRunID, newRunID)
 	}
 	if reply, err := rawDeduct(ctx, stale, f.keys, "fenced", "u3", "stale"); err != nil || reply[0] != int64(-4) {

@@ -9,30 +9,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RunIDs tracks the run_id of every Redis node the script client connects
-// to, refreshed whenever a connection is made, and signals a change, so that
+// NodeRunWatch tracks every Redis node the script client connects to by its
+// process's INFO run_id, refreshed whenever a connection is made, and
+// signals a change, so that
 // the reconciler verifies SKUs as soon as a node restarted or a replica took
 // over. It is a prompt, not the fence: the scripts compare each SKU's fence
 // with the run of the node executing them (node.lua), which no stale view of
 // the caller can pass.
-type RunIDs struct {
+type NodeRunWatch struct {
 	mu      sync.RWMutex
 	byAddr  map[string]string
 	changed chan struct{}
 }
 
-// NewRunIDs returns an empty tracker.
-func NewRunIDs() *RunIDs {
-	return &RunIDs{byAddr: map[string]string{}, changed: make(chan struct{}, 1)}
+// NewNodeRunWatch returns an empty tracker.
+func NewNodeRunWatch() *NodeRunWatch {
+	return &NodeRunWatch{byAddr: map[string]string{}, changed: make(chan struct{}, 1)}
 }
 
 // Attach makes every new connection of a client built from opts refresh the tracker.
-func (t *RunIDs) Attach(opts *redis.Options) {
+func (t *NodeRunWatch) Attach(opts *redis.Options) {
 	opts.OnConnect = t.onConnect(opts.Addr, opts.OnConnect)
 }
 
 // AttachCluster does what Attach does for each node of a cluster client.
-func (t *RunIDs) AttachCluster(opts *redis.ClusterOptions) {
+func (t *NodeRunWatch) AttachCluster(opts *redis.ClusterOptions) {
 	newClient := opts.NewClient
 	opts.NewClient = func(o *redis.Options) *redis.Client {
 		t.Attach(o)
@@ -46,7 +47,7 @@ func (t *RunIDs) AttachCluster(opts *redis.ClusterOptions) {
 // AttachFailover does what Attach does for a Sentinel-managed master: the
 // client reports one address for whichever node is master, so a failover
 // shows as a new run_id there.
-func (t *RunIDs) AttachFailover(opts *redis.FailoverOptions) {
+func (t *NodeRunWatch) AttachFailover(opts *redis.FailoverOptions) {
 	opts.OnConnect = t.onConnect(FailoverAddr, opts.OnConnect)
 }
 
@@ -54,7 +55,7 @@ func (t *RunIDs) AttachFailover(opts *redis.FailoverOptions) {
 // Options, whichever node is master.
 const FailoverAddr = "FailoverClient"
 
-func (t *RunIDs) onConnect(addr string, next func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
+func (t *NodeRunWatch) onConnect(addr string, next func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		info, err := cn.Info(ctx, "server").Result()
 		if err != nil {
@@ -68,7 +69,7 @@ func (t *RunIDs) onConnect(addr string, next func(context.Context, *redis.Conn) 
 	}
 }
 
-func (t *RunIDs) set(addr, id string) {
+func (t *NodeRunWatch) set(addr, id string) {
 	t.mu.Lock()
 	prev := t.byAddr[addr]
 	t.byAddr[addr] = id
@@ -82,7 +83,7 @@ func (t *RunIDs) set(addr, id string) {
 }
 
 // Get returns the last run_id seen for addr, or "" before the first connection.
-func (t *RunIDs) Get(addr string) string {
+func (t *NodeRunWatch) Get(addr string) string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.byAddr[addr]
@@ -90,7 +91,7 @@ func (t *RunIDs) Get(addr string) string {
 
 // Changed receives a signal after a node was seen with a new run_id: the
 // first connection, a restart, or a failover.
-func (t *RunIDs) Changed() <-chan struct{} { return t.changed }
+func (t *NodeRunWatch) Changed() <-chan struct{} { return t.changed }
 
 func parseRunID(info string) string { return infoField(info, "run_id") }
 

@@ -10,26 +10,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RedisEpoch tells which run of Redis is serving and whether a stream entry
+// RedisNodeRuns tells which run of Redis is serving and whether a stream entry
 // survived it, so the projector and the reconciler notice restarts and
-// failovers. Its methods fill projector.ProjectorConfig's Epoch and
-// EntryExists and reconcile.LoopConfig's Epoch; the projector imports this
+// failovers. Its methods fill projector.ProjectorConfig's NodeRuns and
+// EntryExists and reconcile.LoopConfig's NodeRuns; the projector imports this
 // package for the stream format, so no interface of it can be asserted here.
-type RedisEpoch struct {
+type RedisNodeRuns struct {
 	client redis.UniversalClient
 }
 
-// NewRedisEpoch returns the epoch reader of client's nodes.
-func NewRedisEpoch(client redis.UniversalClient) *RedisEpoch {
-	return &RedisEpoch{client: client}
+// NewRedisNodeRuns returns the node runs reader of client's nodes.
+func NewRedisNodeRuns(client redis.UniversalClient) *RedisNodeRuns {
+	return &RedisNodeRuns{client: client}
 }
 
-// Epoch identifies the current run of every Redis master (its
+// NodeRuns identifies the current run of every Redis master (its
 // master_replid, see node.lua), and in a cluster which master serves each
 // slot range. It changes on restart and failover, and when a slot moves to
 // another master: exactly when SKUs lose their verified stamp, since the
 // stamp names the run of the master that verified them.
-func (r *RedisEpoch) Epoch(ctx context.Context) (string, error) {
+func (r *RedisNodeRuns) NodeRuns(ctx context.Context) (string, error) {
 	read := func(ctx context.Context, c *redis.Client) (string, error) {
 		info, err := c.Info(ctx, "replication").Result()
 		if err != nil {
@@ -73,7 +73,7 @@ func (r *RedisEpoch) Epoch(ctx context.Context) (string, error) {
 }
 
 // EntryExists tells whether the stream still holds the entry with id.
-func (r *RedisEpoch) EntryExists(ctx context.Context, stream, id string) (bool, error) {
+func (r *RedisNodeRuns) EntryExists(ctx context.Context, stream, id string) (bool, error) {
 	msgs, err := r.client.XRangeN(ctx, stream, id, id, 1).Result()
 	if err != nil {
 		return false, fmt.Errorf("look up %s in %s: %w", id, stream, err)
