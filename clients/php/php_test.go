@@ -10,10 +10,12 @@
 package php_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,8 +59,8 @@ func TestMain(m *testing.M) {
 	localstacktest.Main(m)
 }
 
-// serveChild runs the API and the projector as `invledger serve` does,
-// until SIGTERM or a kill, printing LISTENING once it accepts connections.
+// serveChild runs every component, as `invledger serve` does, until
+// SIGTERM or a kill, printing LISTENING once it accepts connections.
 func serveChild() int {
 	var cc childConfig
 	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cc); err != nil {
@@ -74,8 +76,10 @@ func serveChild() int {
 		return 1
 	}
 	defer a.Close()
-	err = server.Serve(ctx, a, server.Config{Components: []string{server.ComponentAPI, server.ComponentProjector},
-		Listen: cc.Listen, Tokens: tokens, DataDir: cc.DataDir,
+	// Closed SKUs are archived and retired within a second, so that the
+	// suite meets the refusal of a release on a retired SKU.
+	err = server.Serve(ctx, a, server.Config{Listen: cc.Listen, Tokens: tokens, DataDir: cc.DataDir,
+		ReconcileInterval: 500 * time.Millisecond, ArchiveAfter: time.Millisecond, RetireAfter: time.Millisecond,
 		OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
 	if err != nil {
 		fmt.Println("ERR", err)
@@ -111,19 +115,11 @@ func (p *serveProc) start() error {
 	done := make(chan struct{})
 	lines := make(chan string, 1)
 	go func() {
-		buf := make([]byte, 4096)
-		var acc []byte
-		for {
-			n, err := out.Read(buf)
-			acc = append(acc, buf[:n]...)
-			if i := bytes.IndexByte(acc, '\n'); i >= 0 && lines != nil {
-				lines <- string(acc[:i])
-				lines = nil
-			}
-			if err != nil {
-				break
-			}
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
 		}
+		_, _ = io.Copy(io.Discard, out)
 		_ = cmd.Wait()
 		close(done)
 	}()

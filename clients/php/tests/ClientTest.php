@@ -118,6 +118,9 @@ final class ClientTest extends TestCase
         $this->refused(Exception\ClosedException::class, 'closed', 409, static fn () => $inv->deduct($closing, 'kim', 1));
         self::assertSame($bought->seq, $inv->deduct($closing, 'jon', 1, 'jon-1')->seq, 'a retry after the close gets its receipt');
 
+        $retiring = Stack::sku('retiring', 10);
+        $inv->deduct($retiring, 'ron', 1, 'ron-1');
+        Stack::operator()->call('POST', '/v1/skus/' . $retiring . '/close');
         $holds = Stack::sku('hold-refusals', 10, 5);
         $short = $inv->reserve($holds, 'lea', 1, null, 1);
         $confirmed = $inv->reserve($holds, 'lea', 1);
@@ -130,10 +133,12 @@ final class ClientTest extends TestCase
         $inv->confirmHold($holds, $released->holdId);
         $inv->release($holds, 'lea', (string) $released->requestId);
         $this->refused(Exception\HoldReleasedException::class, 'hold_released', 409, static fn () => $inv->cancelHold($holds, $released->holdId));
-        while ($inv->getHold($holds, $short->holdId)->status !== 'expired') {
-            usleep(100_000); // its one-second deadline passes
-        }
+        Stack::waitFor('the one-second hold to expire', static fn (): bool => $inv->getHold($holds, $short->holdId)->status === 'expired');
         $this->refused(Exception\HoldExpiredException::class, 'hold_expired', 409, static fn () => $inv->confirmHold($holds, $short->holdId));
+
+        Stack::waitFor("$retiring retired", static fn (): bool => Stack::view($retiring)['state'] === 'retired');
+        $this->refused(Exception\RetiredException::class, 'retired', 409, static fn () => $inv->release($retiring, 'ron', 'ron-1'));
+        self::assertTrue($inv->deduct($retiring, 'ron', 1, 'ron-1')->replayed, 'a retry after the retirement gets its receipt');
 
         $stranger = Client::create(Stack::url(), 'not-a-known-token', new Options(deadline: 2.0));
         $e = $this->refused(Exception\UnauthorizedException::class, 'unauthorized', 401, static fn () => $stranger->deduct($limited, 'max', 1));

@@ -65,15 +65,24 @@ final class Stack
      */
     public static function projected(string $sku, float $timeout = 20.0): array
     {
-        $deadline = microtime(true) + $timeout;
-        do {
+        $v = [];
+        self::waitFor("the ledger to catch up with Redis on $sku", static function () use ($sku, &$v): bool {
             $v = self::view($sku);
-            if ($v['ledger_seq'] !== null && $v['ledger_seq'] === $v['redis_seq']) {
-                return $v;
+            return $v['ledger_seq'] !== null && $v['ledger_seq'] === $v['redis_seq'];
+        }, $timeout);
+        return $v;
+    }
+
+    /** waitFor polls $cond every 50 ms until it holds, and throws once $timeout seconds passed. */
+    public static function waitFor(string $what, \Closure $cond, float $timeout = 20.0): void
+    {
+        $deadline = microtime(true) + $timeout;
+        while (!$cond()) {
+            if (microtime(true) > $deadline) {
+                throw new \RuntimeException(sprintf('timed out after %.0fs waiting for %s', $timeout, $what));
             }
             usleep(50_000);
-        } while (microtime(true) < $deadline);
-        throw new \RuntimeException(sprintf('the ledger did not catch up with Redis on %s within %.0fs: %s', $sku, $timeout, json_encode($v)));
+        }
     }
 
     /** killServe has php_test.go kill -9 serve now and start it again on the same address after $down seconds; it returns the pid killed. */
