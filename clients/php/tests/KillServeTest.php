@@ -25,10 +25,10 @@ final class KillServeTest extends TestCase
         }
         $before = Stack::servePid();
         $killed = 0;
-        // The workers buy for about half a second; serve dies a quarter of
-        // a second in and stays down for half a second.
-        $outs = Stack::php(__DIR__ . '/bin/steady-buyer.php', $args, static function () use (&$killed): void {
-            usleep(250_000);
+        // serve dies once the workers have bought a few units (each takes
+        // half a second or more for its 40), and stays down half a second.
+        $outs = Stack::php(__DIR__ . '/bin/steady-buyer.php', $args, static function () use ($sku, &$killed): void {
+            Stack::waitFor('the workers to buy', static fn (): bool => Stack::view($sku)['redis_stock'] <= 1000 - 8);
             $killed = Stack::killServe(0.5);
         });
         self::assertSame($before, $killed, 'the control endpoint killed the serve of the moment');
