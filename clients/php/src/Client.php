@@ -264,7 +264,12 @@ final class Client
      */
     private function send(string $method, string $path, ?array $body, ?string $key, ?string $requestId, bool $retry = true): array
     {
-        $payload = $body === null ? null : json_encode($body, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
+        try {
+            $payload = $body === null ? null : json_encode($body, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
+        } catch (\JsonException $e) {
+            // Only a string that is not UTF-8 fails here; nothing was sent.
+            throw new \InvalidArgumentException(sprintf('invledger client: %s %s: %s is not valid UTF-8', $method, $path, self::notUtf8((array) $body)), 0, $e);
+        }
         $start = hrtime(true);
         $wait = $this->options->retryWait;
         for ($attempt = 1; ; $attempt++) {
@@ -324,6 +329,26 @@ final class Client
                 null, self::traceId($res), $status, $requestId);
         }
         return [$decoded, $res];
+    }
+
+    /**
+     * notUtf8 names the member of $body that is not valid UTF-8, as the
+     * API would name it (user_id, lines[1].sku).
+     *
+     * @param array<mixed> $body
+     */
+    private static function notUtf8(array $body, string $prefix = ''): string
+    {
+        foreach ($body as $k => $v) {
+            $name = is_int($k) ? sprintf('%s[%d]', $prefix, $k) : ($prefix === '' ? $k : $prefix . '.' . $k);
+            if (is_string($v) && preg_match('//u', $v) !== 1) {
+                return $name;
+            }
+            if (is_array($v) && ($inner = self::notUtf8($v, $name)) !== '') {
+                return $inner;
+            }
+        }
+        return '';
     }
 
     private function sleep(float $seconds): void

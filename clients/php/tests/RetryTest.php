@@ -105,6 +105,24 @@ final class RetryTest extends TestCase
         new Options(deadline: 0);
     }
 
+    public function testAnArgumentThatIsNotUtf8IsRefusedBeforeAnythingIsSent(): void
+    {
+        $http = new CannedHttp([]);
+        try {
+            $this->client($http, new Options())->deduct('sku-1', "ann\xff");
+            self::fail('no exception');
+        } catch (\InvalidArgumentException $e) {
+            self::assertStringContainsString('user_id is not valid UTF-8', $e->getMessage());
+        }
+        try {
+            $this->client($http, new Options())->placeOrder('o-1', 'ann', ['sku-1' => 1, "sku-\xff" => 1]);
+            self::fail('no exception');
+        } catch (\InvalidArgumentException $e) {
+            self::assertStringContainsString('lines[1].sku is not valid UTF-8', $e->getMessage());
+        }
+        self::assertSame([], $http->sent);
+    }
+
     private function client(ClientInterface $http, Options $options): Client
     {
         $f = new HttpFactory();

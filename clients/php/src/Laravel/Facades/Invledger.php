@@ -19,6 +19,7 @@ use Illuminate\Support\Facades\Facade;
  * @method static \Invledger\Order getOrder(string $orderId)
  * @method static \Invledger\Order confirmOrder(string $orderId)
  * @method static \Invledger\Order cancelOrder(string $orderId)
+ * @method static array call(string $method, string $path, ?array $body = null, ?string $idempotencyKey = null)
  *
  * @see \Invledger\Client
  */
