@@ -33,6 +33,7 @@ import (
 	"github.com/invledger/invledger/adapters/http/httpapi"
 	"github.com/invledger/invledger/adapters/runtime/app"
 	"github.com/invledger/invledger/adapters/runtime/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
@@ -70,7 +71,10 @@ func serveChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(ctx, app.Config{RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL, Logger: log})
+	// A stalled Redis is a 503 after half a second, not the default two,
+	// so that the suite's stall costs little.
+	a, err := app.New(ctx, app.Config{RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL, Logger: log,
+		RedisTimeout: 500 * time.Millisecond})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -157,16 +161,18 @@ func (p *serveProc) kill() int {
 	return cmd.Process.Pid
 }
 
-// control serves the suite's requests to kill -9 serve: POST /kill-serve
-// kills it at once, answers the pid, and starts a new serve on the same
-// address after ?down= (a duration), so the clients' retries in between
-// meet a refused connection. GET /serve-pid answers the current pid.
-func (p *serveProc) control(t *testing.T) string {
+// control serves the suite's requests to break the stack: POST
+// /kill-serve kills serve at once, answers the pid, and starts a new serve
+// on the same address after ?down= (a duration), so the clients' retries in
+// between meet a refused connection. GET /serve-pid answers the current
+// pid. POST /pause-redis freezes Redis (SIGSTOP) for ?for= (a duration),
+// so that serve answers 503.
+func (p *serveProc) control(t *testing.T, redis *localstack.RedisServer) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var restarts sync.WaitGroup
+	var restarts sync.WaitGroup // the restarts and resumes under way
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /kill-serve", func(w http.ResponseWriter, r *http.Request) {
 		down, err := time.ParseDuration(r.URL.Query().Get("down"))
@@ -184,6 +190,26 @@ func (p *serveProc) control(t *testing.T) string {
 			}
 		}()
 		_ = json.NewEncoder(w).Encode(map[string]int{"killed": pid})
+	})
+	mux.HandleFunc("POST /pause-redis", func(w http.ResponseWriter, r *http.Request) {
+		stall, err := time.ParseDuration(r.URL.Query().Get("for"))
+		if err != nil || stall < 0 || stall > 10*time.Second {
+			http.Error(w, "for: a duration of at most 10s", http.StatusBadRequest)
+			return
+		}
+		if err := redis.Pause(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		restarts.Add(1)
+		go func() {
+			defer restarts.Done()
+			time.Sleep(stall)
+			if err := redis.Resume(); err != nil {
+				t.Errorf("resume redis: %v", err)
+			}
+		}()
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /serve-pid", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
@@ -259,7 +285,7 @@ func TestPHPClientAgainstARealStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sp.kill() })
-	control := sp.control(t)
+	control := sp.control(t, stack.Redis)
 
 	pkg, err := filepath.Abs(".")
 	if err != nil {

@@ -146,6 +146,20 @@ final class ClientTest extends TestCase
         $this->refused(Exception\ForbiddenException::class, 'forbidden', 403, static fn () => Stack::operator()->deduct($limited, 'max', 1));
     }
 
+    public function testA503OfAStalledRedisIsRetriedUntilThePurchaseIsMadeOnce(): void
+    {
+        $sku = Stack::sku('stall', 10);
+        $logs = new MemoryLogger();
+        $inv = Stack::gateway(new Options(deadline: 15.0, logger: $logs));
+        Stack::pauseRedis(1.0);
+        $r = $inv->deduct($sku, 'olga', 1, 'olga-1');
+        self::assertNotEmpty($logs->lines, 'no 503 met');
+        self::assertMatchesRegularExpression('/"error":"(unavailable|recovering|unsafe_redis)"/', $logs->lines[0], 'a 503 was retried');
+        self::assertSame(9, $r->remaining);
+        self::assertSame($r->seq, $inv->deduct($sku, 'olga', 1, 'olga-1')->seq);
+        self::assertSame(9, Stack::view($sku)['redis_stock'], 'bought once, whichever try made it');
+    }
+
     public function testARetryThatMeetsNoServerSaysToRetryWithTheRequestId(): void
     {
         $sock = stream_socket_server('tcp://127.0.0.1:0');

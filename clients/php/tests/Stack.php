@@ -96,6 +96,15 @@ final class Stack
         return (int) json_decode($out, true)['killed'];
     }
 
+    /** pauseRedis has php_test.go freeze Redis for $seconds, so that serve answers 503 meanwhile. */
+    public static function pauseRedis(float $seconds): void
+    {
+        $ctx = stream_context_create(['http' => ['method' => 'POST', 'timeout' => 10]]);
+        if (file_get_contents(self::env('INVLEDGER_TEST_CONTROL') . '/pause-redis?for=' . $seconds . 's', false, $ctx) === false) {
+            throw new \RuntimeException('the control endpoint did not answer');
+        }
+    }
+
     /** servePid is the pid of the serve process of the moment. */
     public static function servePid(): int
     {
