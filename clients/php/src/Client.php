@@ -321,7 +321,7 @@ final class Client
         $status = $res->getStatusCode();
         $decoded = json_decode($raw, true);
         if ($status < 200 || $status > 299) {
-            $after = ctype_digit($res->getHeaderLine('Retry-After')) ? (int) $res->getHeaderLine('Retry-After') : null;
+            $after = preg_match('/^[0-9]+$/', $res->getHeaderLine('Retry-After')) === 1 ? (int) $res->getHeaderLine('Retry-After') : null;
             throw InvledgerException::fromAnswer($status, is_array($decoded) ? $decoded : null, $raw, self::traceId($res), $after, $requestId);
         }
         if (!is_array($decoded)) {
