@@ -71,10 +71,10 @@ func serveChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// A stalled Redis is a 503 after half a second, not the default two,
-	// so that the suite's stall costs little.
+	// A stalled Redis is a 503 after a second, not the default two, so
+	// that the suite's stall costs little.
 	a, err := app.New(ctx, app.Config{RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL, Logger: log,
-		RedisTimeout: 500 * time.Millisecond})
+		RedisTimeout: time.Second})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

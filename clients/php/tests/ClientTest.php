@@ -151,7 +151,7 @@ final class ClientTest extends TestCase
         $sku = Stack::sku('stall', 10);
         $logs = new MemoryLogger();
         $inv = Stack::gateway(new Options(deadline: 15.0, logger: $logs));
-        Stack::pauseRedis(1.0);
+        Stack::pauseRedis(1.5);
         $r = $inv->deduct($sku, 'olga', 1, 'olga-1');
         self::assertNotEmpty($logs->lines, 'no 503 met');
         self::assertMatchesRegularExpression('/"error":"(unavailable|recovering|unsafe_redis)"/', $logs->lines[0], 'a 503 was retried');
