@@ -92,8 +92,8 @@ func serveChild() int {
 	return 0
 }
 
-// serveProc is the serve child of the moment; kill -9 and start again
-// through restart, which keeps its address.
+// serveProc is the serve child of the moment, which control kills -9 and
+// starts again on the same address.
 type serveProc struct {
 	cfg  childConfig
 	mu   sync.Mutex
