@@ -1,4 +1,4 @@
-.PHONY: all build check test demo dev deps screenshots bench fresh-check image
+.PHONY: all build check test demo dev deps screenshots bench fresh-check image php-package
 
 all: build
 
@@ -18,6 +18,13 @@ image:
 
 deps:
 	scripts/install-deps.sh
+
+# make php-package: the PHP client (clients/php) as a Composer package zip,
+# bin/php/invledger-client-$(PHP_PACKAGE_VERSION).zip, for an artifact
+# repository (docs/php.md, Installing).
+PHP_PACKAGE_VERSION ?= 0.1.0
+php-package:
+	PHP_PACKAGE_VERSION=$(PHP_PACKAGE_VERSION) scripts/php-package.sh bin/php
 
 # make check: vet and the tests that need no server (-short): 23 s on a
 # 2-core machine with a warm build cache (most of it linking the test

@@ -3,7 +3,8 @@
 # machine lacks: redis-server, PostgreSQL, gcc and the C headers (cgo),
 # promtool (package prometheus), chromium (the console's browser tests),
 # python3 and nodejs (the check of the OpenAPI patterns in their regular
-# expressions) from Debian's packages. Tests and the demo start private
+# expressions), and PHP with Composer, PHPUnit, Guzzle and Laravel (the PHP
+# client's tests, clients/php) from Debian's packages. Tests and the demo start private
 # instances of their own; nothing here configures or relies on the
 # machine's default services.
 set -euo pipefail
@@ -29,6 +30,23 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # well as Go's regexp (internal/httpapi, TestSpecPatternsMeanTheSameInEveryEngine).
 [[ -x /usr/bin/python3 ]] || command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
+# The PHP client's suite (clients/php/php_test.go) runs on Debian's PHP
+# packages, with no network: the PHP CLI and its curl (Guzzle's transport),
+# mbstring, xml (PHPUnit) and zip (Composer's artifact repository, as
+# docs/php.md installs the package) extensions, and the libraries under
+# /usr/share/php.
+command -v php >/dev/null 2>&1 || missing+=(php8.2-cli)
+for ext in curl mbstring xml zip; do
+  [[ -e /etc/php/8.2/mods-available/$ext.ini ]] || missing+=("php8.2-$ext")
+done
+command -v composer >/dev/null 2>&1 || missing+=(composer)
+command -v phpunit >/dev/null 2>&1 || missing+=(phpunit)
+[[ -e /usr/share/php/GuzzleHttp/autoload.php ]] || missing+=(php-guzzlehttp-guzzle)
+[[ -e /usr/share/php/Illuminate/Foundation/Application.php ]] || missing+=(php-laravel-framework)
+for psr in Psr/Http/Client/ClientInterface.php:php-psr-http-client Psr/Http/Message/RequestFactoryInterface.php:php-psr-http-factory \
+  Psr/Http/Message/RequestInterface.php:php-psr-http-message Psr/Log/LoggerInterface.php:php-psr-log; do
+  [[ -e /usr/share/php/${psr%%:*} ]] || missing+=("${psr##*:}")
+done
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]} from Debian's packages" >&2
