@@ -30,11 +30,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/adapters/http/httpapi"
-	"github.com/invledger/invledger/adapters/runtime/app"
-	"github.com/invledger/invledger/adapters/runtime/server"
-	"github.com/invledger/invledger/adapters/testkit/localstack"
-	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/internal/httpapi"
+	"github.com/invledger/invledger/server"
+	"github.com/invledger/invledger/testkit/localstack"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 // childEnv holds the JSON childConfig of a serve child process: TestMain
