@@ -56,7 +56,7 @@ func TestRequestIDsReachTheAnswerTheLogAndTheMetrics(t *testing.T) {
 		t.Fatalf("access log %q: %v", logs.String(), err)
 	}
 	for k, want := range map[string]any{"msg": "http request", "method": "POST", "route": "POST /v1/skus/{sku}/deduct",
-		"status": float64(400), "principal": "storefront", "request_id": "edge-42"} {
+		"status": float64(400), "principal": "storefront", "http_request_id": "edge-42"} {
 		if line[k] != want {
 			t.Errorf("access log %s = %v, want %v (line %s)", k, line[k], want, logs.String())
 		}
