@@ -33,14 +33,12 @@ func TestIdleServeHoldsFewRedisConnections(t *testing.T) {
 	streams := len(st.Keyspace.StreamKeys())
 	// Idle: every stream has a blocked read, the reconciler's first run and
 	// the node runs polls are done.
-	var clients []string
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		list, err := st.RedisClient.ClientList(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		clients = strings.Split(strings.TrimSpace(list), "\n")
 		if strings.Count(list, "cmd=xreadgroup") >= streams {
 			break
 		}
@@ -54,7 +52,7 @@ func TestIdleServeHoldsFewRedisConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients = strings.Split(strings.TrimSpace(list), "\n")
+	clients := strings.Split(strings.TrimSpace(list), "\n")
 	byCmd := map[string]int{}
 	for _, c := range clients {
 		for _, f := range strings.Fields(c) {

@@ -113,14 +113,6 @@ func (g *schemaGen) valid(s *openapi3.Schema) any {
 	}
 }
 
-func mapsKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // integer is one of s's bounds, a small number above its minimum, or a
 // large one up to its maximum (up to 2^64 when it has none), as a
 // json.Number so that no float rounds it.

@@ -111,10 +111,11 @@ func TestTailFollowsOneSKUsEvents(t *testing.T) {
 		buy("tail-2", fmt.Sprint("other", i))
 		buy(sku, fmt.Sprint("live", i))
 	}
-	lines := waitLines(t, out, 3)
+	waitLines(t, out, 3)
 	time.Sleep(200 * time.Millisecond) // nothing more may come
 	stop()
-	if lines = out.lines(); len(lines) != 3 {
+	lines := out.lines()
+	if len(lines) != 3 {
 		t.Fatalf("tail printed %d lines, want the 3 live purchases:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	for i, line := range lines {

@@ -378,7 +378,7 @@ func (p *PostgresServer) startLocked(ctx context.Context) error {
 }
 
 func waitPostgresReady(ctx context.Context, connURL string, pm *proc) error {
-	lastErr := errors.New("no attempt made")
+	var lastErr error
 	for {
 		if pm.exited() {
 			return pm.exitError()

@@ -304,7 +304,7 @@ func (r *RedisServer) startLocked(ctx context.Context) error {
 // waitRedisReady waits until the server at addr accepts connections and
 // answers PING without a LOADING error, or p exits, or ctx ends.
 func waitRedisReady(ctx context.Context, addr string, p *proc) error {
-	lastErr := errors.New("no attempt made")
+	var lastErr error
 	for {
 		if p.exited() {
 			return p.exitError()

@@ -105,8 +105,8 @@ func refusal(rp *reply, code replyCode, s subject) error {
 		if err := rp.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("Redis holds %d buyers and %d requests of sku %s, not what was written; the sku stays fenced: run the restore again",
-			buyers, requests, s.sku)
+		return fmt.Errorf("sku %s: Redis holds %d buyers and %d requests, not what was written; the sku stays fenced: run the restore again",
+			s.sku, buyers, requests)
 	case codeAttemptFailed:
 		msg := rp.String(1, "message")
 		if err := rp.Err(); err != nil {

@@ -236,7 +236,7 @@ func TestVerifyRefusesBrokenImages(t *testing.T) {
 			if err := errors.Join(tw.WriteHeader(&tc.entry), tw.Close()); err != nil {
 				t.Fatal(err)
 			}
-			l, err := tarball.LayerFromReader(&b)
+			l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.Bytes())), nil })
 			if err != nil {
 				t.Fatal(err)
 			}
