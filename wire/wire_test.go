@@ -149,7 +149,7 @@ func TestBodiesHaveTheSpecsKeys(t *testing.T) {
 func TestKeysAreSnakeCase(t *testing.T) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	for _, body := range []any{
-		wire.ErrorJSON{}, wire.ReceiptJSON{}, wire.ReleaseReceiptJSON{}, wire.SKUJSON{}, wire.WarmJSON{},
+		wire.ErrorJSON{}, wire.ReceiptJSON{}, wire.ReleaseReceiptJSON{}, wire.SKUJSON{}, wire.WarmJSON{}, wire.EventJSON{},
 		wire.SKUViewJSON{}, wire.SKUItemJSON{}, wire.SKUPageJSON{}, wire.CloseJSON{}, wire.RetireJSON{},
 		wire.HoldJSON{}, wire.OrderJSON{}, wire.OrderLineJSON{}, wire.AuditEntryJSON{}, wire.HistoryPageJSON{},
 		wire.UserPageJSON{}, wire.BuyersJSON{}, wire.HoldingJSON{}, wire.StockAtJSON{}, wire.OperationJSON{},
@@ -189,6 +189,9 @@ func TestBodiesRoundTrip(t *testing.T) {
 			FiguresJSON: wire.FiguresJSON{LedgerSeq: 4}, MissingSeqs: []wire.SeqRangeJSON{{From: 5, To: 5}}}},
 		&wire.PlaceOrderBody{OrderID: "o", UserID: "u", TTLSeconds: &seven, Lines: []wire.OrderLineBody{{SKU: "a", Qty: 1}}},
 		&wire.CreateSKUBody{Stock: &zero, PerUserLimit: &seven},
+		&wire.EventJSON{EventID: "e", SKU: "a", Seq: 2, Type: "reserved", Delta: -1, Qty: 1, BalanceAfter: 4, UserID: "u",
+			RequestID: "r", OccurredAt: at, HoldID: "h", OrderID: "o", ExpiresAt: &at},
+		&wire.EventJSON{EventID: "e", SKU: "a", Seq: 3, Type: "deducted", OccurredAt: at},
 	} {
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -212,16 +212,18 @@ func TestDeliversInSeqOrderWithCursorsAndRetries(t *testing.T) {
 		payloads[g.sub+" "+g.id] = p
 	}
 	checkPayload(t, payloads["all evt_a-3"], "reserved", at.Add(3*time.Second), map[string]any{
-		"event_id": "a-3", "type": "reserved", "sku": "a", "seq": 3.0, "qty": 1.0, "delta": -1.0, "balance": 1.0,
-		"user_id": "u3", "request_id": "r3", "occurred_at": "2026-12-02T15:00:03Z", "hold_id": "h1", "expires_at": "2026-12-02T15:10:00Z"})
+		"event_id": "a-3", "type": "reserved", "sku": "a", "seq": 3.0, "qty": 1.0, "delta": -1.0, "balance_after": 1.0, "balance": 1.0,
+		"user_id": "u3", "request_id": "r3", "actor": "", "reason": "", "occurred_at": "2026-12-02T15:00:03Z",
+		"hold_id": "h1", "expires_at": "2026-12-02T15:10:00Z"})
 	checkPayload(t, payloads["soldout evt_a-4_sold_out"], "sold_out", at.Add(4*time.Second), map[string]any{
-		"event_id": "a-4", "type": "deducted", "sku": "a", "seq": 4.0, "qty": 1.0, "delta": -1.0, "balance": 0.0,
-		"user_id": "u4", "request_id": "r4", "occurred_at": "2026-12-02T15:00:04Z"})
+		"event_id": "a-4", "type": "deducted", "sku": "a", "seq": 4.0, "qty": 1.0, "delta": -1.0, "balance_after": 0.0, "balance": 0.0,
+		"user_id": "u4", "request_id": "r4", "actor": "", "reason": "", "occurred_at": "2026-12-02T15:00:04Z"})
 }
 
 // checkPayload fails unless p is a Standard Webhooks payload of type typ,
 // timestamped with the event's time in UTC, whose data is exactly data:
-// no empty hold fields on an event of no hold.
+// the API's event JSON, with no hold fields on an event of no hold, and
+// balance beside balance_after for the release that keeps 1.0.0's name.
 func checkPayload(t *testing.T, p map[string]any, typ string, at time.Time, data map[string]any) {
 	t.Helper()
 	if p == nil {
