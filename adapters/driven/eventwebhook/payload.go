@@ -42,3 +42,10 @@ func newPayload(e domain.Event, m domain.WebhookMessage) Payload {
 		UserID: e.User, RequestID: e.RequestID, Actor: e.Actor, Reason: e.Reason, OccurredAt: e.OccurredAt.UTC(),
 		HoldID: e.HoldID, OrderID: e.OrderID, ExpiresAt: e.ExpiresAt.UTC()}} // the zero time stays zero, and is left out
 }
+
+// EventPayload is e as the webhooks carry it, under its own type (never
+// sold_out): the body other exports of the ledger's events, such as the
+// broker export, publish, so every consumer reads one shape.
+func EventPayload(e domain.Event) Payload {
+	return newPayload(e, domain.WebhookMessage{Type: string(e.Type)})
+}
