@@ -166,4 +166,18 @@ func (e *envFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 	e.fs.DurationVar(p, name, def, e.usage(usage, env))
 }
 
+// Bool registers a boolean flag whose default comes from env (true,
+// false, 1, 0 and the other strconv.ParseBool spellings).
+func (e *envFlags) Bool(p *bool, name, env string, def bool, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a boolean such as true or false", env, v))
+		} else {
+			def = b
+		}
+	}
+	e.fs.BoolVar(p, name, def, e.usage(usage, env))
+}
+
 func (e *envFlags) Err() error { return errors.Join(e.errs...) }

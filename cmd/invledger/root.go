@@ -112,6 +112,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newAdjustCmd(),
 		newDeadLettersCmd(withApp),
 		newBenchCmd(config),
+		newExportCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
 	markUsageErrors(root)
