@@ -6,8 +6,6 @@
 package brokertest
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -146,12 +144,6 @@ func envWithout(prefixes ...string) []string {
 		}
 	}
 	return out
-}
-
-var errNotUp = errors.New("not up yet")
-
-func ctxTimeout() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 5*time.Second)
 }
 
 // skipShort skips under -short: every test here is an integration test.

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -79,31 +78,12 @@ type storedMsg struct {
 // stored reads every message of the stream, in stream order.
 func stored(t *testing.T, n *brokertest.NATS, stream string) []storedMsg {
 	t.Helper()
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []storedMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("get message %d: %v", seq, err)
-		}
+	for i, m := range brokertest.ReadStream(t, n.URL(), stream) {
 		sm := storedMsg{subject: m.Subject, id: m.Header.Get(jetstream.MsgIDHeader), sku: m.Header.Get(brokerexport.HeaderSKU)}
 		sm.seq, _ = strconv.ParseInt(m.Header.Get(brokerexport.HeaderSeq), 10, 64)
 		if err := json.Unmarshal(m.Data, &sm.payload); err != nil {
-			t.Fatalf("message %d: %v", seq, err)
+			t.Fatalf("message %d: %v", i, err)
 		}
 		out = append(out, sm)
 	}
