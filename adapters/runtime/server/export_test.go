@@ -247,4 +247,3 @@ func checkOnceInOrder(t *testing.T, broker string, want map[string]domain.Event,
 	}
 	return repeats
 }
-

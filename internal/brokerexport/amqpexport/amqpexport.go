@@ -104,7 +104,9 @@ func New(cfg Config) (*Publisher, error) {
 func (p *Publisher) Broker() string { return "amqp" }
 
 // RoutingKey is the routing key of sku's messages.
-func (p *Publisher) RoutingKey(sku string) string { return p.cfg.Prefix + "." + brokerexport.Token(sku) }
+func (p *Publisher) RoutingKey(sku string) string {
+	return p.cfg.Prefix + "." + brokerexport.Token(sku)
+}
 
 // Connect connects, unless connected, and declares the exchange.
 func (p *Publisher) Connect(ctx context.Context) error {
