@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -168,4 +169,46 @@ func (r *RabbitMQ) LogTail() string {
 		s = s[len(s)-2000:]
 	}
 	return strings.TrimSpace(s)
+}
+
+// SetDiskFreeLimit sets the node's disk_free_limit at run time with
+// rabbitmqctl (e.g. "1000GB" raises the disk alarm on any test machine,
+// "50MB" clears it).
+func (r *RabbitMQ) SetDiskFreeLimit(limit string) {
+	r.t.Helper()
+	ctl := filepath.Join(filepath.Dir(r.bin), "rabbitmqctl")
+	cmd := exec.Command(ctl, "set_disk_free_limit", limit)
+	cmd.Env, cmd.Dir = r.env, r.dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("brokertest: rabbitmqctl set_disk_free_limit %s: %v\n%s", limit, err, out)
+	}
+}
+
+// WaitPublishBlocked waits until the node blocks publishers (an alarm is
+// on): it publishes on a connection of its own until the node says so.
+func (r *RabbitMQ) WaitPublishBlocked() {
+	r.t.Helper()
+	c, err := amqp.Dial(r.URL())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer func() { _ = c.CloseDeadline(time.Now().Add(time.Second)) }()
+	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 1))
+	ch, err := c.Channel()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		_ = ch.Publish("", "brokertest-probe", false, false, amqp.Publishing{Body: []byte("probe")})
+		select {
+		case b := <-blocked:
+			if b.Active {
+				return
+			}
+		case <-deadline:
+			r.t.Fatal("brokertest: the node did not block publishers within 30s")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

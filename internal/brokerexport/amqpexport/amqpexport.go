@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -77,16 +78,18 @@ func (c Config) Validate() error {
 type Publisher struct {
 	cfg Config
 
-	mu      sync.Mutex
-	conn    *amqp.Connection
-	blocked string // why the broker blocks publishing, "" when it does not
-	idle    []*channel
+	mu   sync.Mutex
+	conn *amqp.Connection
+	idle []*channel // of conn
+	// blocked is why the broker blocks publishing, "" when it does not.
+	blocked atomic.Pointer[string]
 }
 
 var _ brokerexport.Publisher = (*Publisher)(nil)
 
 // channel is a channel in confirm mode with its returns.
 type channel struct {
+	conn    *amqp.Connection
 	ch      *amqp.Channel
 	returns chan amqp.Return
 }
@@ -115,7 +118,8 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	if p.conn != nil && !p.conn.IsClosed() {
 		return nil
 	}
-	p.idle, p.blocked = nil, ""
+	p.idle = nil
+	p.blocked.Store(new(string))
 	conn, err := amqp.DialConfig(p.cfg.URL, amqp.Config{Dial: amqp.DefaultDial(p.cfg.Timeout), Heartbeat: 10 * time.Second,
 		Properties: amqp.Table{"connection_name": "invledger export"}})
 	if err != nil {
@@ -133,13 +137,11 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	blocking := conn.NotifyBlocked(make(chan amqp.Blocking, 1))
 	go func() {
 		for b := range blocking {
-			p.mu.Lock()
+			reason := ""
 			if b.Active {
-				p.blocked = b.Reason
-			} else {
-				p.blocked = ""
+				reason = b.Reason
 			}
-			p.mu.Unlock()
+			p.blocked.Store(&reason)
 			if b.Active {
 				p.cfg.Logger.Warn("amqp export: the broker blocks publishing", "reason", b.Reason)
 			}
@@ -149,39 +151,78 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	return nil
 }
 
-// get takes an idle channel, or opens one.
+// get takes an idle channel, or opens one. A broker that blocks the
+// connection (an alarm) answers no channel open: after Timeout the
+// connection is abandoned, to be dialled again.
 func (p *Publisher) get() (*channel, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conn == nil || p.conn.IsClosed() {
-		return nil, &brokerexport.SettingError{Setting: brokerexport.SettingAMQPURL, Err: errors.New("not connected to the broker")}
-	}
+	conn := p.conn
 	if n := len(p.idle); n > 0 {
 		c := p.idle[n-1]
 		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
 		return c, nil
 	}
-	ch, err := p.conn.Channel()
-	if err != nil {
-		return nil, fmt.Errorf("amqp export: open a channel: %w", err)
+	p.mu.Unlock()
+	if conn == nil || conn.IsClosed() {
+		return nil, &brokerexport.SettingError{Setting: brokerexport.SettingAMQPURL, Err: errors.New("not connected to the broker")}
 	}
-	if err := ch.Confirm(false); err != nil {
-		_ = ch.Close()
-		return nil, fmt.Errorf("amqp export: confirm mode: %w", err)
+	type opened struct {
+		c   *channel
+		err error
 	}
-	return &channel{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 1))}, nil
+	done := make(chan opened, 1)
+	go func() {
+		ch, err := conn.Channel()
+		if err == nil {
+			if err = ch.Confirm(false); err != nil {
+				_ = ch.Close()
+			}
+		}
+		if err != nil {
+			done <- opened{err: fmt.Errorf("amqp export: open a channel in confirm mode: %w", err)}
+			return
+		}
+		done <- opened{c: &channel{conn: conn, ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 1))}}
+	}()
+	select {
+	case o := <-done:
+		return o.c, o.err
+	case <-time.After(p.cfg.Timeout):
+		p.abandon(conn)
+		return nil, p.stalled()
+	}
 }
 
 // put gives c back, or closes it after a failure: its state (a
 // confirmation or a return still to come) is then unknown.
 func (p *Publisher) put(c *channel, failed bool) {
 	if failed {
-		_ = c.ch.Close()
+		go func() { _ = c.ch.Close() }() // a blocked connection answers no close
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.idle = append(p.idle, c)
+}
+
+// abandon drops conn, which stopped answering, so the next Connect dials again.
+func (p *Publisher) abandon(conn *amqp.Connection) {
+	p.mu.Lock()
+	if p.conn == conn {
+		p.conn, p.idle = nil, nil
+	}
+	p.mu.Unlock()
+	go func() { _ = conn.CloseDeadline(time.Now().Add(time.Second)) }()
+}
+
+// stalled explains a broker that answered nothing within Timeout.
+func (p *Publisher) stalled() error {
+	if r := p.blocked.Load(); r != nil && *r != "" {
+		return &brokerexport.SettingError{Setting: brokerexport.SettingAMQPURL,
+			Err: fmt.Errorf("the broker blocks publishing (%s): free its disk or memory", *r)}
+	}
+	return fmt.Errorf("amqp export: the broker answered nothing within %s", p.cfg.Timeout)
 }
 
 // Publish publishes msgs one after another, each confirmed (and not
@@ -223,14 +264,8 @@ func (p *Publisher) publish(ctx context.Context, c *channel, m brokerexport.Mess
 	select {
 	case <-dc.Done():
 	case <-ctx.Done():
-		p.mu.Lock()
-		blocked := p.blocked
-		p.mu.Unlock()
-		if blocked != "" {
-			return &brokerexport.SettingError{Setting: brokerexport.SettingAMQPURL,
-				Err: fmt.Errorf("the broker blocks publishing (%s): free its disk or memory", blocked)}
-		}
-		return fmt.Errorf("amqp export: no confirmation within %s: %w", p.cfg.Timeout, ctx.Err())
+		p.abandon(c.conn)
+		return p.stalled()
 	}
 	// The broker sends a return before the confirmation, and the client
 	// hands it over before it marks the confirmation done.
@@ -252,7 +287,7 @@ func (p *Publisher) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conn != nil {
-		_ = p.conn.CloseDeadline(time.Now().Add(p.cfg.Timeout))
+		_ = p.conn.CloseDeadline(time.Now().Add(time.Second))
 	}
 	p.conn, p.idle = nil, nil
 	return nil
