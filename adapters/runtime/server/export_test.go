@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,4 +248,43 @@ func checkOnceInOrder(t *testing.T, broker string, want map[string]domain.Event,
 		t.Errorf("%s: %d of the %d ledger events arrived", broker, len(seen), len(want))
 	}
 	return repeats
+}
+
+// TestABrokerThatIsDownNeverStopsSales runs the API with the export to a
+// NATS server that is not there: /readyz stays 200 and reports the
+// export failing, purchases go on, and the metrics say so; the URL's
+// password shows nowhere.
+func TestABrokerThatIsDownNeverStopsSales(t *testing.T) {
+	localstacktest.SkipShort(t)
+	st := stacktest.New(t)
+	st.SKU(t, "down-1", 10, 0)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := "nats://invledger:broker-secret@" + l.Addr().String()
+	l.Close() // nothing listens there now
+	api := startServe(t, st, Config{Components: []string{ComponentAPI, ComponentExport}, Tokens: testTokens,
+		Export: ExportConfig{NATSURL: nowhere, NATSCreateStream: true}})
+
+	var ready answer
+	localstacktest.WaitFor(t, "the export reported failing", 30*time.Second, func() bool {
+		ready = call(t, "GET", api+"/readyz", "", "")
+		return strings.Contains(ready.body, `"export_nats":"failing"`)
+	})
+	if ready.status != 200 || !strings.HasPrefix(ready.body, `{"status":"ready"`) {
+		t.Fatalf("readyz with the broker down: %d %s", ready.status, ready.body)
+	}
+	if r := call(t, "POST", api+"/v1/skus/down-1/deduct", secretGateway, `{"user_id":"u1","qty":1,"request_id":"r1"}`); r.status != 200 {
+		t.Fatalf("deduct with the broker down: %d %s", r.status, r.body)
+	}
+	metrics := call(t, "GET", api+"/metrics", "", "").body
+	for _, want := range []string{"\ninvledger_export_up{broker=\"nats\"} 0\n", "\ninvledger_export_leader 1\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
+	if strings.Contains(metrics+ready.body, "broker-secret") {
+		t.Fatal("the broker URL's password shows")
+	}
 }
