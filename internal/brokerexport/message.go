@@ -47,8 +47,8 @@ func SeqHeader(seq int64) string { return strconv.FormatInt(seq, 10) }
 // digits, '-' and '_' stay, and every other byte (the '.' and ':' a SKU id
 // may hold, on which NATS and AMQP topic routing split) becomes '~'
 // followed by its two upper-case hex digits, so "phone.x:1" is
-// "phone~2Ex~3A1". A SKU id never holds '~', so the encoding is
-// reversible (ParseToken), and no token is empty.
+// "phone~2Ex~3A1". '~' itself is escaped too (a SKU id never holds it), so
+// the encoding is reversible (ParseToken), and no token is empty.
 func Token(sku string) string {
 	var b strings.Builder
 	for i := 0; i < len(sku); i++ {
