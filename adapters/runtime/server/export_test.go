@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/invledger/invledger/adapters/driven/eventwebhook"
+	"github.com/invledger/invledger/adapters/driven/pgstore"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
@@ -30,7 +32,7 @@ type amqpConsumer struct {
 	arrivals []amqp.Delivery
 }
 
-func consumeAMQP(t *testing.T, url string) *amqpConsumer {
+func consumeAMQP(t *testing.T, url, queue string) *amqpConsumer {
 	t.Helper()
 	conn, err := amqp.Dial(url)
 	if err != nil {
@@ -44,7 +46,7 @@ func consumeAMQP(t *testing.T, url string) *amqpConsumer {
 	if err := ch.ExchangeDeclare("invledger.events", amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	q, err := ch.QueueDeclare("orders", true, false, false, false, nil)
+	q, err := ch.QueueDeclare(queue, false, true, false, false, nil)
 	if err == nil {
 		err = ch.QueueBind(q.Name, brokerexport.DefaultPrefix+".#", "invledger.events", false, nil)
 	}
@@ -66,6 +68,12 @@ func consumeAMQP(t *testing.T, url string) *amqpConsumer {
 	return c
 }
 
+func (c *amqpConsumer) deliveries() []amqp.Delivery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]amqp.Delivery(nil), c.arrivals...)
+}
+
 func (c *amqpConsumer) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,23 +91,36 @@ func exportCursorSum(t *testing.T, st *stacktest.Stack, broker string) int {
 	return n
 }
 
-// TestBrokerExportSurvivesKillsAndABrokerRestart sells 20,000 units over
-// 8 SKUs while the broker export runs as a process of its own (serve
-// --components export) to JetStream and RabbitMQ; it is killed with
-// kill -9 twice and started again, and the NATS server restarts once.
-// The JetStream stream then holds exactly one message per ledger event,
-// in seq order per SKU; an AMQP consumer that drops repeats by
-// message-id sees every event once, in seq order per SKU, and the repeats
-// it dropped are no more than what the export had published without
-// recording at each kill.
-func TestBrokerExportSurvivesKillsAndABrokerRestart(t *testing.T) {
+// TestBrokerExport runs the broker export over one private NATS server
+// and one RabbitMQ node (whose start takes seconds): a sale with kills
+// and a broker restart, a replay, and the refusals.
+func TestBrokerExport(t *testing.T) {
 	localstacktest.SkipShort(t)
 	rabbit, rabbitReady := brokertest.StartRabbitMQAsync(t, brokertest.RabbitMQConfig{})
 	st := stacktest.New(t)
 	n := brokertest.StartNATS(t, brokertest.NATSConfig{})
-	rabbitReady()
-	consumer := consumeAMQP(t, rabbit.URL())
 	st.RunProjector(t)
+	rabbitReady()
+	var skus []string
+	t.Run("kill -9 twice and a broker restart", func(t *testing.T) { skus = testExportSurvivesKills(t, st, n, rabbit) })
+	if t.Failed() {
+		return
+	}
+	t.Run("replay", func(t *testing.T) { testReplay(t, st, n, rabbit, skus[0]) })
+	t.Run("refusals", func(t *testing.T) { testAMQPRefusals(t, st, rabbit) })
+}
+
+// testExportSurvivesKills sells 20,000 units over 8 SKUs while the broker
+// export runs as a process of its own (serve --components export) to
+// JetStream and RabbitMQ; it is killed with kill -9 twice and started
+// again, and the NATS server restarts once. The JetStream stream then
+// holds exactly one message per ledger event, in seq order per SKU; an
+// AMQP consumer that drops repeats by message-id sees every event once,
+// in seq order per SKU, and the repeats it dropped are no more than what
+// the export had published without recording at each kill. It returns
+// the SKUs sold.
+func testExportSurvivesKills(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, rabbit *brokertest.RabbitMQ) []string {
+	consumer := consumeAMQP(t, rabbit.URL(), "orders")
 
 	const skuCount, perSKU = 8, 2500
 	skus := make([]string, skuCount)
@@ -208,6 +229,7 @@ func TestBrokerExportSurvivesKillsAndABrokerRestart(t *testing.T) {
 	}
 	t.Logf("%d events; jetstream holds %d messages; amqp: %d arrivals, %d repeats dropped, %d in flight at the kills",
 		len(want), len(msgs), len(arrivals), repeats, inFlight)
+	return skus
 }
 
 // checkOnceInOrder checks that the n messages (id, subject or routing
@@ -287,4 +309,107 @@ func TestABrokerThatIsDownNeverStopsSales(t *testing.T) {
 	if strings.Contains(metrics+ready.body, "broker-secret") {
 		t.Fatal("the broker URL's password shows")
 	}
+}
+
+// testReplay replays sku from seq 2,000 to both brokers: the AMQP
+// consumer gets exactly seq 2,000 to the end again, in order and under the
+// ids it already has, so de-duplicating by message-id it sees nothing new;
+// JetStream drops them all within its de-duplication window.
+func testReplay(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, rabbit *brokertest.RabbitMQ, sku string) {
+	q := consumeAMQP(t, rabbit.URL(), "replay")
+	before := brokertest.StreamCount(n.URL(), natsexport.DefaultStream)
+	ids := map[string]bool{}
+	for _, m := range brokertest.ReadStream(t, n.URL(), natsexport.DefaultStream) {
+		ids[m.Header.Get(jetstream.MsgIDHeader)] = true
+	}
+	var last int64
+	if err := st.Pool.QueryRow(context.Background(), `SELECT last_seq FROM balances WHERE sku = $1`, sku).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	pubs, err := Publishers(ExportConfig{NATSURL: n.URL(), AMQPURL: rabbit.URL()}, st.App.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := pgstore.NewPostgresExportStore(st.Pool)
+	for _, p := range pubs {
+		got, err := brokerexport.Replay(context.Background(), store, p, map[string]int64{sku: 2000})
+		_ = p.Close()
+		if err != nil || int64(got) != last-1999 {
+			t.Fatalf("%s: replay published %d events (%v), want %d", p.Broker(), got, err, last-1999)
+		}
+	}
+	localstacktest.WaitFor(t, "the replay at the AMQP consumer", 30*time.Second, func() bool { return int64(q.count()) >= last-1999 })
+	time.Sleep(300 * time.Millisecond) // anything extra would arrive now
+	again := q.deliveries()
+	if int64(len(again)) != last-1999 {
+		t.Fatalf("the replay delivered %d messages, want %d", len(again), last-1999)
+	}
+	for i, d := range again {
+		seq, _ := d.Headers[brokerexport.HeaderSeq].(int64)
+		if d.Headers[brokerexport.HeaderSKU] != sku || seq != int64(2000+i) || !ids[d.MessageId] {
+			t.Fatalf("replayed message %d: %s of %v seq %d (an id already delivered: %v)", i, d.MessageId, d.Headers[brokerexport.HeaderSKU], seq, ids[d.MessageId])
+		}
+	}
+	if after := brokertest.StreamCount(n.URL(), natsexport.DefaultStream); after != before {
+		t.Fatalf("the stream held %d messages before the replay and %d after", before, after)
+	}
+}
+
+// testAMQPRefusals: bad credentials, an exchange no queue is bound to
+// and a disk alarm are each reported naming the setting, the password
+// never showing.
+func testAMQPRefusals(t *testing.T, st *stacktest.Stack, rabbit *brokertest.RabbitMQ) {
+	sell := func(sku string) {
+		t.Helper()
+		st.SKU(t, sku, 3, 0)
+		cmd, err := ledger.NewDeductCommand(sku, "u1", 1, "r1")
+		if err == nil {
+			_, err = st.Service.Deduct(context.Background(), cmd)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.WaitProjected(t, sku, 30*time.Second)
+	}
+	expect := func(t *testing.T, ec ExportConfig, setting string) {
+		t.Helper()
+		ec.MinBackoff, ec.MaxBackoff = 10*time.Millisecond, 200*time.Millisecond
+		exps, err := exporters(st.App, ec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = exps[0].Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		var got error
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var se *brokerexport.SettingError
+			if got = exps[0].Status().Err; errors.As(got, &se) && se.Setting == setting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no refusal naming %s within 30s; the export reports %v", setting, got)
+			}
+		}
+		if strings.Contains(got.Error(), brokertest.RabbitPassword) || strings.Contains(got.Error(), "wrong-secret") {
+			t.Fatalf("the refusal shows the password: %v", got)
+		}
+		t.Logf("reported: %v", got)
+	}
+	sell("refused")
+	t.Run("bad credentials", func(t *testing.T) {
+		expect(t, ExportConfig{AMQPURL: strings.Replace(rabbit.URL(), brokertest.RabbitPassword, "wrong-secret", 1)}, brokerexport.SettingAMQPURL)
+	})
+	t.Run("no queue bound", func(t *testing.T) {
+		expect(t, ExportConfig{AMQPURL: rabbit.URL(), AMQPExchange: "unbound"}, brokerexport.SettingAMQPExchange)
+	})
+	t.Run("disk alarm", func(t *testing.T) {
+		consumeAMQP(t, rabbit.URL(), "alarmed")
+		rabbit.SetDiskFreeLimit("1000000GB")
+		defer rabbit.SetDiskFreeLimit("10MB")
+		rabbit.WaitPublishBlocked()
+		sell("alarmed") // events to publish while the alarm is on
+		expect(t, ExportConfig{AMQPURL: rabbit.URL()}, brokerexport.SettingAMQPURL)
+	})
 }
