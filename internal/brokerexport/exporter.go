@@ -23,6 +23,16 @@ type Cursor struct {
 	Next time.Time
 }
 
+// Lag is how far the export to one broker is behind the ledger, as its
+// cursors say: what any process can show, whichever one exports.
+type Lag struct {
+	Broker string
+	// Events is how many ledger events the broker has not confirmed.
+	Events int64
+	// LastConfirmed is when the export last recorded a confirmation.
+	LastConfirmed time.Time
+}
+
 // Store is what the export reads and records. *pgstore.PostgresExportStore
 // implements it.
 type Store interface {

@@ -89,3 +89,20 @@ func (s *PostgresExportStore) FirstSeqs(ctx context.Context, since time.Time) (m
 	}
 	return out, nil
 }
+
+// Lags returns, per broker with a cursor, how many ledger events it has
+// not confirmed and when its export last recorded a confirmation.
+func (s *PostgresExportStore) Lags(ctx context.Context) ([]brokerexport.Lag, error) {
+	rows, err := s.pool.Query(ctx, `SELECT br.broker, COALESCE(sum(GREATEST(b.last_seq - COALESCE(c.seq, 0), 0)), 0), br.updated
+FROM (SELECT broker, max(updated_at) AS updated FROM export_cursors GROUP BY broker) br
+CROSS JOIN balances b LEFT JOIN export_cursors c ON c.broker = br.broker AND c.sku = b.sku
+GROUP BY br.broker, br.updated ORDER BY br.broker`)
+	if err != nil {
+		return nil, fmt.Errorf("export lags: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[brokerexport.Lag])
+	if err != nil {
+		return nil, fmt.Errorf("export lags: %w", translate(err))
+	}
+	return out, nil
+}

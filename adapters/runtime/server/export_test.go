@@ -227,6 +227,11 @@ func testExportSurvivesKills(t *testing.T, st *stacktest.Stack, n *brokertest.NA
 	if repeats > inFlight {
 		t.Errorf("the AMQP consumer dropped %d repeats; the export had %d in flight at its kills", repeats, inFlight)
 	}
+	// What the console's Health page shows, read from the cursors.
+	lags, err := pgstore.NewPostgresExportStore(st.Pool).Lags(ctx)
+	if err != nil || len(lags) != 2 || lags[0].Broker != "amqp" || lags[1].Broker != "nats" || lags[0].Events != 0 || lags[1].Events != 0 {
+		t.Errorf("export lags once everything was exported: %+v (%v)", lags, err)
+	}
 	t.Logf("%d events; jetstream holds %d messages; amqp: %d arrivals, %d repeats dropped, %d in flight at the kills",
 		len(want), len(msgs), len(arrivals), repeats, inFlight)
 	return skus
