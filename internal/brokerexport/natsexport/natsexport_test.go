@@ -46,10 +46,14 @@ func sell(t *testing.T, st *stacktest.Stack, skus []string, n int) {
 	}
 }
 
-// runExporter runs an exporter to n until the returned stop is called.
+// runExporter runs an exporter with cfg (its URL n's unless set) until
+// the returned stop is called or the test ends.
 func runExporter(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, cfg natsexport.Config) (stop func(), exp *brokerexport.Exporter) {
 	t.Helper()
-	cfg.URL, cfg.Logger = n.URL(), quiet
+	if cfg.URL == "" {
+		cfg.URL = n.URL()
+	}
+	cfg.Logger = quiet
 	pub, err := natsexport.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -191,22 +195,8 @@ func TestRefusingBrokerNamesTheSetting(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n := brokertest.StartNATS(t, c.nats)
-			cfg := c.cfg(n.URL())
-			cfg.Logger = quiet
-			pub, err := natsexport.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			exp, err := brokerexport.New(brokerexport.Config{Store: pgstore.NewPostgresExportStore(st.Pool), Publisher: pub,
-				MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
-				Metrics: brokerexport.NewMetrics(prometheus.NewRegistry()), Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = exp.Run(ctx); close(done) }()
-			defer func() { cancel(); <-done }()
+			stop, exp := runExporter(t, st, n, c.cfg(n.URL()))
+			defer stop()
 			var got error
 			localstacktest.WaitFor(t, "the refusal", 30*time.Second, func() bool {
 				var se *brokerexport.SettingError
