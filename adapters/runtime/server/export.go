@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +76,7 @@ func checkURL(raw string, schemes ...string) error {
 			}
 		}
 	}
-	return fmt.Errorf("%q is not a %s:// URL", app.RedactURL(raw), schemes[0])
+	return fmt.Errorf("%q is not a URL of scheme %s://", app.RedactURL(raw), strings.Join(schemes, ":// or "))
 }
 
 // Publishers returns a publisher per broker ec sets, not yet connected.
