@@ -3,6 +3,7 @@ package brokerexport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -290,6 +291,15 @@ func (e *Exporter) exportSKU(ctx context.Context, c Cursor) (progressed bool, _ 
 			msgs[i] = NewMessage(ev)
 		}
 		upTo, pubErr := e.cfg.Publisher.Publish(ctx, c.SKU, cursor, msgs)
+		if last := events[len(events)-1].Seq; upTo > last {
+			// The broker holds more of the SKU than was read: a previous
+			// exporter published it, so the ledger must hold it too. A
+			// stream left from another ledger (a database restored or
+			// recreated) would otherwise make the export skip events.
+			if err := e.checkHeld(ctx, c.SKU, upTo); err != nil {
+				return progressed, err
+			}
+		}
 		if upTo > cursor {
 			now := time.Now()
 			for _, ev := range events {
@@ -315,6 +325,21 @@ func (e *Exporter) exportSKU(ctx context.Context, c Cursor) (progressed bool, _ 
 		}
 	}
 	return progressed, nil
+}
+
+// checkHeld checks that the ledger holds sku's events up to seq, which
+// the broker says it holds.
+func (e *Exporter) checkHeld(ctx context.Context, sku string, seq int64) error {
+	held, err := e.cfg.Store.EventsAfter(ctx, sku, seq-1, 1)
+	if err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		// Only a publisher that reads what its broker holds (JetStream's) answers past what it was given.
+		return &SettingError{Setting: SettingNATSStream, Err: fmt.Errorf("the stream holds %s up to seq %d, beyond the ledger's events: "+
+			"it holds another ledger's messages (left from a database since restored or recreated); give the export a new stream or prefix, or purge it", sku, seq)}
+	}
+	return nil
 }
 
 // measureLag sets the lag gauges from the pending cursors: the events the

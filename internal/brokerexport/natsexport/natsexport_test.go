@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -182,19 +183,43 @@ func TestRefusingBrokerNamesTheSetting(t *testing.T) {
 		nats    brokertest.NATSConfig
 		cfg     func(url string) natsexport.Config
 		setting string
+		prepare func(t *testing.T, url string)
 	}{
 		{"bad credentials", brokertest.NATSConfig{User: "invledger", Password: "right"},
 			func(url string) natsexport.Config {
 				return natsexport.Config{URL: strings.Replace(url, ":right@", ":wrong@", 1)}
-			}, brokerexport.SettingNATSURL},
+			}, brokerexport.SettingNATSURL, nil},
 		{"missing stream", brokertest.NATSConfig{},
-			func(url string) natsexport.Config { return natsexport.Config{URL: url, CheckStreamOnly: true} }, brokerexport.SettingNATSStream},
+			func(url string) natsexport.Config { return natsexport.Config{URL: url, CheckStreamOnly: true} }, brokerexport.SettingNATSStream, nil},
 		{"store full", brokertest.NATSConfig{MaxFileStore: 64 << 10},
-			func(url string) natsexport.Config { return natsexport.Config{URL: url} }, brokerexport.SettingNATSStream},
+			func(url string) natsexport.Config { return natsexport.Config{URL: url} }, brokerexport.SettingNATSStream, nil},
+		{"another ledger's stream", brokertest.NATSConfig{},
+			func(url string) natsexport.Config { return natsexport.Config{URL: url} }, brokerexport.SettingNATSStream,
+			func(t *testing.T, url string) {
+				// s1 up to seq 400 from a ledger that is gone; this one ends at 301.
+				pub, err := natsexport.New(natsexport.Config{URL: url, Logger: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pub.Close()
+				if err := pub.Connect(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				msgs := make([]brokerexport.Message, 400)
+				for i := range msgs {
+					msgs[i] = brokerexport.Message{EventID: uuid.NewString(), SKU: "s1", Seq: int64(i + 1), Body: []byte("{}")}
+				}
+				if _, err := pub.Publish(context.Background(), "s1", 0, msgs); err != nil {
+					t.Fatal(err)
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n := brokertest.StartNATS(t, c.nats)
+			if c.prepare != nil {
+				c.prepare(t, n.URL())
+			}
 			stop, exp := runExporter(t, st, n, c.cfg(n.URL()))
 			defer stop()
 			var got error
