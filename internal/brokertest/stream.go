@@ -3,6 +3,7 @@ package brokertest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,16 +38,35 @@ func ReadStream(t testing.TB, url, stream string) []StreamMessage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []StreamMessage
 	if info.State.Msgs == 0 {
 		return nil
 	}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("stream %s: message %d: %v", stream, seq, err)
+	// An ordered consumer reads the stream in batches: one request per
+	// message would take seconds for a sale's worth.
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]StreamMessage, 0, info.State.Msgs)
+	for deadline := time.Now().Add(60 * time.Second); uint64(len(out)) < info.State.Msgs; {
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: read %d of its %d messages in 60s", stream, len(out), info.State.Msgs)
 		}
-		out = append(out, StreamMessage{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			out = append(out, StreamMessage{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			n++
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		if n == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	return out
 }

@@ -129,13 +129,17 @@ func testExportSurvivesKills(t *testing.T, st *stacktest.Stack, n *brokertest.NA
 		st.SKU(t, skus[i], perSKU, 0)
 	}
 	ctx := context.Background()
+	began := time.Now()
 	saleDone := make(chan error, 1)
 	go func() {
-		errs := make(chan error, 40)
+		// Many callers at once, as in a sale: their attempts share script
+		// calls, so the sale takes seconds even under the race detector.
+		const callers = 200
+		errs := make(chan error, callers)
 		var wg sync.WaitGroup
-		for w := range 40 {
+		for w := range callers {
 			wg.Go(func() {
-				for i := w; i < skuCount*perSKU; i += 40 {
+				for i := w; i < skuCount*perSKU; i += callers {
 					sku := skus[i%skuCount]
 					cmd, err := ledger.NewDeductCommand(sku, fmt.Sprintf("u%d", i), 1, fmt.Sprintf("r%d", i))
 					if err == nil {
@@ -187,6 +191,7 @@ func testExportSurvivesKills(t *testing.T, st *stacktest.Stack, n *brokertest.NA
 	if err := <-saleDone; err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("sale done after %s", time.Since(began).Round(time.Millisecond))
 
 	// What the ledger holds, once it holds the whole sale.
 	want := map[string]domain.Event{}
@@ -206,6 +211,7 @@ func testExportSurvivesKills(t *testing.T, st *stacktest.Stack, n *brokertest.NA
 	localstacktest.WaitFor(t, "the whole ledger at the AMQP consumer", 90*time.Second, func() bool {
 		return exportCursorSum(t, st, "amqp") == len(want) && consumer.count() >= len(want)
 	})
+	t.Logf("exported after %s", time.Since(began).Round(time.Millisecond))
 	time.Sleep(time.Second) // anything extra would arrive now
 
 	// JetStream: exactly one message per event, in seq order per SKU.
