@@ -139,7 +139,9 @@ func (c Config) Validate() error {
 type Exporter struct {
 	cfg    Config
 	broker string
-	status atomic.Pointer[Status]
+
+	mu     sync.Mutex
+	status Status
 }
 
 // Status is the export's last outcome, for readiness and the console.
@@ -159,25 +161,32 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, err
 	}
 	e := &Exporter{cfg: cfg, broker: cfg.Publisher.Broker()}
-	e.status.Store(&Status{Broker: e.broker, Err: errors.New("not started")})
+	e.status = Status{Broker: e.broker, Err: errors.New("not started")}
 	return e, nil
 }
 
 // Status returns the export's last outcome.
-func (e *Exporter) Status() Status { return *e.status.Load() }
+func (e *Exporter) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.status
+}
 
-func (e *Exporter) setErr(err error) {
-	s := *e.status.Load()
-	if err == nil && s.Err == nil {
-		return
+// setErr records the last outcome, and returns the one before.
+func (e *Exporter) setErr(err error) (prev error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev = e.status.Err
+	if err == nil && prev == nil {
+		return nil
 	}
-	s.Err = err
-	e.status.Store(&s)
+	e.status.Err = err
 	up := 1.0
 	if err != nil {
 		up = 0
 	}
 	e.cfg.Metrics.up.WithLabelValues(e.broker).Set(up)
+	return prev
 }
 
 // Run exports until ctx ends, and returns nil then: a broker that is down
@@ -199,6 +208,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 				backoff = min(2*backoff, e.cfg.MaxBackoff)
 				continue
 			}
+			// The outcome is cleared by a round without a failure, not
+			// here: a broker that takes connections and refuses every
+			// publish must not look up between the two.
 			connected = true
 		}
 		worked, failed := e.round(ctx)
@@ -219,8 +231,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 
 func (e *Exporter) fail(ctx context.Context, what string, err error) {
 	e.cfg.Metrics.failures.WithLabelValues(e.broker).Inc()
-	prev := e.status.Load().Err
-	e.setErr(err)
+	prev := e.setErr(err)
 	// A refusal is said at warn level when it changes, then at debug, so a
 	// broker down for an hour does not flood the log.
 	level := slog.LevelWarn
@@ -264,7 +275,7 @@ func (e *Exporter) round(ctx context.Context) (worked, failed bool) {
 		})
 	}
 	wg.Wait()
-	if !anyErr.Load() && moved.Load() {
+	if !anyErr.Load() {
 		e.setErr(nil)
 	}
 	return moved.Load(), anyErr.Load()
@@ -361,9 +372,9 @@ func (e *Exporter) measureLag(pending []Cursor) {
 	}
 	e.cfg.Metrics.lagEvents.WithLabelValues(e.broker).Set(float64(events))
 	e.cfg.Metrics.lagSeconds.WithLabelValues(e.broker).Set(secs)
-	s := *e.status.Load()
-	s.LagEvents, s.LagSeconds = events, secs
-	e.status.Store(&s)
+	e.mu.Lock()
+	e.status.LagEvents, e.status.LagSeconds = events, secs
+	e.mu.Unlock()
 }
 
 func sleep(ctx context.Context, d time.Duration) {
