@@ -347,6 +347,7 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		}
 		c, leading := exportComponent(a, exps)
 		components = append(components, c)
+		a.Log.Info("broker export started", "nats", app.RedactURL(sc.Export.NATSURL), "amqp", app.RedactURL(sc.Export.AMQPURL))
 		sc.exportNotes = func() []httpapi.ReadinessNote { return exportNotes(exps, leading) }
 	}
 	if a.Webhook != nil {
