@@ -74,6 +74,17 @@ func (c *amqpConsumer) deliveries() []amqp.Delivery {
 	return append([]amqp.Delivery(nil), c.arrivals...)
 }
 
+// distinct is how many different messages arrived.
+func (c *amqpConsumer) distinct() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := map[string]bool{}
+	for _, d := range c.arrivals {
+		ids[d.MessageId] = true
+	}
+	return len(ids)
+}
+
 func (c *amqpConsumer) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -111,9 +122,10 @@ func TestBrokerExport(t *testing.T) {
 }
 
 // testExportSurvivesKills sells 20,000 units over 8 SKUs while the broker
-// export runs as a process of its own (serve --components export) to
-// JetStream and RabbitMQ; it is killed with kill -9 twice and started
-// again, and the NATS server restarts once. The JetStream stream then
+// export runs as processes of their own (serve --components export), one
+// leading and one standing by, to JetStream and RabbitMQ; the leader is
+// killed with kill -9 twice, the standby taking over each time, and the
+// NATS server restarts once. The JetStream stream then
 // holds exactly one message per ledger event, in seq order per SKU; an
 // AMQP consumer that drops repeats by message-id sees every event once,
 // in seq order per SKU, and the repeats it dropped are no more than what
@@ -170,24 +182,59 @@ func testExportSurvivesKills(t *testing.T, st *stacktest.Stack, n *brokertest.NA
 		return func() bool { return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= atLeast }
 	}
 	// inFlight is what the killed export had published without recording
-	// it: once its last messages arrived, the AMQP arrivals past the cursors.
+	// it: once its last messages arrived, the distinct AMQP arrivals past
+	// the cursors.
 	var inFlight int
 	kill := func(p *serveProcess) {
 		p.kill()
-		time.Sleep(500 * time.Millisecond) // the last confirmed messages reach the consumer
-		inFlight += max(0, consumer.count()-exportCursorSum(t, st, "amqp"))
+		recorded := exportCursorSum(t, st, "amqp") // before a standby can record anything
+		// The killed export's last confirmed messages reach the consumer;
+		// a standby takes the lock at its next poll, up to a second later.
+		time.Sleep(200 * time.Millisecond)
+		inFlight += max(0, consumer.distinct()-recorded)
 	}
 
-	first := startExport()
+	// Two export processes: one leads, the other stands by and takes
+	// over when the leader is killed; a new standby replaces the dead.
+	leader := func(ps ...*serveProcess) *serveProcess {
+		var found *serveProcess
+		localstacktest.WaitFor(t, "one export process leading", 30*time.Second, func() bool {
+			found = nil
+			for _, p := range ps {
+				if strings.Contains(call(t, "GET", p.url+"/metrics", "", "").body, "\ninvledger_export_leader 1\n") {
+					if found != nil {
+						return false // two at once: wait for the old one to notice
+					}
+					found = p
+				}
+			}
+			return found != nil
+		})
+		return found
+	}
+	other := func(p, a, b *serveProcess) *serveProcess {
+		if p == a {
+			return b
+		}
+		return a
+	}
+	a, b := startExport(), startExport()
 	localstacktest.WaitFor(t, "3,000 events in the stream", 60*time.Second, streamHolds(3000))
-	kill(first)
-	second := startExport()
+	lead := leader(a, b)
+	standby := other(lead, a, b)
+	kill(lead)
+	c := startExport()
+	if leader(standby, c) != standby {
+		t.Fatal("the standby did not take over the export")
+	}
 	localstacktest.WaitFor(t, "8,000 events in the stream", 60*time.Second, streamHolds(8000))
 	n.Stop()
 	n.Start()
 	localstacktest.WaitFor(t, "12,000 events in the stream", 60*time.Second, streamHolds(12000))
-	kill(second)
-	startExport()
+	kill(standby)
+	if leader(c) != c {
+		t.Fatal("the second standby did not take over the export")
+	}
 	if err := <-saleDone; err != nil {
 		t.Fatal(err)
 	}
