@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/internal/brokerexport"
 	"github.com/invledger/invledger/internal/httpapi/requestid"
 	"github.com/invledger/invledger/internal/postgres/migrations"
 	"github.com/invledger/invledger/internal/postgres/pgstore"
@@ -92,7 +93,9 @@ type Metrics struct {
 	Alerts     *alertwebhook.Metrics
 	// EventWebhooks counts business-event webhook deliveries.
 	EventWebhooks *eventwebhook.Metrics
-	Seal          *seal.Metrics
+	// Export reports the broker export's publishes and lag.
+	Export *brokerexport.Metrics
+	Seal   *seal.Metrics
 	// Unavailable counts the API's 503 answers that ask for a retry, by
 	// route pattern and code (unavailable, recovering, unsafe_redis): an
 	// outage of Redis or PostgreSQL shows here as answers, not as errors.
@@ -258,6 +261,7 @@ func (a *Application) wire() error {
 	a.Metrics = Metrics{Registry: reg, Inventory: inventoryMetrics,
 		Projection: projector.NewMetrics(reg), Reconcile: reconcile.NewMetrics(reg), Alerts: alertwebhook.NewMetrics(reg),
 		EventWebhooks: eventwebhook.NewMetrics(reg),
+		Export:        brokerexport.NewMetrics(reg),
 		Seal:          seal.NewMetrics(reg),
 		Unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "invledger_http_unavailable_total",

@@ -184,7 +184,8 @@ func workloads(objs []object) []workload {
 // a Secret, never be a plain value.
 var secretVars = []string{"INVLEDGER_DATABASE_URL", "INVLEDGER_REDIS_URL", "INVLEDGER_REDIS_CLUSTER",
 	"INVLEDGER_REDIS_SENTINELS", "INVLEDGER_TOKENS", "INVLEDGER_CONSOLE_KEY", "INVLEDGER_ALERT_WEBHOOK",
-	"INVLEDGER_ALERT_WEBHOOK_SECRET", "INVLEDGER_API_TOKEN", "INVLEDGER_SEAL_KEYS"}
+	"INVLEDGER_ALERT_WEBHOOK_SECRET", "INVLEDGER_API_TOKEN", "INVLEDGER_SEAL_KEYS",
+	"INVLEDGER_EXPORT_NATS_URL", "INVLEDGER_EXPORT_AMQP_URL"}
 
 // credentialsInURL finds a URL with a password in it.
 var credentialsInURL = regexp.MustCompile(`://[^/@\s]*:[^/@\s]+@`)
@@ -514,6 +515,47 @@ func TestChartSettingsReachThePods(t *testing.T) {
 	}
 	if perClient, _ := envOf(defaults, "Deployment", "INVLEDGER_MAX_CONNS_PER_CLIENT"); perClient.Value != "0" {
 		t.Errorf("by default INVLEDGER_MAX_CONNS_PER_CLIENT is %q, want 0 (no per-client cap)", perClient.Value)
+	}
+}
+
+// TestChartExportRunsWhereItIsPlaced: export.enabled adds the export
+// component to the pods of its placement alone, with the brokers' URLs
+// from the Secret (optional keys) and its settings.
+func TestChartExportRunsWhereItIsPlaced(t *testing.T) {
+	for _, placement := range []string{"projector", "api"} {
+		objs, err := decode(render(t, map[string]any{"export": map[string]any{"enabled": true, "placement": placement}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problems := check(objs); len(problems) > 0 {
+			t.Fatalf("placement %s: %v", placement, problems)
+		}
+		for kind, runs := range map[string]bool{"StatefulSet": placement == "projector", "Deployment": placement == "api"} {
+			components, _ := envOf(objs, kind, "INVLEDGER_COMPONENTS")
+			if strings.HasSuffix(components.Value, ",export") != runs {
+				t.Errorf("placement %s: %s components %q", placement, kind, components.Value)
+			}
+			url, _ := envOf(objs, kind, "INVLEDGER_EXPORT_NATS_URL")
+			if url.ValueFrom == nil || url.ValueFrom.SecretKeyRef == nil || url.ValueFrom.SecretKeyRef.Key != "export-nats-url" ||
+				url.ValueFrom.SecretKeyRef.Optional == nil || !*url.ValueFrom.SecretKeyRef.Optional {
+				t.Errorf("placement %s: %s INVLEDGER_EXPORT_NATS_URL %+v", placement, kind, url)
+			}
+			if stream, _ := envOf(objs, kind, "INVLEDGER_EXPORT_NATS_STREAM"); stream.Value != "INVLEDGER_EVENTS" {
+				t.Errorf("placement %s: %s INVLEDGER_EXPORT_NATS_STREAM %q", placement, kind, stream.Value)
+			}
+		}
+	}
+	off, err := decode(render(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"StatefulSet", "Deployment"} {
+		if components, _ := envOf(off, kind, "INVLEDGER_COMPONENTS"); strings.Contains(components.Value, "export") {
+			t.Errorf("export off: %s components %q", kind, components.Value)
+		}
+	}
+	if _, err := renderChart(map[string]any{"export": map[string]any{"placement": "everywhere"}}); err == nil || !strings.Contains(err.Error(), "export.placement") {
+		t.Errorf("a bad placement: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@
 # install-deps.sh installs what invledger's demo and tests need and the
 # machine lacks: redis-server, PostgreSQL, gcc and the C headers (cgo),
 # promtool (package prometheus), chromium (the console's browser tests),
+# nats-server and rabbitmq-server (the broker export's tests),
 # python3 and nodejs (the check of the OpenAPI patterns in their regular
 # expressions), and PHP with Composer, PHPUnit, Guzzle and Laravel (the PHP
 # client's tests, clients/php) from Debian's packages. Tests and the demo start private
@@ -47,6 +48,12 @@ for psr in Psr/Http/Client/ClientInterface.php:php-psr-http-client Psr/Http/Mess
   Psr/Http/Message/RequestInterface.php:php-psr-http-message Psr/Log/LoggerInterface.php:php-psr-log; do
   [[ -e /usr/share/php/${psr%%:*} ]] || missing+=("${psr##*:}")
 done
+# The broker export's tests start private brokers (internal/brokertest).
+command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+[[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] || missing+=(rabbitmq-server)
+# epmd comes with Erlang; one that this script installs is stopped below.
+had_erlang=1
+dpkg -s erlang-base >/dev/null 2>&1 || had_erlang=0
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]} from Debian's packages" >&2
@@ -59,5 +66,17 @@ if ((${#missing[@]})); then
   if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1 &&
     systemctl is-active --quiet prometheus 2>/dev/null; then
     $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+  # The same for the brokers: the tests start their own nodes on free
+  # ports, and a broker this script did not install is never touched.
+  if command -v systemctl >/dev/null 2>&1; then
+    for pkg in nats-server rabbitmq-server; do
+      if [[ " ${missing[*]} " == *" $pkg "* ]] && systemctl is-active --quiet "$pkg" 2>/dev/null; then
+        $sudo systemctl disable --now "$pkg" >/dev/null 2>&1 || true
+      fi
+    done
+    if [[ " ${missing[*]} " == *" rabbitmq-server "* && $had_erlang -eq 0 ]]; then
+      $sudo systemctl disable --now epmd.service epmd.socket >/dev/null 2>&1 || true
+    fi
   fi
 fi

@@ -9,6 +9,7 @@ import (
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/internal/console"
 	"github.com/invledger/invledger/internal/httpapi"
+	"github.com/invledger/invledger/internal/postgres/pgstore"
 	"github.com/invledger/invledger/internal/projector"
 	"github.com/invledger/invledger/internal/redis/eventtail"
 	"github.com/invledger/invledger/internal/redis/refusals"
@@ -76,6 +77,11 @@ func consoleHealth(a *app.Application) func(ctx context.Context) console.Health 
 			// The page says "1000 or more" past one page.
 			if page, err := a.DeadLetters.List(ctx, ledger.DeadLetterQuery{Status: string(ledger.DeadLetterOpen), Limit: 1000}); err == nil {
 				h.DeadLetters, h.DeadLettersMore = len(page.DeadLetters), page.NextAfter != nil
+			}
+			if lags, err := pgstore.NewPostgresExportStore(a.Pool).Lags(ctx); err == nil {
+				for _, l := range lags {
+					h.Exports = append(h.Exports, console.ExportLag(l))
+				}
 			}
 		}
 		return h

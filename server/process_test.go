@@ -44,6 +44,8 @@ type childConfig struct {
 	// PauseConfirmAfterLines does the same to every order confirm once
 	// that many lines are confirmed, printing CONFIRM-PAUSED.
 	PauseConfirmAfterLines int
+	// Export is the broker export the child runs with ComponentExport.
+	Export ExportConfig
 }
 
 // A child retries webhook deliveries quickly, so that a test's receiver
@@ -80,7 +82,7 @@ func serveChild() int {
 	})
 	err = Serve(ctx, a, Config{Components: cc.Components, Listen: "127.0.0.1:0", Tokens: testTokens, DataDir: cc.DataDir,
 		ReconcileInterval: cc.ReconcileInterval, ReclaimAfter: cc.ReclaimAfter,
-		WebhookMinBackoff: childWebhookMinBackoff, WebhookMaxBackoff: childWebhookMaxBackoff,
+		WebhookMinBackoff: childWebhookMinBackoff, WebhookMaxBackoff: childWebhookMaxBackoff, Export: cc.Export,
 		OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
 	if err != nil {
 		fmt.Println("ERR", err)

@@ -40,10 +40,15 @@ const (
 	ComponentAPI        = "api"
 	ComponentProjector  = "projector"
 	ComponentReconciler = "reconciler"
+	// ComponentExport is the broker export, which runs where a broker URL
+	// is set (Config.Export).
+	ComponentExport = "export"
 )
 
 // Components lists every component, the default of Config.Components.
-func Components() []string { return []string{ComponentAPI, ComponentProjector, ComponentReconciler} }
+func Components() []string {
+	return []string{ComponentAPI, ComponentProjector, ComponentReconciler, ComponentExport}
+}
 
 // Config is what Serve runs and how.
 type Config struct {
@@ -138,6 +143,10 @@ type Config struct {
 	// attempts to deliver a business-event webhook. Defaults: those of
 	// eventwebhook.Config.
 	WebhookMinBackoff, WebhookMaxBackoff time.Duration
+	// Export configures the broker export (ComponentExport).
+	Export ExportConfig
+	// exportNotes, set by Serve, reports the export in /readyz.
+	exportNotes func() []httpapi.ReadinessNote
 	// OnListening, if set, is told the API's address once it accepts connections.
 	OnListening func(addr string)
 }
@@ -240,6 +249,10 @@ func (c Config) Validate() error {
 	if c.ConsoleKey != "" && len(c.ConsoleKey) < console.MinKeyLen {
 		errs = append(errs, fmt.Errorf("--console-key (INVLEDGER_CONSOLE_KEY) is %d bytes; at least %d are required", len(c.ConsoleKey), console.MinKeyLen))
 	}
+	if c.has(ComponentExport) && len(c.Components) == 1 && !c.Export.Enabled() {
+		errs = append(errs, errors.New("--components export exports nothing: set --export-nats-url (INVLEDGER_EXPORT_NATS_URL) or --export-amqp-url (INVLEDGER_EXPORT_AMQP_URL)"))
+	}
+	errs = append(errs, c.Export.Validate())
 	if c.ConsoleIdleTimeout != 0 && c.ConsoleIdleTimeout < time.Second {
 		errs = append(errs, errors.New("--console-idle-timeout (INVLEDGER_CONSOLE_IDLE_TIMEOUT) must be at least 1s"))
 	}
@@ -326,6 +339,16 @@ func Serve(ctx context.Context, a *app.Application, sc Config) error {
 		}
 		defer release()
 		components = append(components, c...)
+	}
+	if sc.has(ComponentExport) && sc.Export.Enabled() {
+		exps, err := exporters(a, sc.Export)
+		if err != nil {
+			return err
+		}
+		c, leading := exportComponent(a, exps)
+		components = append(components, c)
+		a.Log.Info("broker export started", "nats", app.RedactURL(sc.Export.NATSURL), "amqp", app.RedactURL(sc.Export.AMQPURL))
+		sc.exportNotes = func() []httpapi.ReadinessNote { return exportNotes(exps, leading) }
 	}
 	if a.Webhook != nil {
 		components = append(components, component{"alerts", func(ctx context.Context) error { a.Webhook.Run(ctx); return nil }})
@@ -567,6 +590,9 @@ func readiness(a *app.Application, sc Config) func(ctx context.Context) httpapi.
 		rd := httpapi.Readiness{Ready: true}
 		if sc.RedisConfig == RedisConfigAssume {
 			rd.Notes = append(rd.Notes, httpapi.ReadinessNote{Name: "redis_config", Value: "assumed"})
+		}
+		if sc.exportNotes != nil {
+			rd.Notes = append(rd.Notes, sc.exportNotes()...)
 		}
 		for i, d := range deps {
 			rd.Checks = append(rd.Checks, httpapi.DependencyCheck{Name: d.name, OK: errs[i] == nil})

@@ -218,3 +218,18 @@ func (e *EnvFlags) Warn(w io.Writer) {
 		fmt.Fprintln(w, "invledger: warning:", n)
 	}
 }
+
+// Bool registers a boolean flag whose default comes from env (true,
+// false, 1, 0 and the other strconv.ParseBool spellings).
+func (e *EnvFlags) Bool(p *bool, name, env string, def bool, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a boolean such as true or false", env, v))
+		} else {
+			def = b
+		}
+	}
+	e.fs.BoolVar(p, name, def, e.usage(usage, env))
+}
+

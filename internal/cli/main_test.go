@@ -124,6 +124,9 @@ func TestMalformedSettingsNameTheirVariable(t *testing.T) {
 		{"INVLEDGER_ALERT_WEBHOOK_SECRET", "not base64!", "serve", "INVLEDGER_ALERT_WEBHOOK_SECRET"},
 		{"INVLEDGER_DURABILITY", "maybe", "serve", "INVLEDGER_DURABILITY"},
 		{"INVLEDGER_WEBHOOK_ALLOW_NETS", "10.0.0.0/33", "serve", "INVLEDGER_WEBHOOK_ALLOW_NETS"},
+		{"INVLEDGER_EXPORT_NATS_URL", "http://u:pw@nats:4222", "serve", "INVLEDGER_EXPORT_NATS_URL): \"http://u:***@nats:4222\" is not a URL of scheme nats:// or tls://"},
+		{"INVLEDGER_EXPORT_NATS_CREATE_STREAM", "perhaps", "serve", "INVLEDGER_EXPORT_NATS_CREATE_STREAM"},
+		{"INVLEDGER_EXPORT_PREFIX", "a..b", "serve", "INVLEDGER_EXPORT_PREFIX"},
 		// The cloud metadata address, refused before anything starts.
 		{"INVLEDGER_ALERT_WEBHOOK", "http://169.254.169.254/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 169.254.169.254 is in 169.254.0.0/16 (Link Local)"},
 		{"INVLEDGER_ALERT_WEBHOOK", "http://0x7f000001:9/alerts", "serve", "INVLEDGER_ALERT_WEBHOOK): destination refused: 127.0.0.1 is in 127.0.0.0/8 (Loopback)"},

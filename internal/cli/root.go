@@ -118,6 +118,7 @@ Every flag can also be set with the environment variable named in its help.`,
 		newAdjustCmd(),
 		newDeadLettersCmd(withApp),
 		movedBenchCmd(),
+		newExportCmd(config),
 		newAuditCmd(withApp, newAuditVerifyCmd(withApp)),
 	)
 	for _, f := range extra {

@@ -22,13 +22,14 @@ type ServeSettings struct {
 func newServeCmd(config func() (Config, error)) *cobra.Command {
 	var ss ServeSettings
 	cmd := &cobra.Command{
-		Use:   "serve [--components api,projector,reconciler]",
+		Use:   "serve [--components api,projector,reconciler,export]",
 		Short: "Run the HTTP API, the projector and the reconciler",
 		Long: `serve runs the purchase API, the projector that writes the partition streams
 into the ledger, and the reconciler, which compares Redis with the ledger every
 --reconcile-interval, repairs drift, and verifies every SKU at once when Redis
 restarts or fails over. --components runs a subset, so several projector
-processes can run beside the API. SIGINT or SIGTERM stops it gracefully:
+processes can run beside the API, and the broker export (--export-nats-url,
+--export-amqp-url) can run as a process of its own. SIGINT or SIGTERM stops it gracefully:
 in-flight requests finish, and the projector commits or leaves its batch
 pending for redelivery.
 
@@ -52,7 +53,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 	env.Secret(&ss.Tokens, "tokens", "INVLEDGER_TOKENS", "API tokens, name:role:secret comma-separated; roles gateway, operator, approver, auditor")
 	env.String(&ss.TokensFile, "tokens-file", "INVLEDGER_TOKENS_FILE", "", "file with API tokens, one name:role:secret per line; read again on SIGHUP")
 	env.String(&ss.Durability, "durability", "INVLEDGER_DURABILITY", app.DurabilityStrict, "strict (Redis appendfsync always) or everysec")
-	env.StringSlice(&ss.Components, "components", "INVLEDGER_COMPONENTS", "components to run (default api,projector,reconciler)")
+	env.StringSlice(&ss.Components, "components", "INVLEDGER_COMPONENTS", "components to run (default api,projector,reconciler,export; export runs when a broker URL is set)")
 	env.Int(&ss.Subscribers, "projector-subscribers", "INVLEDGER_PROJECTOR_SUBSCRIBERS", 1, "projector consumers per partition stream, each reading in batches")
 	env.IntRenamed(&ss.CommitSize, "commit-size", "INVLEDGER_COMMIT_SIZE", Renamed{"batch-size", "INVLEDGER_BATCH_SIZE"}, 500,
 		"most events per ledger transaction of the projector (a commit), and the COUNT of each of its stream reads")
@@ -72,6 +73,7 @@ invledger migrate first), so serves started together do not wait on each other.`
 		"check: read every master's persistence settings (CONFIG GET); assume: skip the read (managed Redis with CONFIG disabled) and assert the persistence --durability names")
 	env.Secret(&ss.ConsoleKey, "console-key", "INVLEDGER_CONSOLE_KEY", "key (32+ bytes) of the console's session cookies, the same on every serve behind one balancer (unset: a random one)")
 	env.Duration(&ss.ConsoleIdleTimeout, "console-idle-timeout", "INVLEDGER_CONSOLE_IDLE_TIMEOUT", 15*time.Minute, "sign a console user out after this long without opening a page")
+	exportFlags(env, &ss.Export)
 	cmd.Flags().BoolVar(&ss.ConsoleSecureCookie, "console-secure-cookie", false, "mark the console's cookie Secure although serve sees plain HTTP (TLS ended at a proxy)")
 	cmd.Flags().BoolVar(&ss.AllowVolatileRedis, "allow-volatile-redis", false, "run even though Redis persistence is off (acknowledged sales can be lost)")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {

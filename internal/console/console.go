@@ -43,6 +43,20 @@ type Health struct {
 	DeadLetters int
 	// DeadLettersMore says there are more than DeadLetters.
 	DeadLettersMore bool
+	// Exports is the broker export's lag per broker that ever confirmed
+	// an event; nil when there is none or PostgreSQL is unreachable.
+	Exports []ExportLag
+}
+
+// ExportLag is how far the broker export to one broker is behind the
+// ledger, read from its cursors: any process can show it, whichever one
+// exports.
+type ExportLag struct {
+	Broker string
+	// Events is how many ledger events the broker has not confirmed.
+	Events int64
+	// LastConfirmed is when the export last recorded a confirmation.
+	LastConfirmed time.Time
 }
 
 // PartitionLag is the projector's backlog on one partition stream, in

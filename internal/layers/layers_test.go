@@ -17,6 +17,8 @@ const module = "github.com/invledger/invledger"
 var publicSurface = []string{
 	"app", "server", "domain", "ledger", "ledger/reconcile", "ledger/seal", "client", "wire",
 	"testkit/localstack", "testkit/localstack/localstacktest", "docs",
+	// The broker export's example consumer: documentation that runs, importing only wire.
+	"docs/orderconsumer",
 }
 
 // floor orders the layers: a package imports only from its own floor or

@@ -99,6 +99,20 @@ helm.sh/chart: {{ printf "%s-%s" $.Chart.Name $.Chart.Version }}
 {{- end }}
 {{ include "invledger.secretEnv" (list . "INVLEDGER_ALERT_WEBHOOK" "alertWebhook" true) }}
 {{ include "invledger.secretEnv" (list . "INVLEDGER_ALERT_WEBHOOK_SECRET" "alertWebhookSecret" true) }}
+{{- if .Values.export.enabled }}
+{{ include "invledger.secretEnv" (list . "INVLEDGER_EXPORT_NATS_URL" "exportNatsURL" true) }}
+{{ include "invledger.secretEnv" (list . "INVLEDGER_EXPORT_AMQP_URL" "exportAmqpURL" true) }}
+- name: INVLEDGER_EXPORT_NATS_STREAM
+  value: {{ .Values.export.natsStream | quote }}
+- name: INVLEDGER_EXPORT_NATS_CREATE_STREAM
+  value: {{ .Values.export.natsCreateStream | quote }}
+- name: INVLEDGER_EXPORT_NATS_DUPLICATE_WINDOW
+  value: {{ .Values.export.natsDuplicateWindow | quote }}
+- name: INVLEDGER_EXPORT_AMQP_EXCHANGE
+  value: {{ .Values.export.amqpExchange | quote }}
+- name: INVLEDGER_EXPORT_PREFIX
+  value: {{ .Values.export.prefix | quote }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
@@ -111,7 +125,10 @@ helm.sh/chart: {{ printf "%s-%s" $.Chart.Name $.Chart.Version }}
 {{- if not (has $.Values.reconciler.placement (list "api" "projector")) -}}
 {{- fail (printf "reconciler.placement is %q: api or projector" $.Values.reconciler.placement) -}}
 {{- end -}}
-{{ $kind }}{{ if eq $.Values.reconciler.placement $kind }},reconciler{{ end }}
+{{- if not (has $.Values.export.placement (list "api" "projector")) -}}
+{{- fail (printf "export.placement is %q: api or projector" $.Values.export.placement) -}}
+{{- end -}}
+{{ $kind }}{{ if eq $.Values.reconciler.placement $kind }},reconciler{{ end }}{{ if and $.Values.export.enabled (eq $.Values.export.placement $kind) }},export{{ end }}
 {{- end -}}
 
 {{/* invledger.podSpec is what the API and projector pods share; call with (list . "api" extraEnv extraArgs volumeMounts volumes). */}}
