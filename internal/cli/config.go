@@ -232,4 +232,3 @@ func (e *EnvFlags) Bool(p *bool, name, env string, def bool, usage string) {
 	}
 	e.fs.BoolVar(p, name, def, e.usage(usage, env))
 }
-
