@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/invledger/invledger/internal/redis/redisinventory"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/seal"
+	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -138,22 +140,19 @@ func (s *Stack) RunProjector(t testing.TB, opts ...ProjectorOption) (stop func()
 }
 
 // WaitProjected waits until the ledger holds as many events of sku as its
-// partition stream, failing the test after timeout.
-func (s *Stack) WaitProjected(t testing.TB, sku string, timeout time.Duration) {
+// partition stream, failing the test when the ledger's count has not
+// grown for stall (a stuck projector) or after a few minutes (one that
+// moves without arriving): how long catching up takes depends on the
+// machine's load, not on the code under test.
+func (s *Stack) WaitProjected(t testing.TB, sku string, stall time.Duration) {
 	t.Helper()
-	want := len(s.StreamEvents(t, sku))
-	deadline := time.Now().Add(timeout)
-	for {
-		var n int
-		if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger holds %d events of %s after %s, the stream %d", n, sku, timeout, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	want := int64(len(s.StreamEvents(t, sku)))
+	localstacktest.WaitProgress(t, fmt.Sprintf("the ledger to hold the stream's %d events of %s", want, sku), stall, max(3*time.Minute, 3*stall),
+		func() (bool, int64) {
+			var n int64
+			if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_entries WHERE sku = $1`, sku).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n == want, n
+		})
 }

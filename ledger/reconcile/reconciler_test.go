@@ -59,20 +59,24 @@ func newReconciler(t testing.TB, s *stacktest.Stack, alerts reconcile.Alerter, o
 
 func waitCaughtUp(t testing.TB, s *stacktest.Stack, sku string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	localstacktest.WaitProgress(t, "the ledger to catch up with redis for "+sku, catchUpStall, catchUpLimit, func() (bool, int64) {
 		v, err := s.Service.State(context.Background(), sku)
 		// The watermark, not the highest seq: batches commit out of order,
 		// so the highest seq can be there while a gap below it is not.
-		if err == nil && v.LedgerWatermark != nil && *v.LedgerWatermark == *v.RedisSeq {
-			return
+		if err != nil || v.LedgerWatermark == nil {
+			return false, -1
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger did not catch up with redis for %s", sku)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return v.RedisSeq != nil && *v.LedgerWatermark == *v.RedisSeq, *v.LedgerWatermark
+	})
 }
+
+// A projector that commits nothing for catchUpStall is stuck (it commits
+// every few milliseconds while entries wait); catchUpLimit only bounds a
+// test whose ledger moves without ever arriving.
+const (
+	catchUpStall = 20 * time.Second
+	catchUpLimit = 3 * time.Minute
+)
 
 func buy(t testing.TB, s *stacktest.Stack, sku string, n int) {
 	t.Helper()

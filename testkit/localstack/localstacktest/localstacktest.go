@@ -284,3 +284,32 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// WaitProgress polls done every 20 ms until it reports true, failing t
+// when the figure it reports (a watermark, a count) has not moved for
+// stall, or once limit passed. Catching up is work whose speed depends
+// on the machine: a loaded 2-core runner may take minutes where an idle
+// one takes seconds, so a fixed deadline is either flaky or slow to
+// report a stuck consumer. A stalled figure is what a stuck one looks
+// like, and it is reported after stall whatever the machine's load.
+func WaitProgress(t testing.TB, what string, stall, limit time.Duration, done func() (ok bool, figure int64)) {
+	t.Helper()
+	start := time.Now()
+	ok, last := done()
+	moved := start
+	for !ok {
+		now := time.Now()
+		switch {
+		case now.Sub(moved) > stall:
+			t.Fatalf("waiting for %s: no progress for %s (stuck at %d, %s in)", what, stall, last, now.Sub(start).Round(time.Millisecond))
+		case now.Sub(start) > limit:
+			t.Fatalf("waiting for %s: not done after %s (at %d)", what, limit, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+		var figure int64
+		ok, figure = done()
+		if figure != last {
+			last, moved = figure, time.Now()
+		}
+	}
+}
