@@ -6,7 +6,7 @@ all: build
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 
 build:
-	go build -ldflags "-X github.com/invledger/invledger/app.version=$(VERSION)" -o bin/invledger ./cmd/invledger
+	go build -ldflags "-X github.com/invledger/invledger/adapters/app.version=$(VERSION)" -o bin/invledger ./cmd/invledger
 
 # make image: the container image, with no base image, registry or daemon
 # (scripts/mkimage): a static binary stamped like build's, the build
@@ -56,7 +56,7 @@ dev: deps
 # make screenshots: the console's pages, taken by its browser test into
 # docs/console/ (make test runs the same test and writes nothing).
 screenshots: deps
-	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./server
+	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./adapters/server
 
 # make bench: the figures of BENCHMARKS.md from one run (about 4 minutes on
 # 2 cores), written into its table with the commit and the date.

@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"github.com/google/uuid"
-
 	"cmp"
 	"context"
 	"errors"
@@ -11,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/invledger/invledger/domain"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/invledger/invledger/internal/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -45,7 +45,7 @@ type purchase struct{ user, req string }
 
 func newAuditLedger(b *testing.B) *auditLedger {
 	s := stacktest.New(b)
-	l := &auditLedger{s: s, a: ledger.NewAuditor(s.Audit, s.SKUs, s.App.Adapters.Operations), t0: time.Now().Add(-24 * time.Hour).Truncate(time.Second),
+	l := &auditLedger{s: s, a: ledger.NewAuditor(s.Audit, s.SKUs, s.Operations), t0: time.Now().Add(-24 * time.Hour).Truncate(time.Second),
 		names: make([]string, auditBenchSKUs), seqs: make([]int64, auditBenchSKUs), stocks: make([]int64, auditBenchSKUs),
 		held: make([][]purchase, auditBenchSKUs), rng: rand.New(rand.NewPCG(1, 2))}
 	for i := range l.names {

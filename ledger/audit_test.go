@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 
@@ -110,7 +110,7 @@ func TestAuditQueriesFoldASaleWithReleasesAndAdjustments(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
-	a := ledger.NewAuditor(s.Audit, s.SKUs, s.App.Adapters.Operations)
+	a := ledger.NewAuditor(s.Audit, s.SKUs, s.Operations)
 	auditSale(t, s)
 	appendAdjustments(t, s, a, "aud-1", +5, -3)
 
@@ -253,7 +253,7 @@ func TestAuditRefusesBadInputNamingTheField(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
 	ctx := context.Background()
-	a := ledger.NewAuditor(s.Audit, s.SKUs, s.App.Adapters.Operations)
+	a := ledger.NewAuditor(s.Audit, s.SKUs, s.Operations)
 	s.SKU(t, "aud-in", 5, 1)
 	now := time.Now()
 	field := func(want string, err error) {

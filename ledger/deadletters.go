@@ -64,7 +64,7 @@ type DeadLetterStore interface {
 
 // EntryDecoder decodes a stream entry's raw fields into its events, every
 // one of them or an error, as the projector does
-// (redisinventory.ParseEvents). A dead letter of one event of an entry
+// (streamentry.ParseEvents). A dead letter of one event of an entry
 // keeps the fields of an entry of that one event.
 type EntryDecoder func(fields map[string]string) ([]domain.Event, error)
 

@@ -1,6 +1,6 @@
 // Package ledger is the application layer of invledger: its use cases, and
 // the ports through which they reach Redis and PostgreSQL. It speaks only
-// domain types; internal/redis/redisinventory and internal/postgres/pgstore
+// domain types; adapters/internal/redis/redisinventory and adapters/internal/postgres/pgstore
 // implement the ports, and app wires them.
 //
 // Go callers use it in-process, so a purchase costs one Redis round trip
@@ -37,7 +37,7 @@
 //   - [DeadLetters] lets an operator list, replay and resolve what the
 //     projector dead-lettered (deadletters.go).
 //   - [Webhooks] manages the business-event webhook subscriptions: Create,
-//     List, Delete, Rotate; delivery is internal/webhooks/eventwebhook's
+//     List, Delete, Rotate; delivery is adapters/internal/webhooks/eventwebhook's
 //     (webhooks.go).
 //   - [RunAsLeader] runs a role (the reconciler, the stream janitor, the
 //     event webhooks' delivery) in exactly one process of a deployment,

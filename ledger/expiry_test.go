@@ -7,9 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
-	"github.com/invledger/invledger/testkit/localstack"
 )
 
 // TestHoldExpirySettlesMeasuresAndJournals runs the hold expiry over an

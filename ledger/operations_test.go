@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 )
 

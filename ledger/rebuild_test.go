@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/internal/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
 // ledgerFold is what the balances row of sku must say: the ledger's sum of

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/invledger/invledger/internal/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 )
 
 // seedLedger writes a consistent ledger of rows events spread over skus SKUs

@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/projector"
-	"github.com/invledger/invledger/internal/redis/redisinventory"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/projections"
 )
 
 // sell runs attempts purchases by users distinct users on sku, 64 at a time:
@@ -217,7 +216,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	}
 	var retried, rereleased bool
 	for _, id := range slices.Sorted(maps.Keys(big.requests)) {
-		r, err := redisinventory.ParseReceipt(big.requests[id])
+		r, err := stacktest.ParseReceipt(big.requests[id])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +256,7 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	}
 	for _, sku := range skus {
 		groups, err := s.RedisClient.XInfoGroups(ctx, s.Keyspace.SKUStreamKey(sku)).Result()
-		if err != nil || len(groups) != 1 || groups[0].Name != projector.ConsumerGroup {
+		if err != nil || len(groups) != 1 || groups[0].Name != projections.ConsumerGroup {
 			t.Fatalf("groups of %s's stream: %v %v", sku, groups, err)
 		}
 	}
@@ -332,7 +331,7 @@ func TestRestoreRefusesWhenRedisIsAhead(t *testing.T) {
 func anyHeldRequest(t *testing.T, r redisSKU, user string) string {
 	t.Helper()
 	for _, id := range slices.Sorted(maps.Keys(r.requests)) {
-		if p, err := redisinventory.ParseReceipt(r.requests[id]); err == nil && p.User == user && !p.Released {
+		if p, err := stacktest.ParseReceipt(r.requests[id]); err == nil && p.User == user && !p.Released {
 			return id
 		}
 	}

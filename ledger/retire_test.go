@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -269,7 +269,7 @@ func TestRetireLosesNoLateWrite(t *testing.T) {
 		}
 	}}
 	arch, err := ledger.NewArchiver(ledger.ArchiverConfig{Ledger: s.Ledger, SKUs: s.SKUs, Inventory: s.Inventory, Redis: late,
-		Archives: s.Archives, Operations: s.App.Adapters.Operations, Reconcile: s.App.ReconcileClean})
+		Archives: s.Archives, Operations: s.Operations, Reconcile: s.App.ReconcileClean})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }

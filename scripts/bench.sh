@@ -8,7 +8,7 @@
 #     seed-like script, the Go library, the HTTP API and the SQL-first
 #     baseline, each run starting its own private redis-server and PostgreSQL;
 #   - the projector's drain of a backlog (1 SKU and 256 SKUs) beside the raw
-#     batched ledger insert (go test -bench ./internal/projector);
+#     batched ledger insert (go test -bench ./projections);
 #   - HTTP through a full serve: `invledger dev` (API, projector and
 #     reconciler in one process, on its own private redis-server and
 #     PostgreSQL) driven by Debian's `wrk -t2 -c50`, each request a new
@@ -87,8 +87,8 @@ for clients in $CLIENTS; do
 done
 
 echo
-echo "== go test -bench 'ProjectorDrain|RawBatchedInsert' -benchtime ${EVENTS}x ./internal/projector"
-go test -count=1 -run '^$' -bench 'ProjectorDrain|RawBatchedInsert' -benchtime "${EVENTS}x" ./internal/projector | tee "$OUT/gobench.txt"
+echo "== go test -bench 'ProjectorDrain|RawBatchedInsert' -benchtime ${EVENTS}x ./projections"
+go test -count=1 -run '^$' -bench 'ProjectorDrain|RawBatchedInsert' -benchtime "${EVENTS}x" ./projections | tee "$OUT/gobench.txt"
 
 if [ "$WRK" != 0 ]; then
   echo

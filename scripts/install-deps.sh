@@ -28,7 +28,7 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /
 # The console's end-to-end tests and `make screenshots` drive Debian's chromium.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # docs/openapi.yaml's patterns are checked in Python's re and ECMA-262 as
-# well as Go's regexp (internal/httpapi, TestSpecPatternsMeanTheSameInEveryEngine).
+# well as Go's regexp (adapters/internal/httpapi, TestSpecPatternsMeanTheSameInEveryEngine).
 [[ -x /usr/bin/python3 ]] || command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
 # The PHP client's suite (clients/php/php_test.go) runs on Debian's PHP
@@ -48,7 +48,7 @@ for psr in Psr/Http/Client/ClientInterface.php:php-psr-http-client Psr/Http/Mess
   Psr/Http/Message/RequestInterface.php:php-psr-http-message Psr/Log/LoggerInterface.php:php-psr-log; do
   [[ -e /usr/share/php/${psr%%:*} ]] || missing+=("${psr##*:}")
 done
-# The broker export's tests start private brokers (internal/brokertest).
+# The broker export's tests start private brokers (adapters/testkit/brokertest).
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] || missing+=(rabbitmq-server)
 # epmd comes with Erlang; one that this script installs is stopped below.

@@ -25,7 +25,7 @@ toolslog=$(mktemp)
 (cd tools && go vet ./... && go test -race -count=1 -timeout 20m ./...) >"$toolslog" 2>&1 &
 toolspid=$!
 trap 'kill "$toolspid" 2>/dev/null || true; rm -f "$toolslog"' EXIT
-go test -race -count=1 -timeout 20m ./ledger/reconcile ./internal/projector ./internal/cli ./ledger ./...
+go test -race -count=1 -timeout 20m ./ledger/reconcile ./projections ./adapters/cli ./ledger ./...
 echo "-- tools/"
 if ! wait "$toolspid"; then
   cat "$toolslog"
@@ -33,10 +33,10 @@ if ! wait "$toolspid"; then
 fi
 cat "$toolslog"
 
-phase "Watermill's conformance suite for internal/redis/redisbatch, without -race"
+phase "Watermill's conformance suite for projections/internal/redisbatch, without -race"
 # The suite turns its short mode off under -race and is built only without
 # it (//go:build !race); its full, non-short run takes about 10s here.
-go test -count=1 -run '^TestPubSub$' ./internal/redis/redisbatch/
+go test -count=1 -run '^TestPubSub$' ./projections/internal/redisbatch/
 
 phase "deploy/: the Helm chart and compose.yaml, rendered and checked (a module of its own, without -race)"
 # helm and the Kubernetes API types stay out of the main module. -race

@@ -10,31 +10,29 @@
 package php_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/app"
-	"github.com/invledger/invledger/internal/httpapi"
-	"github.com/invledger/invledger/server"
-	"github.com/invledger/invledger/testkit/localstack"
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/servechild"
+	"github.com/invledger/invledger/docs"
 )
 
 // childEnv holds the JSON childConfig of a serve child process: TestMain
@@ -54,95 +52,50 @@ type childConfig struct {
 }
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(serveChild())
+	if code, child := servechild.Main(childEnv, serveChild); child {
+		os.Exit(code)
 	}
 	localstacktest.Main(m)
 }
 
-// serveChild runs every component, as `invledger serve` does, until
-// SIGTERM or a kill, printing LISTENING once it accepts connections.
-func serveChild() int {
-	var cc childConfig
-	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cc); err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// serveChild runs every component, as `invledger serve` does; servechild.Main
+// runs it until SIGTERM or a kill.
+func serveChild(ctx context.Context, cc childConfig, log *slog.Logger, listening func(addr string)) error {
 	// A stalled Redis is a 503 after a second, not the default two, so
 	// that the suite's stall costs little.
 	a, err := app.New(ctx, app.Config{RedisURL: cc.RedisURL, DatabaseURL: cc.DatabaseURL, Logger: log,
 		RedisTimeout: time.Second})
 	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
+		return err
 	}
 	defer a.Close()
 	// Closed SKUs are archived and retired within a second, so that the
 	// suite meets the refusal of a release on a retired SKU.
-	err = server.Serve(ctx, a, server.Config{Listen: cc.Listen, Tokens: tokens, DataDir: cc.DataDir,
+	return server.Serve(ctx, a, server.Config{Listen: cc.Listen, Tokens: tokens, DataDir: cc.DataDir,
 		ReconcileInterval: 500 * time.Millisecond, ArchiveAfter: time.Millisecond, RetireAfter: time.Millisecond,
-		OnListening: func(addr string) { fmt.Println("LISTENING", addr) }})
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
-	return 0
+		OnListening: listening})
 }
 
 // serveProc is the serve child of the moment, which control kills -9 and
 // starts again on the same address.
 type serveProc struct {
-	cfg  childConfig
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	cfg   childConfig
+	mu    sync.Mutex
+	child *servechild.Process
 }
 
 // start runs a serve child on p.cfg.Listen and waits until it listens.
 func (p *serveProc) start() error {
-	b, _ := json.Marshal(p.cfg) // cannot fail: strings
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	var stderr localstacktest.SyncBuffer
+	child, err := servechild.Start(childEnv, p.cfg, &stderr)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-		_ = cmd.Wait()
-		close(done)
-	}()
-	select {
-	case line := <-lines:
-		if !strings.HasPrefix(line, "LISTENING ") {
-			_ = cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("serve child: %s\n%s", line, stderr.String())
-		}
-	case <-done:
-		return fmt.Errorf("serve child exited before listening:\n%s", stderr.String())
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("serve child did not listen within 30s:\n%s", stderr.String())
+	if _, err := child.WaitListening(30 * time.Second); err != nil {
+		return fmt.Errorf("%w\n%s", err, stderr.String())
 	}
 	p.mu.Lock()
-	p.cmd, p.done = cmd, done
+	p.child = child
 	p.mu.Unlock()
 	return nil
 }
@@ -151,14 +104,12 @@ func (p *serveProc) start() error {
 // until it is gone; it returns the pid it killed.
 func (p *serveProc) kill() int {
 	p.mu.Lock()
-	cmd, done := p.cmd, p.done
+	child := p.child
 	p.mu.Unlock()
-	if cmd == nil {
+	if child == nil {
 		return 0
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
-	return cmd.Process.Pid
+	return child.Kill()
 }
 
 // control serves the suite's requests to break the stack: POST
@@ -213,7 +164,7 @@ func (p *serveProc) control(t *testing.T, redis *localstack.RedisServer) string 
 	})
 	mux.HandleFunc("GET /serve-pid", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		pid := p.cmd.Process.Pid
+		pid := p.child.Pid()
 		p.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]int{"pid": pid})
 	})
@@ -384,7 +335,7 @@ func operator(t *testing.T, api, method, path, body string) {
 // code without its exception class in Invledger\Exception and its entry in
 // InvledgerException::BY_CODE.
 func TestEveryGatewayOperationAndErrorCodeHasItsPHPCounterpart(t *testing.T) {
-	doc, err := httpapi.LoadOpenAPI(context.Background())
+	doc, err := openapi3.NewLoader().LoadFromData(docs.OpenAPI)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/invledger/invledger/internal/cli"
+	"github.com/invledger/invledger/adapters/cli"
 )
 
 func main() { os.Exit(cli.Main(cli.NewRootCmd())) }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/invledger/invledger/wire"
+	"github.com/invledger/invledger/adapters/wire"
 )
 
 // Orders is the service's own store.

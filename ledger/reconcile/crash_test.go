@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
-	"github.com/invledger/invledger/testkit/localstack"
 )
 
 type crashOutcome struct {

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 

@@ -6,8 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/invledger/invledger/internal/postgres/pgstore"
-	"github.com/invledger/invledger/internal/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 
@@ -34,7 +33,7 @@ func TestRepairsOfSeveralProcessesNeverRepairADriftTwice(t *testing.T) {
 	)
 	for range 4 {
 		rec := newReconciler(t, s, alerts, func(c *reconcile.Config) {
-			c.RepairLock = pgstore.NewPostgresAdvisoryLock(s.Pool, "reconcile-repair")
+			c.RepairLock = s.AdvisoryLock("reconcile-repair")
 		})
 		wg.Go(func() {
 			rep, err := rec.Run(ctx, reconcile.Options{Repair: true, Trigger: "test"})

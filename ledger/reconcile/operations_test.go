@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/internal/stacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
 

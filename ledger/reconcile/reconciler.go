@@ -9,12 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/ledger"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // LedgerView is the truth side.

@@ -13,12 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
-	"github.com/invledger/invledger/testkit/localstack"
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }

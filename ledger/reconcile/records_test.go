@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/invledger/invledger/app"
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 )

@@ -12,9 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
-	"github.com/invledger/invledger/internal/redis/redisinventory"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 )
@@ -141,8 +140,7 @@ func TestReconcileBoundsTheTailRead(t *testing.T) {
 	ctx := context.Background()
 	s.SKU(t, "backlog", 100, 1)
 	buy(t, s, "backlog", 10) // no projector: 11 entries unacked
-	source, err := redisinventory.NewRedisReconcileSource(s.RedisClient, s.Keyspace,
-		redisinventory.ReconcileSourceConfig{TailLimit: 5})
+	source, err := s.NewReconcileSource(5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // memStore is the Store port in memory: the Sealer's logic is pure, and
-// the PostgreSQL store's own tests (internal/postgres/pgstore) hold the
+// the PostgreSQL store's own tests (adapters/internal/postgres/pgstore) hold the
 // SQL to the same contract.
 type memStore struct {
 	mu     sync.Mutex

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invledger/invledger/tools/bench"
+	"github.com/invledger/invledger/tools/internal/bench"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/tools/bench"
+	"github.com/invledger/invledger/tools/internal/bench"
 )
 
 // TestBenchmarksTableIsMakeBenchs: the table committed in BENCHMARKS.md is

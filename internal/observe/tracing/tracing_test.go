@@ -10,12 +10,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/invledger/invledger/adapters/server"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/internal/observe/tracing"
-	"github.com/invledger/invledger/internal/redis/redisinventory"
-	"github.com/invledger/invledger/internal/stacktest"
 	"github.com/invledger/invledger/ledger/reconcile"
-	"github.com/invledger/invledger/server"
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/projections/streamentry"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }
@@ -158,7 +158,7 @@ func TestAPurchaseTraceLinksToTheBatchThatWroteIt(t *testing.T) {
 	}
 	var carried int
 	for _, m := range msgs {
-		e, err := redisinventory.ParseMessage(m)
+		e, err := streamentry.ParseMessage(m)
 		if err != nil || e.SKU != "trace-1" {
 			continue
 		}

@@ -7,14 +7,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/invledger/invledger/app"
-	"github.com/invledger/invledger/internal/cli"
-	"github.com/invledger/invledger/internal/redis/redisinventory"
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/cli"
+	"github.com/invledger/invledger/adapters/server"
+	"github.com/invledger/invledger/adapters/testkit/benchkit"
+	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/ledger"
-	"github.com/invledger/invledger/server"
-	"github.com/invledger/invledger/testkit/localstack"
-	"github.com/invledger/invledger/tools/bench"
-	"github.com/invledger/invledger/tools/benchlib"
+	"github.com/invledger/invledger/tools/internal/bench"
+	"github.com/invledger/invledger/tools/internal/benchlib"
 )
 
 func newBenchCmd(config func() (cli.Config, error)) *cobra.Command {
@@ -181,7 +181,7 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 		a.Close()
 		return nil, err
 	}
-	if _, err := a.Adapters.Inventory.Load(ctx); err != nil {
+	if err := benchkit.LoadScripts(ctx, a); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -191,19 +191,18 @@ func (b benchSite) open(ctx context.Context) (*bench.Site, error) {
 	}
 	return &bench.Site{
 		Library: &benchlib.Library{Service: a.Service, App: a},
-		Keys:    a.Keys,
+		Keys:    benchkit.KeysOf(a),
 		HookedLibrary: func(hook redis.Hook) (bench.Library, func(), error) {
-			client, err := app.NewRedisClient(cfg.AppConfig(), 4, nil)
+			client, err := app.NewRedisClient(cfg.AppConfig(), 4)
 			if err != nil {
 				return nil, nil, err
 			}
 			client.AddHook(hook)
-			inv, err := redisinventory.NewRedisInventory(client, a.Keys, redisinventory.InventoryConfig{})
+			svc, err := benchkit.ServiceOver(a, client)
 			if err != nil {
 				_ = client.Close()
 				return nil, nil, err
 			}
-			svc := ledger.NewService(inv, a.Adapters.SKUs, a.Adapters.Ledger, a.Adapters.Operations)
 			return &benchlib.Library{Service: svc, App: a}, func() { _ = client.Close() }, nil
 		},
 		// The projector accepts whatever persistence the measured Redis has:

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invledger/invledger/app"
-	"github.com/invledger/invledger/internal/cli"
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/tools/bench"
+	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/cli"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/tools/internal/bench"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }

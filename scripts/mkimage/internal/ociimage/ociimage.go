@@ -45,7 +45,7 @@ const (
 
 // versionVar is the variable `make build` stamps, so the image's binary
 // prints the same --version as bin/invledger of the same commit.
-const versionVar = "github.com/invledger/invledger/app.version"
+const versionVar = "github.com/invledger/invledger/adapters/app.version"
 
 // Stamp is the build an image carries: the version stamped into the
 // binary and the commit it was built from, as git tells them (the go

@@ -32,9 +32,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/invledger/invledger/internal/redis/redisbatch"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/projections"
 	"github.com/invledger/invledger/scripts/mkimage/internal/ociimage"
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) { localstacktest.Main(m) }
@@ -166,7 +166,7 @@ func TestImageRunsFromItsExtractedTree(t *testing.T) {
 	}
 	// serve kept its projector's instance id in the image's data dir, as its user.
 	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(root, ociimage.DataDir, redisbatch.InstanceIDFile), &st); err != nil || int(st.Uid) != uid {
+	if err := syscall.Stat(filepath.Join(root, ociimage.DataDir, projections.InstanceIDFile), &st); err != nil || int(st.Uid) != uid {
 		t.Fatalf("instance id in the data dir: %v, owner %d, want owner %d", err, st.Uid, uid)
 	}
 }

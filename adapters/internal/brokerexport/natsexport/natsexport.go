@@ -1,0 +1,350 @@
+// Package natsexport publishes the broker export's messages to NATS
+// JetStream, a subject per SKU (<prefix>.<token>, see brokerexport.Token)
+// in one stream.
+//
+// It publishes with nats.go's jetstream API, not Watermill's JetStream
+// publisher, which discards the publish acknowledgement: each publish
+// carries the event id as Nats-Msg-Id and expects the subject's last
+// stream sequence (Nats-Expected-Last-Subject-Sequence) that the previous
+// acknowledgement gave, so the server refuses a publish out of order
+// instead of storing it. Before a SKU's first publish, and after any
+// failure, it reads the subject's last message, whose Invledger-Seq says
+// how far the stream holds the SKU: a kill -9 between the broker's
+// acknowledgement and the cursor's write stores nothing twice, even once
+// the de-duplication window has passed.
+package natsexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/invledger/invledger/adapters/internal/brokerexport"
+)
+
+// Defaults of Config.
+const (
+	DefaultStream = "INVLEDGER_EVENTS"
+	// DefaultDuplicateWindow is the stream's de-duplication window when
+	// the export creates it: long enough to cover a broker or exporter
+	// outage of an hour, where JetStream's own default is 2 minutes.
+	DefaultDuplicateWindow = time.Hour
+)
+
+// Config configures a Publisher.
+type Config struct {
+	// URL is the NATS server, nats://[user:password@]host:port. Required.
+	URL string
+	// Stream is the JetStream stream. Default DefaultStream.
+	Stream string
+	// Prefix prefixes every subject. Default brokerexport.DefaultPrefix.
+	Prefix string
+	// CheckStreamOnly refuses to create a missing stream: the operator
+	// creates it, with the retention and replicas they want.
+	CheckStreamOnly bool
+	// DuplicateWindow is the window of a stream the export creates.
+	// Default DefaultDuplicateWindow.
+	DuplicateWindow time.Duration
+	// Timeout bounds a connect, a publish and a read of the stream. Default 5 s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.Prefix == "" {
+		c.Prefix = brokerexport.DefaultPrefix
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every invalid setting at once, naming them.
+func (c Config) Validate() error {
+	var errs []error
+	if c.URL == "" {
+		errs = append(errs, &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: errors.New("is required")})
+	}
+	if err := brokerexport.CheckPrefix(c.Prefix); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DuplicateWindow < time.Second {
+		errs = append(errs, &brokerexport.SettingError{Setting: brokerexport.SettingNATSDuplicates, Err: errors.New("must be at least 1s")})
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, errors.New("nats export: Timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// state is what the stream holds of one SKU: up to ledgerSeq, the last
+// one at stream sequence streamSeq (0: nothing).
+type state struct {
+	streamSeq uint64
+	ledgerSeq int64
+}
+
+// Publisher publishes to JetStream. It implements brokerexport.Publisher.
+type Publisher struct {
+	cfg Config
+
+	mu     sync.Mutex
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	known  map[string]state // by SKU
+}
+
+var _ brokerexport.Publisher = (*Publisher)(nil)
+
+// New validates cfg and returns a Publisher; it connects on Connect.
+func New(cfg Config) (*Publisher, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{cfg: cfg, known: map[string]state{}}, nil
+}
+
+// Broker is "nats".
+func (p *Publisher) Broker() string { return "nats" }
+
+// Subject is the subject of sku's messages.
+func (p *Publisher) Subject(sku string) string { return p.cfg.Prefix + "." + brokerexport.Token(sku) }
+
+// Connect connects and checks the stream, creating it unless
+// CheckStreamOnly. The client reconnects by itself after a broker restart.
+func (p *Publisher) Connect(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nc == nil || p.nc.IsClosed() {
+		nc, err := nats.Connect(p.cfg.URL, nats.Name("invledger export"), nats.Timeout(p.cfg.Timeout),
+			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					p.cfg.Logger.Warn("nats export: disconnected; reconnecting", "err", err)
+				}
+			}))
+		if err != nil {
+			return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: brokerexport.RedactedError(err, p.cfg.URL)}
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: err}
+		}
+		p.nc, p.js = nc, js
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	s, err := p.js.Stream(ctx, p.cfg.Stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && p.cfg.CheckStreamOnly:
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream,
+			Err: fmt.Errorf("JetStream has no stream %q, and %s is false", p.cfg.Stream, brokerexport.SettingNATSCreateStream)}
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		s, err = p.js.CreateStream(ctx, jetstream.StreamConfig{Name: p.cfg.Stream, Subjects: []string{p.cfg.Prefix + ".>"},
+			Storage: jetstream.FileStorage, Duplicates: p.cfg.DuplicateWindow,
+			Description: "invledger's ledger events, a subject per SKU"})
+		if err != nil {
+			return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream, Err: fmt.Errorf("create stream %q: %w", p.cfg.Stream, err)}
+		}
+		p.cfg.Logger.Info("nats export: created the stream", "stream", p.cfg.Stream, "subjects", p.cfg.Prefix+".>",
+			"duplicate_window", p.cfg.DuplicateWindow)
+	case err != nil:
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: fmt.Errorf("read stream %q: %w", p.cfg.Stream, err)}
+	}
+	info := s.CachedInfo()
+	if !takes(info.Config.Subjects, p.cfg.Prefix) {
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream, Err: fmt.Errorf("stream %q takes subjects %v, not %s.> (%s)",
+			p.cfg.Stream, info.Config.Subjects, p.cfg.Prefix, brokerexport.SettingPrefix)}
+	}
+	if info.Config.Duplicates < p.cfg.DuplicateWindow {
+		p.cfg.Logger.Warn("nats export: the stream's de-duplication window is shorter than the one set; consumers must de-duplicate by event id beyond it",
+			"stream", p.cfg.Stream, "window", info.Config.Duplicates, "setting", brokerexport.SettingNATSDuplicates)
+	}
+	p.stream = s
+	return nil
+}
+
+// takes reports whether subjects cover every subject under prefix.
+func takes(subjects []string, prefix string) bool {
+	for _, s := range subjects {
+		if s == ">" || s == prefix+".>" || s == prefix+".*" {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Publisher) conn() (jetstream.JetStream, jetstream.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.js == nil || p.stream == nil {
+		return nil, nil, errors.New("nats export: not connected")
+	}
+	return p.js, p.stream, nil
+}
+
+func (p *Publisher) get(sku string) (state, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.known[sku]
+	return st, ok
+}
+
+func (p *Publisher) set(sku string, st state, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ok {
+		p.known[sku] = st
+	} else {
+		delete(p.known, sku)
+	}
+}
+
+// Publish publishes msgs one after another, each expecting the subject's
+// last stream sequence the one before left, and skips what the stream
+// already holds.
+func (p *Publisher) Publish(ctx context.Context, sku string, after int64, msgs []brokerexport.Message) (int64, error) {
+	js, stream, err := p.conn()
+	if err != nil {
+		return after, err
+	}
+	subject := p.Subject(sku)
+	st, ok := p.get(sku)
+	if !ok {
+		if st, err = p.last(ctx, stream, subject); err != nil {
+			return after, err
+		}
+		p.set(sku, st, true)
+	}
+	upTo := max(after, st.ledgerSeq)
+	for _, m := range msgs {
+		if m.Seq <= st.ledgerSeq {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+		ack, err := js.PublishMsg(pctx, p.msg(subject, m), jetstream.WithExpectLastSequencePerSubject(st.streamSeq))
+		cancel()
+		if err != nil {
+			// What the stream holds is read again before the next publish:
+			// this one may have been stored although its answer was lost.
+			p.set(sku, state{}, false)
+			return upTo, p.explain(err)
+		}
+		if ack.Duplicate {
+			// Stored before by a publish this process did not see answered
+			// (another exporter's, for up to a leader poll): read the stream again.
+			p.set(sku, state{}, false)
+			return upTo, nil
+		}
+		st = state{streamSeq: ack.Sequence, ledgerSeq: m.Seq}
+		p.set(sku, st, true)
+		upTo = m.Seq
+	}
+	return upTo, nil
+}
+
+// HeldBeyondLedger: Publish reads the last sequence the stream holds for a
+// SKU's subject, so it is the one to meet a stream left from another
+// ledger.
+func (p *Publisher) HeldBeyondLedger(sku string, seq int64) error {
+	return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream, Err: fmt.Errorf("the stream holds %s up to seq %d, beyond the ledger's events: "+
+		"it holds another ledger's messages (left from a database since restored or recreated); give the export a new stream or prefix, or purge it", sku, seq)}
+}
+
+// Replay publishes msgs with their event ids as Nats-Msg-Id and no order
+// check: within the stream's de-duplication window the stream drops them.
+func (p *Publisher) Replay(ctx context.Context, msgs []brokerexport.Message) error {
+	js, _, err := p.conn()
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		pctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+		_, err := js.PublishMsg(pctx, p.msg(p.Subject(m.SKU), m))
+		cancel()
+		if err != nil {
+			return p.explain(err)
+		}
+		// A later publish of the SKU reads the stream again.
+		p.set(m.SKU, state{}, false)
+	}
+	return nil
+}
+
+func (p *Publisher) msg(subject string, m brokerexport.Message) *nats.Msg {
+	msg := nats.NewMsg(subject)
+	msg.Header.Set(jetstream.MsgIDHeader, m.EventID)
+	msg.Header.Set(brokerexport.HeaderSKU, m.SKU)
+	msg.Header.Set(brokerexport.HeaderSeq, brokerexport.SeqHeader(m.Seq))
+	msg.Header.Set(brokerexport.HeaderSchema, brokerexport.Schema)
+	msg.Header.Set("Content-Type", "application/json")
+	msg.Data = m.Body
+	return msg
+}
+
+// last reads what the stream holds of subject: its last message's seq.
+func (p *Publisher) last(ctx context.Context, stream jetstream.Stream, subject string) (state, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	raw, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return state{}, nil
+	}
+	if err != nil {
+		return state{}, p.explain(fmt.Errorf("read the last message of %s: %w", subject, err))
+	}
+	seq, err := strconv.ParseInt(raw.Header.Get(brokerexport.HeaderSeq), 10, 64)
+	if err != nil || seq < 1 {
+		return state{}, &brokerexport.SettingError{Setting: brokerexport.SettingPrefix,
+			Err: fmt.Errorf("subject %s of stream %q holds a message without %s, not published by invledger", subject, p.cfg.Stream, brokerexport.HeaderSeq)}
+	}
+	return state{streamSeq: raw.Sequence, ledgerSeq: seq}, nil
+}
+
+// explain names the setting that explains err, where one does.
+func (p *Publisher) explain(err error) error {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrStreamNotFound):
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream,
+			Err: fmt.Errorf("no JetStream stream %q answers for %s.>: %w", p.cfg.Stream, p.cfg.Prefix, err)}
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+		return fmt.Errorf("stream %q refused a publish out of order (another exporter, or a message published by hand): %w", p.cfg.Stream, err)
+	case errors.As(err, &apiErr):
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream,
+			Err: fmt.Errorf("JetStream refused the publish to stream %q: %w", p.cfg.Stream, err)}
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrConnectionClosed):
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: err}
+	}
+	return fmt.Errorf("nats export: %w", err)
+}
+
+// Close disconnects.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nc != nil {
+		p.nc.Close()
+	}
+	p.nc, p.js, p.stream, p.known = nil, nil, nil, map[string]state{}
+	return nil
+}

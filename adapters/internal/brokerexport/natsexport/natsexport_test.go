@@ -1,0 +1,237 @@
+package natsexport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/invledger/invledger/adapters/internal/brokerexport"
+	"github.com/invledger/invledger/adapters/internal/brokerexport/natsexport"
+	"github.com/invledger/invledger/adapters/internal/postgres/pgstore"
+	"github.com/invledger/invledger/adapters/testkit/brokertest"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/adapters/wire"
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// sell creates skus with stock and buys n units of each, one per buyer.
+func sell(t *testing.T, st *stacktest.Stack, skus []string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, sku := range skus {
+		st.SKU(t, sku, int64(n), 0)
+		for i := range n {
+			cmd, err := ledger.NewDeductCommand(sku, fmt.Sprintf("u%d", i), 1, fmt.Sprintf("r-%s-%d", sku, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Service.Deduct(ctx, cmd); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// runExporter runs an exporter with cfg (its URL n's unless set) until
+// the returned stop is called or the test ends.
+func runExporter(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, cfg natsexport.Config) (stop func(), exp *brokerexport.Exporter) {
+	t.Helper()
+	if cfg.URL == "" {
+		cfg.URL = n.URL()
+	}
+	cfg.Logger = quiet
+	pub, err := natsexport.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err = brokerexport.New(brokerexport.Config{Store: pgstore.NewPostgresExportStore(st.Pool), Publisher: pub,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Metrics: brokerexport.NewMetrics(prometheus.NewRegistry()), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = exp.Run(ctx); close(done) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop, exp
+}
+
+// storedMsg is a message the stream holds.
+type storedMsg struct {
+	subject, id, sku string
+	seq              int64
+	payload          wire.EventJSON
+}
+
+// stored reads every message of the stream, in stream order.
+func stored(t *testing.T, n *brokertest.NATS, stream string) []storedMsg {
+	t.Helper()
+	var out []storedMsg
+	for i, m := range brokertest.ReadStream(t, n.URL(), stream) {
+		sm := storedMsg{subject: m.Subject, id: m.Header.Get(jetstream.MsgIDHeader), sku: m.Header.Get(brokerexport.HeaderSKU)}
+		sm.seq, _ = strconv.ParseInt(m.Header.Get(brokerexport.HeaderSeq), 10, 64)
+		if err := json.Unmarshal(m.Data, &sm.payload); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		out = append(out, sm)
+	}
+	return out
+}
+
+// checkExactlyOnce checks that msgs hold every ledger event of skus once,
+// in seq order per SKU, under the SKU's subject, and nothing else.
+func checkExactlyOnce(t *testing.T, st *stacktest.Stack, msgs []storedMsg, skus []string, prefix string) {
+	t.Helper()
+	want := map[string]domain.Event{}
+	for _, sku := range skus {
+		id, err := domain.NewSKUID(sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Ledger.ScanSKU(context.Background(), id, func(e domain.Event) error {
+			want[e.ID] = e
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := map[string]int64{}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		e, ok := want[m.id]
+		switch {
+		case !ok:
+			t.Fatalf("message %s is no ledger event", m.id)
+		case seen[m.id]:
+			t.Fatalf("event %s stored twice", m.id)
+		case m.sku != e.SKU || m.seq != e.Seq || m.payload.EventID != e.ID || m.payload.Seq != e.Seq || m.payload.Type != string(e.Type):
+			t.Fatalf("message %s: headers %s/%d, body %+v; ledger event %+v", m.id, m.sku, m.seq, m.payload, e)
+		case m.subject != prefix+"."+brokerexport.Token(e.SKU):
+			t.Fatalf("message %s on subject %s", m.id, m.subject)
+		case m.seq != last[m.sku]+1:
+			t.Fatalf("%s: seq %d after %d", m.sku, m.seq, last[m.sku])
+		}
+		seen[m.id], last[m.sku] = true, m.seq
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("stream holds %d of the %d ledger events", len(seen), len(want))
+	}
+}
+
+// TestExportsExactlyOnceAcrossLostCursors exports a ledger, then forgets
+// every cursor, as a kill -9 between the broker's acknowledgements and
+// the cursor writes would, and exports again: the stream still holds each
+// event exactly once, and the cursors catch up from what it holds.
+func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
+	localstacktest.SkipShort(t)
+	st := stacktest.New(t)
+	n := brokertest.StartNATS(t, brokertest.NATSConfig{})
+	skus := []string{"phone.x:1", "plain", "a..b"}
+	sell(t, st, skus, 150)
+	st.RunProjector(t)
+	stop, exp := runExporter(t, st, n, natsexport.Config{})
+	localstacktest.WaitFor(t, "the export", 60*time.Second, func() bool {
+		s := exp.Status()
+		return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) == 3*151
+	})
+	stop()
+	if _, err := st.Pool.Exec(context.Background(), `DELETE FROM export_cursors`); err != nil {
+		t.Fatal(err)
+	}
+	sell(t, st, []string{"later"}, 20)
+	_, exp = runExporter(t, st, n, natsexport.Config{})
+	localstacktest.WaitFor(t, "the export after the cursors were lost", 60*time.Second, func() bool {
+		s := exp.Status()
+		return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) >= 3*151+21
+	})
+	checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), append(skus, "later"), brokerexport.DefaultPrefix)
+	var cursors int
+	if err := st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM export_cursors WHERE broker = 'nats' AND seq > 0`).Scan(&cursors); err != nil {
+		t.Fatal(err)
+	}
+	if cursors != 4 {
+		t.Fatalf("%d cursors recorded, want 4", cursors)
+	}
+}
+
+// TestRefusingBrokerNamesTheSetting: bad credentials, a missing stream
+// and a full store are each reported naming the setting to fix.
+func TestRefusingBrokerNamesTheSetting(t *testing.T) {
+	localstacktest.SkipShort(t)
+	st := stacktest.New(t)
+	sell(t, st, []string{"s1"}, 300)
+	st.RunProjector(t)
+	cases := []struct {
+		name    string
+		nats    brokertest.NATSConfig
+		cfg     func(url string) natsexport.Config
+		setting string
+		prepare func(t *testing.T, url string)
+	}{
+		{"bad credentials", brokertest.NATSConfig{User: "invledger", Password: "right"},
+			func(url string) natsexport.Config {
+				return natsexport.Config{URL: strings.Replace(url, ":right@", ":wrong@", 1)}
+			}, brokerexport.SettingNATSURL, nil},
+		{"missing stream", brokertest.NATSConfig{},
+			func(url string) natsexport.Config { return natsexport.Config{URL: url, CheckStreamOnly: true} }, brokerexport.SettingNATSStream, nil},
+		{"store full", brokertest.NATSConfig{MaxFileStore: 64 << 10},
+			func(url string) natsexport.Config { return natsexport.Config{URL: url} }, brokerexport.SettingNATSStream, nil},
+		{"another ledger's stream", brokertest.NATSConfig{},
+			func(url string) natsexport.Config { return natsexport.Config{URL: url} }, brokerexport.SettingNATSStream,
+			func(t *testing.T, url string) {
+				// s1 up to seq 400 from a ledger that is gone; this one ends at 301.
+				pub, err := natsexport.New(natsexport.Config{URL: url, Logger: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pub.Close()
+				if err := pub.Connect(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				msgs := make([]brokerexport.Message, 400)
+				for i := range msgs {
+					msgs[i] = brokerexport.Message{EventID: uuid.NewString(), SKU: "s1", Seq: int64(i + 1), Body: []byte("{}")}
+				}
+				if _, err := pub.Publish(context.Background(), "s1", 0, msgs); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := brokertest.StartNATS(t, c.nats)
+			if c.prepare != nil {
+				c.prepare(t, n.URL())
+			}
+			stop, exp := runExporter(t, st, n, c.cfg(n.URL()))
+			defer stop()
+			var got error
+			localstacktest.WaitFor(t, "the refusal", 30*time.Second, func() bool {
+				var se *brokerexport.SettingError
+				got = exp.Status().Err
+				return errors.As(got, &se) && se.Setting == c.setting
+			})
+			if strings.Contains(got.Error(), "wrong") || strings.Contains(got.Error(), "right") {
+				t.Fatalf("the refusal shows the password: %v", got)
+			}
+			t.Logf("reported: %v", got)
+		})
+	}
+}

@@ -1,9 +1,0 @@
-package bench
-
-import (
-	"testing"
-
-	"github.com/invledger/invledger/testkit/localstack/localstacktest"
-)
-
-func TestMain(m *testing.M) { localstacktest.Main(m) }

@@ -1,0 +1,9 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+)
+
+func TestMain(m *testing.M) { localstacktest.Main(m) }
