@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -347,23 +348,16 @@ func waitLedgerSeq(t *testing.T, s *stacktest.Stack, sku string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var seq, n, sum int64
+	var seq, n, sum int64
+	localstacktest.WaitProgress(t, fmt.Sprintf("the ledger of %s to reach Redis's seq %d", sku, st.Seq), 20*time.Second, 3*time.Minute, func() (bool, int64) {
 		if err := s.Pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0), count(*), COALESCE(sum(delta), 0) FROM ledger_entries WHERE sku = $1`, sku).
 			Scan(&seq, &n, &sum); err != nil {
 			t.Fatal(err)
 		}
-		if seq == st.Seq && n == st.Seq {
-			if sum != st.Stock {
-				t.Fatalf("%s: ledger sums to %d, Redis holds %d", sku, sum, st.Stock)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: ledger at seq %d with %d rows, Redis at seq %d", sku, seq, n, st.Seq)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return seq == st.Seq && n == st.Seq, n
+	})
+	if sum != st.Stock {
+		t.Fatalf("%s: ledger sums to %d, Redis holds %d", sku, sum, st.Stock)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // version is stamped at link time by `make build`:
-// -ldflags "-X github.com/invledger/invledger/app.version=$(git describe --always --dirty)".
+// -ldflags "-X github.com/invledger/invledger/adapters/app.version=$(git describe --always --dirty)".
 var version string
 
 // Version is this binary's version: the one `make build` stamped, else the

@@ -1,6 +1,6 @@
 // Command invledger runs and operates the invledger inventory ledger: the
 // purchase API, the projector, and the tools around them. Its commands live
-// in package internal/cli.
+// in package adapters/cli.
 package main
 
 import (

@@ -70,11 +70,16 @@ func waitCaughtUp(t testing.TB, s *stacktest.Stack, sku string) {
 	})
 }
 
-// A projector that commits nothing for catchUpStall is stuck (it commits
-// every few milliseconds while entries wait); catchUpLimit only bounds a
-// test whose ledger moves without ever arriving.
+// The ledger may stand still for catchUpStall without the test failing.
+// After a Redis kill -9 the projector has been measured standing still for
+// 31 s in about one run in thirty, with every partition's read blocked in
+// go-redis and a few entries pending on its consumer, moving again at about
+// its ReclaimAfter (30 s by default): a delay the product has, which this
+// bound tolerates and a test of the projector should pin down. A projector
+// that stays still longer is stuck; catchUpLimit only bounds a ledger that
+// moves without ever arriving.
 const (
-	catchUpStall = 20 * time.Second
+	catchUpStall = 60 * time.Second
 	catchUpLimit = 3 * time.Minute
 )
 

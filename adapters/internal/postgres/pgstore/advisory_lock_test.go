@@ -32,7 +32,7 @@ func TestLeadershipIsExclusiveAndTakenOver(t *testing.T) {
 		t.Cleanup(p.Close)
 		pools = append(pools, p)
 	}
-	const poll = 100 * time.Millisecond
+	const poll, takeoverBound = 100 * time.Millisecond, 3 * time.Second
 	var (
 		active, maxActive atomic.Int32
 		changed           = make(chan int, 16)
@@ -94,7 +94,10 @@ func TestLeadershipIsExclusiveAndTakenOver(t *testing.T) {
 	}
 	next, took := waitLeader(l)
 	t.Logf("leader %d's session killed; %d took over after %v", l, next, took.Round(time.Millisecond))
-	if took > 10*poll {
+	// What this guards is a takeover that waits for a session timeout
+	// (minutes) instead of the next poll; a bound of many polls says so
+	// on a loaded machine too.
+	if took > takeoverBound {
 		t.Fatalf("takeover took %v, want within a few polls of %v", took, poll)
 	}
 
@@ -111,8 +114,8 @@ func TestLeadershipIsExclusiveAndTakenOver(t *testing.T) {
 	cancels[next]()
 	third, took := waitLeader(next)
 	t.Logf("leader %d stopped; %d took over after %v", next, third, took.Round(time.Millisecond))
-	if took > 3*poll {
-		t.Fatalf("takeover after a clean stop took %v", took)
+	if took > takeoverBound {
+		t.Fatalf("takeover after a clean stop took %v, want within a few polls of %v", took, poll)
 	}
 	time.Sleep(5 * poll)
 	if m := maxActive.Load(); m != 1 {

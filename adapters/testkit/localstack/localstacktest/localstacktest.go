@@ -297,8 +297,10 @@ func WaitProgress(t testing.TB, what string, stall, limit time.Duration, done fu
 	start := time.Now()
 	ok, last := done()
 	moved := start
+	var longest time.Duration // the longest the figure stood still, logged: a pause short of stall is still worth knowing
 	for !ok {
 		now := time.Now()
+		longest = max(longest, now.Sub(moved))
 		switch {
 		case now.Sub(moved) > stall:
 			t.Fatalf("waiting for %s: no progress for %s (stuck at %d, %s in)", what, stall, last, now.Sub(start).Round(time.Millisecond))
@@ -311,5 +313,8 @@ func WaitProgress(t testing.TB, what string, stall, limit time.Duration, done fu
 		if figure != last {
 			last, moved = figure, time.Now()
 		}
+	}
+	if longest > time.Second {
+		t.Logf("%s: done after %s, standing still for %s at the longest", what, time.Since(start).Round(time.Millisecond), longest.Round(time.Millisecond))
 	}
 }
