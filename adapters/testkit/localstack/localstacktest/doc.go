@@ -9,4 +9,8 @@
 // StopShared, which TestMain should call (Main does); directories left by
 // test binaries that died without it are removed by the next test binary
 // that starts a PostgreSQL here, once their owner process is gone.
+//
+// WaitFor and WaitProgress wait for what those servers do on their own:
+// WaitProgress fails on a figure that stopped moving, not at a deadline
+// sized for an idle machine.
 package localstacktest
