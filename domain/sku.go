@@ -140,4 +140,8 @@ type StockState struct {
 	Verified bool
 	// Held is the units of open holds, out of Stock.
 	Held int64
+	// Corrupt is true when Redis holds the SKU in a state that does not
+	// read: the other figures are unknown, purchases answer unavailable,
+	// and the SKU is being restored from the ledger.
+	Corrupt bool
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-// RecordKind names a record Redis keeps for one request or hold.
+// RecordKind names what Redis keeps that a script could not read.
 type RecordKind string
 
 const (
@@ -17,15 +17,26 @@ const (
 	RecordReceipt RecordKind = "receipt"
 	// RecordHold is a hold's record in the SKU hash.
 	RecordHold RecordKind = "hold"
+	// RecordSKU is the state of one SKU as a whole: a live field of its
+	// hash (stock, seq, limit, status, the open-hold counts) or a buyer's
+	// count that does not parse, or one of its keys (hash, buyers,
+	// requests, refusal counters) holding another type. Every call on the
+	// SKU answers unavailable until the SKU is restored from the ledger.
+	RecordSKU RecordKind = "sku"
+	// RecordPartitionKey is a key that all the SKUs of a partition share
+	// (its stream, hold-expiry set or retired set) holding another type.
+	// It is never rebuilt automatically: the stream's unprojected entries
+	// are in no ledger yet, so an operator decides (docs/operations.md).
+	RecordPartitionKey RecordKind = "partition_key"
 )
 
 // RecordKinds are the kinds of record, for metrics that start every
 // series at zero.
-var RecordKinds = []RecordKind{RecordReceipt, RecordHold}
+var RecordKinds = []RecordKind{RecordReceipt, RecordHold, RecordSKU, RecordPartitionKey}
 
-// CorruptRecord names a receipt or hold record that Redis holds but that
-// does not parse: every script that meets it fails without writing, so the
-// outcome it holds cannot be read until it is rebuilt from the ledger.
+// CorruptRecord names something Redis holds that does not parse: every
+// script that meets it fails without writing, so what it holds cannot be
+// read until it is rebuilt from the ledger.
 type CorruptRecord struct {
 	SKU  string
 	Kind RecordKind
@@ -35,14 +46,39 @@ type CorruptRecord struct {
 	RequestID string
 	// HoldID is set for a hold record.
 	HoldID string
+	// Key is the Redis key of a RecordPartitionKey, and of a RecordSKU
+	// when the fault was found in one key.
+	Key string
+	// Problem says what was read, for a RecordSKU and a
+	// RecordPartitionKey: "stock is \"abc\"", "a string, not a hash".
+	Problem string
 }
 
 // String names the record for logs and errors.
 func (c CorruptRecord) String() string {
-	if c.Kind == RecordHold {
+	switch c.Kind {
+	case RecordHold:
 		return fmt.Sprintf("hold record %s of sku %s (request_id %q)", c.HoldID, c.SKU, c.RequestID)
+	case RecordSKU:
+		return fmt.Sprintf("state of sku %s%s", c.SKU, c.where())
+	case RecordPartitionKey:
+		return fmt.Sprintf("partition key %s%s", c.Key, c.where())
 	}
 	return fmt.Sprintf("receipt of request_id %q of sku %s", c.RequestID, c.SKU)
+}
+
+func (c CorruptRecord) where() string {
+	switch {
+	case c.Kind == RecordPartitionKey && c.Problem != "":
+		return " (" + c.Problem + ")"
+	case c.Key != "" && c.Problem != "":
+		return " (" + c.Key + ": " + c.Problem + ")"
+	case c.Key != "":
+		return " (" + c.Key + ")"
+	case c.Problem != "":
+		return " (" + c.Problem + ")"
+	}
+	return ""
 }
 
 // CorruptRecordError is the error of an operation that met a corrupt

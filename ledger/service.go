@@ -336,6 +336,10 @@ func (s *Service) State(ctx context.Context, skuID string) (SKUView, error) {
 // setLive fills the Redis side of v from live: a SKU not verified under
 // the current Redis run shows as recovering, whatever its status.
 func (v *SKUView) setLive(live domain.StockState) {
+	if live.Corrupt {
+		v.Status = domain.StatusRecovering
+		return
+	}
 	v.RedisStock, v.RedisSeq, v.Status = &live.Stock, &live.Seq, live.Status
 	if !live.Verified {
 		v.Status = domain.StatusRecovering

@@ -28,6 +28,7 @@ type FindingJSON struct {
 	Lost        []LostReceiptJSON `json:"lost,omitempty"`
 	RequestID   string            `json:"request_id,omitempty"`
 	HoldID      string            `json:"hold_id,omitempty"`
+	Key         string            `json:"key,omitempty"`
 	Repaired    bool              `json:"repaired"`
 	RepairError string            `json:"repair_error,omitempty"`
 }

@@ -35,7 +35,7 @@ func (c check) figures() Figures {
 		}
 	}
 	f.TruthStock += f.InFlightSum
-	if c.live.Present {
+	if c.live.Present && c.live.Corrupt == nil {
 		stock, seq, buyers, receipts := c.live.Stock, c.live.Seq, c.live.Buyers, c.live.Receipts
 		f.RedisStock, f.RedisSeq, f.RedisBuyers, f.RedisReceipts = &stock, &seq, &buyers, &receipts
 		held, open := c.live.Held, c.live.OpenHolds

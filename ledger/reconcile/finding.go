@@ -60,13 +60,22 @@ const (
 	// expiry (so no sweeper would ever return their units). The finding
 	// names them. It is reported, not repaired, for the same reason.
 	ClassHoldLedgerOnly Class = "hold_ledger_only"
-	// ClassCorruptRecord means a receipt or hold record of the SKU does not
-	// parse: every call that meets it answers unavailable, and a retry of
-	// its request id cannot learn its outcome. The finding names the
-	// request id (and the hold id); the repair rebuilds that one record
-	// from the ledger once the ledger holds every event up to the SKU's seq
-	// when the record was read. Found when a call meets it, or by a run
-	// that names the SKU.
+	// ClassCorruptRecord means something Redis keeps does not read as the
+	// scripts read it (ledger.RecordKind), and every call that meets it
+	// answers unavailable:
+	//   - a receipt or hold record of the SKU: the finding names the
+	//     request id (and the hold id); the repair rebuilds that one record
+	//     from the ledger once the ledger holds every event up to the SKU's
+	//     seq when the record was read;
+	//   - the SKU's state (a key of another type, a live field or a buyer's
+	//     count that does not parse): the finding names the key; the repair
+	//     takes the SKU out of sale, waits until none of its events is in
+	//     flight, and restores it from the ledger, which reopens it;
+	//   - a key of a partition (its stream, expiry set or retired set): the
+	//     finding names the key and no SKU; it is not repaired, see
+	//     docs/operations.md.
+	// Found when a call meets it, by any run (a SKU's state, a partition
+	// key), or by a run that names the SKU (records, buyers' counts).
 	ClassCorruptRecord Class = "corrupt_record"
 )
 
@@ -113,9 +122,11 @@ type Finding struct {
 	MissingSeqs []SeqRange
 	// Lost lists acknowledged deductions found in neither Redis nor the ledger.
 	Lost []LostReceipt
-	// RequestID and HoldID name the record of a corrupt_record finding.
+	// RequestID and HoldID name the record of a corrupt_record finding,
+	// Key the Redis key of a SKU state or partition key that does not read.
 	RequestID   string
 	HoldID      string
+	Key         string
 	Repaired    bool
 	RepairError string
 }

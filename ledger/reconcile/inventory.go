@@ -25,10 +25,31 @@ type Inventory interface {
 	// Correct sets sku's stock and stamps it verified if its seq is still seq.
 	Correct(ctx context.Context, sku domain.SKUID, seq, stock int64) (corrected bool, err error)
 	// CorruptRecords finds sku's receipts and hold records that do not
-	// parse. It reads every record of the SKU, so only a run that names
-	// the SKU asks.
+	// parse, and a buyer's count that does not (a ledger.RecordSKU). It
+	// reads every record of the SKU, so only a run that names the SKU
+	// asks.
 	CorruptRecords(ctx context.Context, sku domain.SKUID) ([]ledger.CorruptRecord, error)
+	// Quarantine looks at sku's whole state as the scripts read it (the
+	// types of its keys, its live fields, its buyers' counts) and, when
+	// it does not read, takes the SKU out of sale until a restore from
+	// the ledger stamps it. A fault only in the SKU's refusal counters,
+	// console figures the ledger does not hold, is cleared on the spot.
+	Quarantine(ctx context.Context, sku domain.SKUID) (StateFault, error)
 }
+
+// StateFault is what Inventory.Quarantine found wrong with one SKU's
+// state. The zero value is a state that reads.
+type StateFault struct {
+	// Key and Problem say where and what: "inv:{p03}:sku:c3", "stock is
+	// \"abc\"".
+	Key, Problem string
+	// Restore is true when the SKU must be restored from the ledger; false
+	// when the fault is gone already (refusal counters, cleared).
+	Restore bool
+}
+
+// Found reports whether anything did not read.
+func (f StateFault) Found() bool { return f.Key != "" || f.Problem != "" }
 
 // LiveSKU is one SKU's live state within a Snapshot.
 type LiveSKU struct {
@@ -60,6 +81,11 @@ type LiveSKU struct {
 	// flight than one snapshot reads: InFlight then lacks some of this
 	// SKU's events, so its figures cannot be compared exactly.
 	TailTruncated bool
+	// Corrupt, when set, is the SKU's state that does not read (a key of
+	// another type, a live field that does not parse): the figures above
+	// are unknown, and the SKU is a corrupt_record finding, restored from
+	// the ledger.
+	Corrupt *StateFault
 }
 
 // Snapshot is the live state of some SKUs and their events in flight.
@@ -68,7 +94,11 @@ type LiveSKU struct {
 type Snapshot struct {
 	SKUs     map[domain.SKUID]LiveSKU
 	InFlight []domain.Event
-	// Unreachable are SKUs whose Redis Cluster master did not answer: they
-	// are neither checked nor reported, and the other masters' SKUs are.
+	// Unreachable are SKUs whose Redis Cluster master did not answer, or
+	// whose partition has a key of another type (CorruptKeys): they are
+	// neither checked nor reported, and the other SKUs are.
 	Unreachable []domain.SKUID
+	// CorruptKeys are the partition keys (ledger.RecordPartitionKey) that
+	// hold another type than the scripts write.
+	CorruptKeys []ledger.CorruptRecord
 }

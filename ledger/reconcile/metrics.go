@@ -62,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// name them.
 	m.corrupt = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invledger_corrupt_records_total",
-		Help: "Corrupt receipts and hold records met by the purchase path or the hold sweeper, by kind; meetings while its repair runs count once.",
+		Help: "Corrupt receipts, hold records, SKU states and partition keys met by a call, the hold sweeper or a reconciliation, by kind; meetings while its repair runs count once.",
 	}, []string{"kind"})
 	reg.MustRegister(m.findings, m.drifting, m.runs, m.duration, m.unverified, m.leader, m.holdsOpen, m.corrupt)
 	// Series that exist from the start let increase() see the first finding.

@@ -263,6 +263,14 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			continue
 		}
 		rep.Checked++
+		if c.live.Corrupt != nil {
+			// Nothing of it can be compared; its own repair restores and
+			// stamps it, so it is not left to the passes that stamp.
+			f := corruptFinding(ledger.CorruptRecord{SKU: c.sku, Kind: ledger.RecordSKU, Key: c.live.Corrupt.Key, Problem: c.live.Corrupt.Problem})
+			f.Before = c.figures()
+			r.takeFinding(ctx, c, f, opts, rep)
+			continue
+		}
 		if c.live.Present {
 			holdsOpen += c.live.OpenHolds
 		}
@@ -309,15 +317,7 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 			}
 		}
 		for _, f := range findings {
-			if opts.Repair {
-				r.repair(ctx, c, &f)
-			}
-			r.cfg.Alerts.Alert(ctx, f)
-			rep.Drifts = append(rep.Drifts, f)
-			if f.Repaired {
-				rep.Repaired = append(rep.Repaired, f)
-				r.recordRepair(ctx, f)
-			}
+			r.takeFinding(ctx, c, f, opts, rep)
 		}
 	}
 	if len(stampSKUs) > 0 {
@@ -352,6 +352,25 @@ func (r *Reconciler) run(ctx context.Context, opts Options, rep *Report) error {
 	return nil
 }
 
+// takeFinding repairs f if the run repairs, alerts it, and adds it to rep.
+func (r *Reconciler) takeFinding(ctx context.Context, c check, f Finding, opts Options, rep *Report) {
+	alert := true
+	switch {
+	case f.Class == ClassCorruptRecord:
+		alert = r.corruptInRun(ctx, &f, opts.Repair)
+	case opts.Repair:
+		r.repair(ctx, c, &f)
+	}
+	if alert {
+		r.cfg.Alerts.Alert(ctx, f)
+	}
+	rep.Drifts = append(rep.Drifts, f)
+	if f.Repaired {
+		rep.Repaired = append(rep.Repaired, f)
+		r.recordRepair(ctx, f)
+	}
+}
+
 // check reads Redis first, then the ledger. The order matters: an event is
 // either acked before the Redis snapshot, so committed before the ledger
 // read, or still unacked in the snapshot's tail. Events committed in between
@@ -384,8 +403,12 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 			checks[id.String()] = check{sku: id.String(), id: id, live: snap.SKUs[id]}
 		}
 	}
+	for _, rec := range snap.CorruptKeys {
+		r.ReportCorrupt(ctx, rec)
+	}
 	if len(snap.Unreachable) > 0 {
-		r.cfg.Logger.Warn("reconcile: skus on Redis masters that did not answer were not checked", "skus", len(snap.Unreachable))
+		r.cfg.Logger.Warn("reconcile: skus on Redis masters that did not answer, or of a partition with a key of the wrong type, were not checked",
+			"skus", len(snap.Unreachable), "corrupt_keys", len(snap.CorruptKeys))
 	}
 	var eventIDs []string
 	for _, e := range snap.InFlight {
@@ -602,8 +625,6 @@ func (r *Reconciler) repair(ctx context.Context, c check, f *Finding) {
 		f.Repaired = true
 	case ClassLedgerGap:
 		r.reproject(ctx, sku, f)
-	case ClassCorruptRecord:
-		_ = r.repairRecord(ctx, f) // its error is the finding's RepairError
 	}
 }
 

@@ -122,10 +122,12 @@ func TestACorruptRecordAnswersUnavailableUntilTheLedgerRebuildsIt(t *testing.T) 
 
 	// Each record once, however many retries met it.
 	if err := testutil.GatherAndCompare(s.App.Metrics.Registry, strings.NewReader(`
-# HELP invledger_corrupt_records_total Corrupt receipts and hold records met by the purchase path or the hold sweeper, by kind; meetings while its repair runs count once.
+# HELP invledger_corrupt_records_total Corrupt receipts, hold records, SKU states and partition keys met by a call, the hold sweeper or a reconciliation, by kind; meetings while its repair runs count once.
 # TYPE invledger_corrupt_records_total counter
 invledger_corrupt_records_total{kind="hold"} 1
+invledger_corrupt_records_total{kind="partition_key"} 0
 invledger_corrupt_records_total{kind="receipt"} 1
+invledger_corrupt_records_total{kind="sku"} 0
 `), "invledger_corrupt_records_total"); err != nil {
 		t.Error(err)
 	}
@@ -229,10 +231,12 @@ func TestCloseStopsTheRecordRepairsItStarted(t *testing.T) {
 		t.Fatalf("the receipt became %q (%v): a repair ran though the ledger does not hold its event", got, err)
 	}
 	if err := testutil.GatherAndCompare(s.App.Metrics.Registry, strings.NewReader(`
-# HELP invledger_corrupt_records_total Corrupt receipts and hold records met by the purchase path or the hold sweeper, by kind; meetings while its repair runs count once.
+# HELP invledger_corrupt_records_total Corrupt receipts, hold records, SKU states and partition keys met by a call, the hold sweeper or a reconciliation, by kind; meetings while its repair runs count once.
 # TYPE invledger_corrupt_records_total counter
 invledger_corrupt_records_total{kind="hold"} 0
+invledger_corrupt_records_total{kind="partition_key"} 0
 invledger_corrupt_records_total{kind="receipt"} 2
+invledger_corrupt_records_total{kind="sku"} 0
 `), "invledger_corrupt_records_total"); err != nil {
 		t.Error(err)
 	}

@@ -9,7 +9,7 @@ import (
 func NewFinding(f reconcile.Finding) wire.FindingJSON {
 	out := wire.FindingJSON{SKU: f.SKU, Class: string(f.Class), Detail: f.Detail, Before: NewFigures(f.Before),
 		After: NewOptionalFigures(f.After), MissingSeqs: NewSeqRanges(f.MissingSeqs),
-		RequestID: f.RequestID, HoldID: f.HoldID, Repaired: f.Repaired, RepairError: f.RepairError}
+		RequestID: f.RequestID, HoldID: f.HoldID, Key: f.Key, Repaired: f.Repaired, RepairError: f.RepairError}
 	for _, l := range f.Lost {
 		out.Lost = append(out.Lost, wire.LostReceiptJSON{Seq: l.Seq, EventID: l.EventID, RequestID: l.RequestID, User: l.User, Qty: l.Qty})
 	}

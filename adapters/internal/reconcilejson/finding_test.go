@@ -118,11 +118,11 @@ func TestEveryClassMapsWithItsFigures(t *testing.T) {
 		f := reconcile.Finding{SKU: "sku-" + string(class), Class: class, Detail: "detail of " + string(class),
 			Before: before, After: &after, MissingSeqs: []reconcile.SeqRange{{From: 3, To: 5}, {From: 9, To: 9}},
 			Lost:      []reconcile.LostReceipt{{Seq: 4, EventID: "e4", RequestID: "r4", User: "u4", Qty: 2}},
-			RequestID: "r-" + string(class), HoldID: "h-" + string(class), Repaired: i%2 == 0, RepairError: "err " + string(class)}
+			RequestID: "r-" + string(class), HoldID: "h-" + string(class), Key: "k-" + string(class), Repaired: i%2 == 0, RepairError: "err " + string(class)}
 		got := reconcilejson.NewFinding(f)
 
 		if got.SKU != f.SKU || got.Class != string(class) || got.Detail != f.Detail || got.RequestID != f.RequestID ||
-			got.HoldID != f.HoldID || got.Repaired != f.Repaired || got.RepairError != f.RepairError {
+			got.HoldID != f.HoldID || got.Key != f.Key || got.Repaired != f.Repaired || got.RepairError != f.RepairError {
 			t.Errorf("%s: mapped to %+v", class, got)
 		}
 		checkFigures(t, string(class)+" before", before, got.Before)

@@ -20,6 +20,7 @@ type Keys interface {
 	SKUKey(sku string) string
 	BuyersKey(sku string) string
 	RequestsKey(sku string) string
+	RefusalsKey(sku string) string
 	SKUTombstoneKey(sku string) string
 	ExpiryKey(partition int) string
 	SKUExpiryKey(sku string) string

@@ -17,10 +17,12 @@
 -- the call is no order between their SKUs.
 --
 -- Failures: every read of the call happens before its first write. A read
--- that meets a key of the wrong type fails the attempts of its own SKU
--- ({-20, message}); a malformed receipt or hold record fails only the
--- attempt that read it ({-21, kind, message}); the Go side reads the latter
--- as a corrupt record, answers unavailable and has it rebuilt from the
+-- that meets a key of the wrong type, or live fields that do not read
+-- (sku_fault, skustate.lua), fails the attempts of its own SKU ({-20, key,
+-- message}), and a buyer's count that does not read the attempts of that
+-- buyer; a malformed receipt or hold record fails only the attempt that
+-- read it ({-21, kind, message}). The Go side reads both as corrupt,
+-- answers unavailable and has the SKU, or the record, rebuilt from the
 -- ledger. The writes come after all judging: first the ZADD, then the
 -- XADD, the two that write keys no read checked, so that an error of the
 -- node (READONLY on a demoted master, OOM) or a stream or expiry set of the
@@ -50,7 +52,9 @@
 --   {-4}                           recovering: the SKU is not verified under this node's run (node.lua)
 --   {-5}                           sku closed
 --   {-6}                           request id already used by another user, quantity or purchase
---   {-20, message}                 a key of the SKU has the wrong type: nothing written for it
+--   {-20, key, message}            the SKU's state does not read: key has the wrong type, or
+--                                  holds a live field or a buyer's count that does not parse;
+--                                  nothing written for it
 --   {-21, kind, message}           a malformed record (kind receipt or hold): nothing written for it
 local per_event = ARGV[1] == 'e'
 if not per_event and ARGV[1] ~= 'c' then
@@ -88,7 +92,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   -- The reads of the group. A key of the wrong type is the group's fault;
   -- any other error is the node's, raised for the whole call, before any
   -- write.
-  local refused, failed
+  local refused, failed, failed_key
   -- Only a group with a reserve reads the open-hold counts: each field
   -- read costs the call, and only a reserve writes them.
   local ok, live
@@ -98,20 +102,25 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
   end
   if not ok then
-    failed = live
-  elseif not live[1] then
+    failed, failed_key = live, sku_key
+  elseif not live[1] and not live[5] then
     refused = {-1}
   else
+    local fault = sku_fault(live)
     run = run or node_run()
-    if live[4] ~= run then
+    if fault then
+      refused = {-20, sku_key, 'malformed sku state: ' .. fault}
+    elseif live[4] ~= run then
       refused = {-4}
     else
       ok, requests = pcall(redis.call, unpack(requests))
       if not ok then
-        failed = requests
+        failed, failed_key = requests, requests_key
       else
         ok, users = pcall(redis.call, unpack(users))
-        failed = not ok and users or nil
+        if not ok then
+          failed, failed_key = users, buyers_key
+        end
       end
     end
   end
@@ -121,7 +130,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     if not string.match(failed, '^WRONGTYPE') then
       error({err = failed})
     end
-    refused = {-20, failed}
+    refused = {-20, failed_key, failed}
   end
 
   if refused then
@@ -178,7 +187,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       elseif a.qty > limit then
         answer = {-3}
       elseif not counted[a.user] then
-        answer = {-20, 'malformed count of buyer ' .. a.user .. ' in ' .. buyers_key}
+        answer = {-20, buyers_key, 'malformed sku state: the count of buyer ' .. a.user .. ' is "' .. users[k] .. '"'}
       elseif counted[a.user] + a.qty > limit then
         answer = {-2}
       elseif stock < a.qty then

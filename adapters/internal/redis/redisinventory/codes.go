@@ -2,6 +2,7 @@ package redisinventory
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
@@ -37,7 +38,7 @@ const (
 	codeFenceLost         replyCode = -17 // the restore fence no longer holds the restore's token
 	codeRestoreShort      replyCode = -18 // {-18, buyers, requests}: the hashes do not hold what the restore wrote
 	codeLive              replyCode = -19 // the SKU is in Redis, so it is not retired
-	codeAttemptFailed     replyCode = -20 // {-20, message}: the attempts of one SKU of a batch met a key of the wrong type and wrote nothing
+	codeCorruptSKU        replyCode = -20 // {-20, key, message}: the SKU's state does not read (a key of the wrong type, a field that does not parse); nothing written
 	codeCorruptRecord     replyCode = -21 // {-21, kind, message}: one attempt of a batch met a malformed record and wrote nothing
 )
 
@@ -107,12 +108,13 @@ func refusal(rp *reply, code replyCode, s subject) error {
 		}
 		return fmt.Errorf("sku %s: Redis holds %d buyers and %d requests, not what was written; the sku stays fenced: run the restore again",
 			s.sku, buyers, requests)
-	case codeAttemptFailed:
-		msg := rp.String(1, "message")
+	case codeCorruptSKU:
+		key, msg := rp.String(1, "key"), rp.String(2, "message")
 		if err := rp.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%s: %w: the attempt failed in Redis and wrote nothing: %s", rp.what, ErrScript, msg)
+		return &corruptReplyError{kind: ledger.RecordSKU, key: key, problem: strings.TrimPrefix(msg, malformedSKUState),
+			err: fmt.Errorf("%s: %w: the state of sku %s does not read, nothing written: %s: %s", rp.what, ErrScript, s.sku, key, msg)}
 	case codeCorruptRecord:
 		kind, msg := ledger.RecordKind(rp.String(1, "kind")), rp.String(2, "message")
 		if err := rp.Err(); err != nil {

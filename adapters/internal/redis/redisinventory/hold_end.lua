@@ -15,7 +15,8 @@
 -- Reply: one answer per hold, in ARGV's order: hold_reply (hold.lua) with code 1 ended now;
 -- 2 it had already ended as asked (a repeat); -10 it ended otherwise (or was confirmed and its
 -- sale released since), or is past its deadline (status says which); -11 (expire only) not yet
--- due; or {-1} not warmed, {-4} recovering, {-9} no such hold. An expire that finds no such SKU
+-- due; or {-1} not warmed, {-4} recovering, {-20, key, message} a state that does not read
+-- (purchase.lua), {-9} no such hold. An expire that finds no such SKU
 -- or hold, or a hold that has already ended, drops the expiry entry.
 local sku_key, buyers_key, requests_key, expiry_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local sku, action = ARGV[1], ARGV[2]
@@ -31,7 +32,7 @@ end
 
 local replies = {}
 local live, refused = live_sku(sku_key)
-if refused and refused[1] == -4 then
+if refused and refused[1] ~= -1 then
   for i = 1, n do
     replies[i] = refused
   end
@@ -79,6 +80,20 @@ for i = 1, n do
     else
       ending[#ending + 1] = {i, hold_id, ARGV[2 + 2 * i], h}
     end
+  end
+end
+
+if action ~= 'confirm' and #ending > 0 then
+  local users = {}
+  for k, e in ipairs(ending) do
+    users[k] = e[4].user
+  end
+  local fault = allowance_fault(buyers_key, users)
+  if fault then
+    for i = 1, n do
+      replies[i] = fault
+    end
+    return replies
   end
 end
 

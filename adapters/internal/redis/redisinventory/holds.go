@@ -37,7 +37,7 @@ func (r *RedisInventory) Reserve(ctx context.Context, sku domain.SKUID, user dom
 	v, err := r.batches.do(ctx, s, "r", user.String(), qty.Int64(), req.String(), eventID,
 		ttl.Duration().Milliseconds(), holdID, orderID)
 	if err != nil {
-		return domain.Hold{}, fmt.Errorf("%s: %w", op, err)
+		return domain.Hold{}, r.corrupt(ctx, fmt.Errorf("%s: %w", op, err), ledger.CorruptRecord{SKU: s})
 	}
 	h, code, _, err := parseHold(op, s, holdID, v)
 	if err != nil {
@@ -90,7 +90,8 @@ func (r *RedisInventory) endHold(ctx context.Context, sku domain.SKUID, hold dom
 	if err != nil {
 		return domain.Hold{}, time.Time{}, err
 	}
-	return h, now, holdRefusal(op, replies[0], subject{sku: s, hold: hold, status: h.Status})
+	return h, now, r.corrupt(ctx, holdRefusal(op, replies[0], subject{sku: s, hold: hold, status: h.Status}),
+		ledger.CorruptRecord{SKU: s, HoldID: hold.String()})
 }
 
 // Hold reads a hold's state by Redis's clock: a held hold past its
@@ -141,7 +142,7 @@ func holdEndReplies(op string, v []any, holds int) ([][]any, error) {
 func parseHold(op, sku, holdID string, v []any) (domain.Hold, replyCode, time.Time, error) {
 	rp := newReply(op, v)
 	code := rp.Code()
-	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut || code == codeAttemptFailed || code == codeCorruptRecord {
+	if err := rp.Err(); err != nil || len(v) == 1 || code == codeSoldOut || code == codeCorruptSKU || code == codeCorruptRecord {
 		return domain.Hold{}, code, time.Time{}, err
 	}
 	h := domain.Hold{HoldID: holdID, SKU: sku}

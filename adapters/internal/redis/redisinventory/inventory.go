@@ -271,7 +271,7 @@ func (r *RedisInventory) Deduct(ctx context.Context, sku domain.SKUID, user doma
 	v, err := r.batches.do(ctx, s, "d", user.String(), qty.Int64(), req.String(), eventID, traceParent)
 	if err != nil {
 		trace.SpanFromContext(ctx).SetStatus(codes.Error, "script failed")
-		return domain.Receipt{}, fmt.Errorf("deduct %s request_id %q: %w", s, req.String(), err)
+		return domain.Receipt{}, r.corrupt(ctx, fmt.Errorf("deduct %s request_id %q: %w", s, req.String(), err), ledger.CorruptRecord{SKU: s})
 	}
 	rp := &reply{what: "deduct", of: s, v: v}
 	code, err := rp.outcome(subject{sku: s, req: req})
@@ -312,7 +312,7 @@ func (r *RedisInventory) Release(ctx context.Context, sku domain.SKUID, user dom
 	rp := newReply("release "+s, v)
 	code, err := rp.outcome(subject{sku: s, req: req})
 	if err != nil {
-		return domain.ReleaseReceipt{}, err
+		return domain.ReleaseReceipt{}, r.corrupt(ctx, err, ledger.CorruptRecord{SKU: s, RequestID: req.String()})
 	}
 	res := domain.ReleaseReceipt{SKU: s, RequestID: req.String(), AlreadyReleased: code == codeDoneBefore}
 	res.EventID = rp.String(1, "event_id")
@@ -387,7 +387,7 @@ func (r *RedisInventory) State(ctx context.Context, sku domain.SKUID) (domain.St
 	key := r.keys.SKUKey(s)
 	v, err := stateScript.Run(ctx, r.client, []string{key}).Slice()
 	if err != nil {
-		return domain.StockState{}, r.failed(ctx, "state "+s, err)
+		return domain.StockState{}, r.corrupt(ctx, r.failed(ctx, "state "+s, err), ledger.CorruptRecord{SKU: s})
 	}
 	if len(v) == 0 {
 		return domain.StockState{}, domain.ErrNotWarmed
@@ -428,12 +428,18 @@ func (r *RedisInventory) States(ctx context.Context, skus []domain.SKUID) (_ map
 			err = run()
 		}
 	}
-	if err != nil {
+	if err != nil && !isCorrupt(err) {
 		return nil, fmt.Errorf("states of %d skus: %w", len(skus), err)
 	}
 	states := make(map[domain.SKUID]domain.StockState, len(skus))
 	for i, sku := range skus {
 		v, err := cmds[i].Slice()
+		if err != nil && isCorrupt(err) {
+			// One SKU that does not read leaves the page readable; a
+			// call on the SKU itself reports it for its restore.
+			states[sku] = domain.StockState{SKU: sku.String(), Corrupt: true}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("state %s: %w", sku, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections/streamentry"
 )
@@ -118,16 +119,25 @@ func (r *RedisReconcileSource) Snapshot(ctx context.Context, skus []domain.SKUID
 			}
 		}
 	}
-	if len(snap.Unreachable) == len(skus) && len(skus) > 0 {
+	if len(snap.Unreachable) == len(skus) && len(skus) > 0 && len(snap.CorruptKeys) == 0 {
 		return reconcile.Snapshot{}, fmt.Errorf("%w: no Redis Cluster master holding these SKUs answered", domain.ErrUnavailable)
 	}
 	return snap, nil
 }
 
 // snapshotChunk reads skus, all of partition, in one transaction into snap.
+// A command's error is confined to what it reads: a key of another type,
+// or live fields that do not read, make that SKU's LiveSKU.Corrupt; a
+// partition key of another type (its stream, expiry set or retired set)
+// goes to snap.CorruptKeys, and its SKUs, whose in-flight events cannot
+// be read, to snap.Unreachable. Every other SKU is compared as usual.
 func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int, skus []domain.SKUID, snap *reconcile.Snapshot) error {
 	stream := r.keys.StreamKey(partition)
 	from, err := r.unackedFrom(ctx, stream)
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		r.partitionUnreadable(partition, skus, stream, snap)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -135,6 +145,7 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		states   = make([]*redis.SliceCmd, len(skus))
 		buyers   = make([]*redis.IntCmd, len(skus))
 		receipts = make([]*redis.IntCmd, len(skus))
+		refused  = make([]*redis.IntCmd, len(skus))
 		retired  = make([]*redis.BoolCmd, len(skus))
 		node     *redis.StringCmd
 		entries  *redis.XMessageSliceCmd
@@ -143,9 +154,10 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		node = p.Info(ctx, "replication")
 		for i, sku := range skus {
-			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), "stock", "seq", "status", "fence", "archived_at", "held", "holds")
+			states[i] = p.HMGet(ctx, r.keys.SKUKey(sku.String()), append(liveFields, "archived_at")...)
 			buyers[i] = p.HLen(ctx, r.keys.BuyersKey(sku.String()))
 			receipts[i] = p.HLen(ctx, r.keys.RequestsKey(sku.String()))
+			refused[i] = p.HLen(ctx, r.keys.RefusalsKey(sku.String()))
 			retired[i] = p.SIsMember(ctx, r.keys.TombstoneKey(partition), sku.String())
 		}
 		// One entry beyond the limit tells a tail that is longer.
@@ -153,27 +165,43 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		holds = p.ZRange(ctx, r.keys.ExpiryKey(partition), 0, int64(r.cfg.HoldsLimit))
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "WRONGTYPE") {
 		return fmt.Errorf("snapshot of partition %d: %w", partition, err)
+	}
+	for _, c := range []struct {
+		key string
+		err error
+	}{{stream, entries.Err()}, {r.keys.ExpiryKey(partition), holds.Err()}, {r.keys.TombstoneKey(partition), firstErr(retired)}} {
+		if redis.HasErrorPrefix(c.err, "WRONGTYPE") {
+			r.partitionUnreadable(partition, skus, c.key, snap)
+			return nil
+		}
 	}
 	run := parseReplID(node.Val())
 	truncated := len(entries.Val()) > r.cfg.TailLimit
 	open, openRead := openHoldsBySKU(holds.Val(), r.cfg.HoldsLimit)
 	for i, sku := range skus {
+		if err := states[i].Err(); err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
+			return fmt.Errorf("snapshot of %s: %w", sku, err)
+		}
+		if fault := r.skuFault(sku.String(), states[i], buyers[i], receipts[i], refused[i]); fault != nil {
+			snap.SKUs[sku] = reconcile.LiveSKU{Present: true, Corrupt: fault, TailTruncated: truncated}
+			continue
+		}
 		v := states[i].Val()
-		if len(v) == 7 && v[0] == nil {
+		if v[0] == nil && v[4] == nil {
 			snap.SKUs[sku] = reconcile.LiveSKU{Retired: retired[i].Val(), TailTruncated: truncated}
 			continue
 		}
 		rp := newReply("snapshot of "+sku.String(), v)
 		live := reconcile.LiveSKU{Present: true, Buyers: buyers[i].Val(), Receipts: receipts[i].Val(), TailTruncated: truncated}
 		live.Stock = rp.Decimal(0, "stock")
-		live.Seq = rp.Decimal(1, "seq")
 		live.Status = rp.OptString(2, "status")
 		live.Verified = run != "" && rp.OptString(3, "fence") == run
-		live.Archived = rp.OptString(4, "archived_at") != ""
+		live.Seq = rp.Decimal(4, "seq")
 		live.Held = optDecimal(rp, 5, "held")
 		live.OpenHolds = optDecimal(rp, 6, "holds")
+		live.Archived = rp.OptString(7, "archived_at") != ""
 		live.OpenHoldIDs, live.HoldIDsRead = open[sku.String()], openRead
 		if err := rp.Err(); err != nil {
 			return err
@@ -188,6 +216,58 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 			if id, err := domain.NewSKUID(e.SKU); err == nil && slices.Contains(skus, id) {
 				snap.InFlight = append(snap.InFlight, e)
 			}
+		}
+	}
+	return nil
+}
+
+// skuFault is the fault of one SKU's reads in a snapshot: a key of another
+// type, or live fields that do not read (liveFault); nil when they read.
+func (r *RedisReconcileSource) skuFault(sku string, state *redis.SliceCmd, counts ...*redis.IntCmd) *reconcile.StateFault {
+	keys := r.keys.skuTypedKeys(sku)
+	errs := []error{state.Err()}
+	for _, c := range counts {
+		errs = append(errs, c.Err())
+	}
+	for i, err := range errs {
+		if redis.HasErrorPrefix(err, "WRONGTYPE") {
+			return &reconcile.StateFault{Key: keys[i].key, Problem: "not a " + keys[i].want}
+		}
+	}
+	v := state.Val()
+	if v[0] == nil && v[4] == nil {
+		return nil
+	}
+	if p := liveFault(v); p != "" {
+		return &reconcile.StateFault{Key: keys[0].key, Problem: p}
+	}
+	return nil
+}
+
+// partitionUnreadable records that key, of partition, holds another type:
+// the partition's SKUs are not compared (their in-flight events, expiry
+// entries or tombstones cannot be read), and the key is reported.
+func (r *RedisReconcileSource) partitionUnreadable(partition int, skus []domain.SKUID, key string, snap *reconcile.Snapshot) {
+	snap.Unreachable = append(snap.Unreachable, skus...)
+	for _, c := range snap.CorruptKeys {
+		if c.Key == key {
+			return
+		}
+	}
+	want := ""
+	for _, k := range r.keys.partitionTypedKeys(partition) {
+		if k.key == key {
+			want = k.want
+		}
+	}
+	snap.CorruptKeys = append(snap.CorruptKeys, ledger.CorruptRecord{Kind: ledger.RecordPartitionKey, Key: key, Problem: "not a " + want})
+}
+
+// firstErr is the first error among cmds.
+func firstErr(cmds []*redis.BoolCmd) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
 		}
 	}
 	return nil

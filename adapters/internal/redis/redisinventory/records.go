@@ -22,50 +22,96 @@ type CorruptRecordReporter interface {
 }
 
 // corruptRecordText matches the error that read_receipt (receipt.lua) and
-// read_hold (hold.lua) raise for a record that does not parse, as Redis
-// reports it as the error of the scripts other than batch.lua, which
-// answers such an attempt with its own code (corruptReplyError). Its position prefix comes
-// before the record's raw value, so a value that holds the same words
-// cannot be taken for another kind.
-var corruptRecordText = regexp.MustCompile(`user_script:\d+: malformed (receipt|hold record)`)
+// read_hold (hold.lua) raise for a record that does not parse, and the one
+// that state.lua raises for a SKU state that does not read (skustate.lua),
+// as Redis reports it as the error of the scripts: batch.lua and the
+// scripts that check the SKU with live_sku answer such an attempt with
+// their own code (corruptReplyError). Its position prefix comes before
+// the raw value, so a value that holds the same words cannot be taken for
+// another kind.
+var corruptRecordText = regexp.MustCompile(`user_script:\d+: malformed (receipt|hold record|sku state)(?:: )?(.*)`)
 
-// corruptReplyError is batch.lua's answer to an attempt that met a corrupt
-// record (codeCorruptRecord).
+// malformedSKUState starts the message of a SKU state that does not read.
+const malformedSKUState = "malformed sku state: "
+
+// corruptReplyError is a script's answer to an attempt that met a corrupt
+// record (codeCorruptRecord) or SKU state (codeCorruptSKU).
 type corruptReplyError struct {
 	kind ledger.RecordKind
-	err  error
+	// key and problem say where and what, for a corrupt SKU state.
+	key, problem string
+	err          error
 }
 
 func (e *corruptReplyError) Error() string { return e.err.Error() }
 func (e *corruptReplyError) Unwrap() error { return e.err }
 
 // corruptKind tells whether err is a script's refusal to read a corrupt
-// record, and of which kind.
+// record or SKU state, and of which kind.
 func corruptKind(err error) (ledger.RecordKind, bool) {
+	c, ok := corruptOf(err)
+	return c.kind, ok
+}
+
+// corruptOf reads err as corruptKind does, with the key and the problem
+// that it names.
+func corruptOf(err error) (corruptReplyError, bool) {
 	if c, ok := errors.AsType[*corruptReplyError](err); ok {
-		return c.kind, true
+		return *c, true
 	}
 	m := corruptRecordText.FindStringSubmatch(err.Error())
 	switch {
 	case m == nil:
-		return "", false
+		return corruptReplyError{}, false
 	case m[1] == "receipt":
-		return ledger.RecordReceipt, true
+		return corruptReplyError{kind: ledger.RecordReceipt}, true
+	case m[1] == "sku state":
+		return corruptReplyError{kind: ledger.RecordSKU, problem: m[2]}, true
 	}
-	return ledger.RecordHold, true
+	return corruptReplyError{kind: ledger.RecordHold}, true
+}
+
+// isCorrupt tells whether err is a script's refusal to read a corrupt
+// record or SKU state, or a key of another type.
+func isCorrupt(err error) bool {
+	_, ok := corruptOf(err)
+	return ok || redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // corrupt turns err, the error of a call about rec's SKU, request id and
 // hold id, into a *ledger.CorruptRecordError when a script met a corrupt
-// record, which it reports; any other error passes through.
+// record, a SKU state that does not read, or a key of the wrong type,
+// which it reports; any other error, and nil, pass through.
 func (r *RedisInventory) corrupt(ctx context.Context, err error, rec ledger.CorruptRecord) error {
-	kind, ok := corruptKind(err)
-	if !ok {
-		return err
+	if err == nil {
+		return nil
 	}
-	rec.Kind = kind
-	if kind == ledger.RecordReceipt {
+	c, ok := corruptOf(err)
+	if !ok {
+		if !redis.HasErrorPrefix(err, "WRONGTYPE") {
+			return err
+		}
+		// A script that raised WRONGTYPE does not say which key: ask.
+		found, diagErr := r.wrongTypeKey(ctx, rec.SKU)
+		if diagErr != nil || found.Kind == "" {
+			return errors.Join(err, diagErr)
+		}
+		found.RequestID = ""
+		rec, c = found, corruptReplyError{kind: found.Kind, key: found.Key, problem: found.Problem}
+	}
+	rec.Kind = c.kind
+	switch c.kind {
+	case ledger.RecordReceipt:
 		rec.HoldID = ""
+	case ledger.RecordSKU, ledger.RecordPartitionKey:
+		// One repair per SKU (or key), whatever request met it.
+		rec.RequestID, rec.HoldID, rec.Key, rec.Problem = "", "", c.key, c.problem
+	}
+	switch {
+	case rec.Kind == ledger.RecordPartitionKey:
+		rec.SKU = ""
+	case rec.Kind == ledger.RecordSKU && rec.Key == "":
+		rec.Key = r.keys.SKUKey(rec.SKU) // state.lua reads only the hash
 	}
 	if r.cfg.Corrupt != nil {
 		r.cfg.Corrupt.ReportCorrupt(ctx, rec)
@@ -175,7 +221,8 @@ func holdMarker(h domain.Hold) (string, bool) {
 const recordScanCount = 1000
 
 // CorruptRecords finds the receipts and hold records of sku that do not
-// parse as the scripts read them: an HSCAN of its requests hash and of
+// parse as the scripts read them, and a buyer's count that does not (a
+// ledger.RecordSKU): an HSCAN of its requests hash and of
 // its hold records, each value checked here by a pattern every readable
 // record matches, and each that does not confirmed by record_probe.lua,
 // the scripts' own reader. It reads the whole SKU, so the reconciler asks
@@ -217,6 +264,15 @@ func (r *RedisReconcileSource) CorruptRecords(ctx context.Context, sku domain.SK
 		return ledger.CorruptRecord{SKU: s, Kind: ledger.RecordHold, HoldID: strings.TrimPrefix(field, "hold:")}
 	}); err != nil {
 		return nil, err
+	}
+	// A buyer's count stops only that buyer, so a snapshot, which reads
+	// no count, cannot see it.
+	p, err := buyerFault(ctx, r.client, r.keys, s)
+	if err != nil {
+		return nil, err
+	}
+	if p != "" {
+		found = append(found, ledger.CorruptRecord{SKU: s, Kind: ledger.RecordSKU, Key: r.keys.BuyersKey(s), Problem: p})
 	}
 	return found, nil
 }

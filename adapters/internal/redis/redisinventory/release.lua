@@ -6,7 +6,8 @@
 -- the release of a confirmed hold's sale carries its hold id and order id, so the ledger alone
 -- tells that the hold's (and its order's) sale was undone.
 -- Reply: {1, event_id, seq, stock} released now; {2, event_id, seq} already released
--- (the original release event); {-1} not warmed; {-4} recovering (see purchase.lua); {-6} the deduction belongs
+-- (the original release event); {-1} not warmed; {-4} recovering and {-20, key, message} a state
+-- that does not read (see purchase.lua); {-6} the deduction belongs
 -- to another user; {-7} no deduction with that request id; {-12} the request id reserved a hold
 -- that is not confirmed: only a sale can be released.
 local sku_key, buyers_key, requests_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -36,6 +37,11 @@ local raw_hold = redis.call('HGET', sku_key, 'hold:' .. hold_id)
 if raw_hold then
   local h = read_hold(raw_hold)
   fields[7], fields[8], fields[9], fields[10] = 'hold_id', hold_id, 'order_id', h.order_id
+end
+
+local fault = allowance_fault(buyers_key, {user})
+if fault then
+  return fault
 end
 
 -- All checks done; writes follow.

@@ -8,12 +8,20 @@
 -- Reply: {1} fenced, buyers and requests emptied for rewriting;
 -- {-16, seq} Redis holds the SKU at a higher seq than the ledger: its newer
 -- events are not projected yet, and nothing is written.
-local seq = redis.call('HGET', KEYS[1], 'seq')
-if seq and tonumber(seq) > tonumber(ARGV[2]) then
-  return {-16, tonumber(seq)}
+-- A SKU whose state does not read (a hash key of another type, or a seq
+-- that does not parse) has no seq to compare: the caller made sure that
+-- the ledger holds every event its stream did (the reconciler's repair of
+-- a corrupt SKU state waits until none is in flight).
+local wrong_type = redis.call('TYPE', KEYS[1]).ok ~= 'hash'
+local seq = not wrong_type and tonumber(redis.call('HGET', KEYS[1], 'seq'))
+if seq and seq > tonumber(ARGV[2]) then
+  return {-16, seq}
 end
 
 -- All checks done; writes follow.
+if wrong_type then
+  redis.call('UNLINK', KEYS[1])
+end
 if seq then
   redis.call('HSET', KEYS[1], 'fence', ARGV[1])
 else

@@ -29,13 +29,16 @@ const (
 	receiptLua fragment = "receipt.lua"
 	// purchaseLua defines live_sku and free_allowance, the checks and the
 	// allowance bookkeeping that release and the hold scripts share. It
-	// calls fence_holds (nodeLua).
+	// calls fence_holds (nodeLua) and sku_fault (skuStateLua).
 	purchaseLua fragment = "purchase.lua"
 	// holdLua defines the hold record format, Redis's clock and the reply
 	// every hold script gives about a hold.
 	holdLua fragment = "hold.lua"
 	// seqGuardLua defines guard_seq, shared by the compare-and-set scripts.
 	seqGuardLua fragment = "seqguard.lua"
+	// skuStateLua defines sku_fault, what every script that reads a SKU's
+	// live fields to sell, hold or show it calls a state that does not read.
+	skuStateLua fragment = "skustate.lua"
 )
 
 // The scripts: each is its file with its fragments prepended, in the order
@@ -45,11 +48,11 @@ const (
 // sends the 40-byte digest, not the body.
 var (
 	warmScript     = newScript("warm.lua", nodeLua, entryLua)
-	batchScript    = newScript("batch.lua", nodeLua, entryLua, receiptLua, holdLua)
-	releaseScript  = newScript("release.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
+	batchScript    = newScript("batch.lua", nodeLua, skuStateLua, entryLua, receiptLua, holdLua)
+	releaseScript  = newScript("release.lua", nodeLua, skuStateLua, entryLua, receiptLua, purchaseLua, holdLua)
 	adjustScript   = newScript("adjust.lua", nodeLua, entryLua)
-	stateScript    = newScript("state.lua", nodeLua)
-	holdEndScript  = newScript("hold_end.lua", nodeLua, entryLua, receiptLua, purchaseLua, holdLua)
+	stateScript    = newScript("state.lua", nodeLua, skuStateLua)
+	holdEndScript  = newScript("hold_end.lua", nodeLua, skuStateLua, entryLua, receiptLua, purchaseLua, holdLua)
 	holdShowScript = newScript("hold_show.lua", holdLua)
 	dueScript      = newScript("due.lua", holdLua)
 
@@ -62,6 +65,7 @@ var (
 	correctScript = newScript("correct.lua", nodeLua, seqGuardLua)
 
 	restoreBeginScript  = newScript("restore_begin.lua")
+	quarantineScript    = newScript("quarantine.lua")
 	restoreChunkScript  = newScript("restore_chunk.lua")
 	restoreFinishScript = newScript("restore_finish.lua", nodeLua)
 	entombScript        = newScript("entomb.lua")

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -192,12 +193,14 @@ func TestEveryCodeAScriptGivesHasAMeaning(t *testing.T) {
 				}
 				continue
 			}
-			if code == codeAttemptFailed {
-				// An attempt that raised is a script error by design: its
-				// error must carry what Redis said.
-				rp := newReply(s.file, []any{n, "malformed receipt"})
-				if err := refusal(rp, code, subject{sku: "s"}); !errors.Is(err, ErrScript) || !strings.Contains(err.Error(), "malformed receipt") {
-					t.Errorf("%s answers %d: refusal gives %v, want an ErrScript with the message", s.file, n, err)
+			if code == codeCorruptSKU {
+				// A SKU state that does not read is reported as one, with
+				// the key and what was read.
+				rp := newReply(s.file, []any{n, "inv:{p00}:sku:s", "malformed sku state: stock is \"x\""})
+				err := refusal(rp, code, subject{sku: "s"})
+				c, ok := corruptOf(err)
+				if !ok || c.kind != ledger.RecordSKU || c.key != "inv:{p00}:sku:s" || c.problem != `stock is "x"` || !errors.Is(err, ErrScript) {
+					t.Errorf("%s answers %d: refusal gives %v (%+v), want a corrupt sku state naming key and problem", s.file, n, err, c)
 				}
 				continue
 			}

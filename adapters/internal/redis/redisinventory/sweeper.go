@@ -256,6 +256,12 @@ func (s *Sweeper) expire(ctx context.Context, key string, due []string) ([]ledge
 				errs = append(errs, err)
 				continue
 			}
+			if code == codeCorruptSKU {
+				// Every hold of the call got the same answer: the SKU's
+				// state does not read, and its restore brings the holds back.
+				s.reportCorruptSKU(ctx, c.sku, holdRefusal(op, replies[i], subject{sku: c.sku}))
+				break
+			}
 			if code == 1 {
 				expired = append(expired, ledger.ExpiredHold{Hold: h, Lateness: now.Sub(h.ExpiresAt)})
 			}
@@ -277,6 +283,16 @@ func (s *Sweeper) reportCorrupt(ctx context.Context, sku string, holds []string,
 			s.cfg.Corrupt.ReportCorrupt(ctx, rec)
 		}
 	}
+}
+
+// reportCorruptSKU reports sku, whose state did not read (err), for its
+// restore from the ledger.
+func (s *Sweeper) reportCorruptSKU(ctx context.Context, sku string, err error) {
+	c, ok := corruptOf(err)
+	if !ok || s.cfg.Corrupt == nil {
+		return
+	}
+	s.cfg.Corrupt.ReportCorrupt(ctx, ledger.CorruptRecord{SKU: sku, Kind: ledger.RecordSKU, Key: c.key, Problem: c.problem})
 }
 
 // isScriptReplyError tells an error reply of one pipelined script, which
