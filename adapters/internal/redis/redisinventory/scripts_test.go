@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
-	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // BatchScript is batch.lua as the table builds it, for the tests that
