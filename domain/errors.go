@@ -43,12 +43,13 @@ var (
 	ErrUnsafeRedis = errors.New("redis settings are unsafe")
 	// ErrCorruptLedger means a SKU's events do not fold into a consistent state.
 	ErrCorruptLedger = errors.New("corrupt ledger")
-	// ErrCorruptRecord means the record Redis keeps for this request (a
-	// receipt, or a hold record) does not parse, so the outcome it holds
-	// cannot be read; the attempt wrote nothing. It matches
-	// ErrUnavailable: the record is rebuilt from the ledger, and a retry
-	// with the same request id then gets the original outcome.
-	ErrCorruptRecord = fmt.Errorf("%w: the redis record of this request is corrupt and is being rebuilt from the ledger", ErrUnavailable)
+	// ErrCorruptRecord means what Redis keeps for this request (a receipt,
+	// a hold record) or for its SKU (the SKU's state, a key of its
+	// partition) does not read, so the outcome cannot be judged; the
+	// attempt wrote nothing. It matches ErrUnavailable: what is corrupt is
+	// rebuilt from the ledger, and a retry with the same request id then
+	// gets the outcome it would have had.
+	ErrCorruptRecord = fmt.Errorf("%w: what redis keeps for this request or its sku is corrupt and is being rebuilt from the ledger", ErrUnavailable)
 )
 
 // ErrInvalidInput is matched by every validation failure, whichever field failed.

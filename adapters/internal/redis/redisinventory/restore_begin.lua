@@ -24,6 +24,12 @@ if wrong_type then
 end
 if seq then
   redis.call('HSET', KEYS[1], 'fence', ARGV[1])
+  -- Open-hold counts that do not parse go: the restore writes them again
+  -- when the ledger has open holds, and none reads as zero.
+  local counts = redis.call('HMGET', KEYS[1], 'held', 'holds')
+  if (counts[1] and not tonumber(counts[1])) or (counts[2] and not tonumber(counts[2])) then
+    redis.call('HDEL', KEYS[1], 'held', 'holds')
+  end
 else
   -- A missing SKU is created whole, so that warm.lua finds it live and can
   -- never stock it a second time while the restore runs.

@@ -119,13 +119,13 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 			expiring = append(expiring, h.ExpiresAt.UnixMilli(), st.SKU+" "+id)
 		}
 	}
-	// The open-hold counts are written even when there are none, so a
-	// restore also replaces counts that did not parse.
-	if err := w.add(ctx, keys[0], "held", st.Held); err != nil {
-		return err
-	}
-	if err := w.add(ctx, keys[0], "holds", st.OpenHolds()); err != nil {
-		return err
+	if len(st.Holds) > 0 {
+		if err := w.add(ctx, keys[0], "held", st.Held); err != nil {
+			return err
+		}
+		if err := w.add(ctx, keys[0], "holds", st.OpenHolds()); err != nil {
+			return err
+		}
 	}
 	if err := w.flush(ctx); err != nil {
 		return err
