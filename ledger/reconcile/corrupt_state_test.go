@@ -238,6 +238,9 @@ func TestADriftIsRepairedBesideACorruptSKU(t *testing.T) {
 	if err := s.RedisClient.HSet(ctx, s.Keyspace.SKUKey("damaged"), "stock", "abc").Err(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Service.State(ctx, "damaged"); !errors.Is(err, domain.ErrCorruptRecord) || domain.CodeOf(err) != domain.CodeUnavailable {
+		t.Fatalf("GET of a sku whose stock does not read: %v (%s), want 503 unavailable, not not_warmed", err, domain.CodeOf(err))
+	}
 	rep, err := newReconciler(t, s, &alertSink{}).Run(ctx, reconcile.Options{Repair: true, Trigger: "interval"})
 	if err != nil {
 		t.Fatalf("a reconciliation with one damaged sku failed: %v", err)
@@ -254,6 +257,36 @@ func TestADriftIsRepairedBesideACorruptSKU(t *testing.T) {
 		if err != nil || v.RedisStock == nil || *v.RedisStock != 500 || v.Status != domain.StatusOpen {
 			t.Fatalf("%s after the run: %+v, %v; want 500 in stock and open", sku, v, err)
 		}
+	}
+}
+
+// TestReconcileNamingASKUFindsABadBuyerCount damages one buyer's count,
+// which no snapshot reads and only that buyer's purchases meet (no
+// purchase meets it here, so the run is the one to find it): a run that
+// names the SKU finds it and restores the SKU, and the buyer is judged by
+// the ledger's count again.
+func TestReconcileNamingASKUFindsABadBuyerCount(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "counted", 100, 2)
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("counted", "u1", 1, "r1")); err != nil {
+		t.Fatal(err)
+	}
+	s.RunProjector(t)
+	waitCaughtUp(t, s, "counted")
+	if err := s.RedisClient.HSet(ctx, s.Keyspace.BuyersKey("counted"), "u1", "xx").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := newReconciler(t, s, &alertSink{}).Run(ctx, reconcile.Options{SKUs: []string{"counted"}, Repair: true, Trigger: "cli"})
+	if err != nil || len(rep.Repaired) != 1 || rep.Repaired[0].Class != reconcile.ClassCorruptRecord || rep.Repaired[0].Key != s.Keyspace.BuyersKey("counted") {
+		t.Fatalf("reconcile --sku counted: %+v, %v; want its buyers' key repaired as corrupt_record", rep.Drifts, err)
+	}
+	if got, err := s.RedisClient.HGet(ctx, s.Keyspace.BuyersKey("counted"), "u1").Result(); err != nil || got != "1" {
+		t.Fatalf("u1's count after the repair: %q, %v; want the ledger's 1", got, err)
+	}
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("counted", "u1", 1, "r3")); err != nil {
+		t.Fatalf("u1 buys again under the limit: %v", err)
 	}
 }
 
