@@ -17,6 +17,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/internal/approot"
 	"github.com/invledger/invledger/adapters/internal/brokerexport"
+	"github.com/invledger/invledger/adapters/internal/httpapi/recovering"
 	"github.com/invledger/invledger/adapters/internal/httpapi/requestid"
 	"github.com/invledger/invledger/adapters/internal/postgres/pgstore"
 	"github.com/invledger/invledger/adapters/internal/redis/redisinventory"
@@ -242,6 +243,8 @@ func (a *Application) wire() error {
 		a.Metrics.ConsoleSignInFailures)
 	a.registerPendingAdjustments(reg)
 	a.registerUp(reg)
+	a.parts.Recovering = recovering.New(time.Now)
+	a.parts.Recovering.Register(reg)
 
 	if cfg.Durability == DurabilityEverysec {
 		a.Journal = ledger.NewReceiptJournal(journalWindow)

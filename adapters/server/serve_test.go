@@ -13,8 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/internal/approot"
+	"github.com/invledger/invledger/adapters/internal/httpapi/recovering"
+	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
+	"github.com/invledger/invledger/ledger/reconcile"
 )
 
 // Secrets of the test tokens.
@@ -101,7 +107,7 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 	st.SKU(t, "ready-1", 10, 1)
 	api := startServe(t, st, Config{Tokens: testTokens})
 
-	if r := call(t, "GET", api+"/readyz", "", ""); r.status != 200 || r.body != `{"status":"ready","redis":"ok","postgres":"ok"}` {
+	if r := call(t, "GET", api+"/readyz", "", ""); r.status != 200 || r.body != `{"status":"ready","redis":"ok","postgres":"ok","recovering":"ok"}` {
 		t.Fatalf("readyz with both up: %d %s", r.status, r.body)
 	}
 	if err := st.Postgres.Stop(ctx); err != nil {
@@ -109,7 +115,7 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 	}
 
 	r := call(t, "GET", api+"/readyz", "", "")
-	if r.status != 200 || r.body != `{"status":"ready","redis":"ok","postgres":"unreachable"}` {
+	if r.status != 200 || r.body != `{"status":"ready","redis":"ok","postgres":"unreachable","recovering":"ok"}` {
 		t.Fatalf("readyz with postgres down: %d %s", r.status, r.body)
 	}
 	for _, secret := range []string{strconv.Itoa(st.Postgres.Port()), st.Redis.Addr(), "127.0.0.1", "postgres:", "refused"} {
@@ -138,7 +144,7 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := call(t, "GET", api+"/readyz", "", ""); r.status != 503 ||
-		r.body != `{"status":"not_ready","error":"not_ready","redis":"unreachable","postgres":"unreachable"}` {
+		r.body != `{"status":"not_ready","error":"not_ready","redis":"unreachable","postgres":"unreachable","recovering":"ok"}` {
 		t.Fatalf("readyz with redis down: %d %s", r.status, r.body)
 	}
 	// A Redis that is down is unavailable, not a bug: 503 with Retry-After on
@@ -150,6 +156,128 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 		if r := call(t, c.method, api+c.path, c.secret, c.body); r.status != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"unavailable"`) {
 			t.Fatalf("%s %s with redis down: %d %v %s, want 503 unavailable with Retry-After", c.method, c.path, r.status, r.header, r.body)
 		}
+	}
+}
+
+// movingClock is a time the test moves.
+type movingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *movingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *movingClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// gaugeValue is the value of the unlabelled gauge name in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s is not registered", name)
+	return 0
+}
+
+// TestReadinessReportsSKUsRecoveringTooLongAndStaysReady restarts Redis
+// under an API that runs no reconciler, so its SKUs refuse as recovering
+// until the test verifies them. One is verified and sells; two are
+// retried past recovering.Bound: /readyz stays 200 and its "recovering"
+// note counts them, and the gauges measure them, until a reserve is
+// answered again and the last SKU's buyers stop retrying.
+func TestReadinessReportsSKUsRecoveringTooLongAndStaysReady(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := stacktest.New(t)
+	for _, sku := range []string{"rec-stuck", "rec-held", "rec-fine"} {
+		st.SKU(t, sku, 100, 10)
+	}
+	// The application's tracker reads the wall clock; this one reads a
+	// clock the test moves, so a refusal of over two minutes takes none.
+	clock := &movingClock{now: time.Now()}
+	tracker, reg := recovering.New(clock.Now), prometheus.NewRegistry()
+	tracker.Register(reg)
+	approot.Of(st.App).Recovering = tracker
+	api := startServe(t, st, Config{Tokens: testTokens})
+	readyz := func(note string) {
+		t.Helper()
+		want := `{"status":"ready","redis":"ok","postgres":"ok","recovering":"` + note + `"}`
+		if r := call(t, "GET", api+"/readyz", "", ""); r.status != 200 || r.body != want {
+			t.Fatalf("readyz = %d %s, want 200 %s", r.status, r.body, want)
+		}
+	}
+	deduct := func(sku, user string) answer {
+		return call(t, "POST", api+"/v1/skus/"+sku+"/deduct", secretGateway, `{"user_id":"`+user+`","qty":1,"request_id":"`+sku+`-`+user+`"}`)
+	}
+	reserve := func() answer {
+		return call(t, "POST", api+"/v1/skus/rec-held/holds", secretGateway, `{"user_id":"h1","qty":1,"request_id":"hold-1","ttl_seconds":600}`)
+	}
+	refused := func(what string, a answer) {
+		t.Helper()
+		want(t, what, a, 503, `"error":"recovering"`)
+		if a.header.Get("Retry-After") == "" {
+			t.Fatalf("%s: 503 without Retry-After", what)
+		}
+	}
+	readyz("ok")
+	want(t, "deduct before the restart", deduct("rec-stuck", "u0"), 200)
+
+	if err := st.Redis.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The first calls may meet the connections Redis closed.
+	localstacktest.WaitFor(t, "rec-stuck answering recovering", 10*time.Second, func() bool {
+		a := deduct("rec-stuck", "u1")
+		return a.status == 503 && strings.Contains(a.body, `"error":"recovering"`)
+	})
+	refused("reserve after the restart", reserve())
+	if n := gaugeValue(t, reg, "invledger_recovering_skus"); n != 2 {
+		t.Fatalf("invledger_recovering_skus = %g, want 2 (rec-stuck, rec-held)", n)
+	}
+	st.ProjectStreams(t)
+	localstacktest.WaitFor(t, "rec-fine verified", 10*time.Second, func() bool {
+		rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{SKUs: []string{"rec-fine"}, Repair: true, Trigger: "cli"})
+		return err == nil && rep.Unverified == 0
+	})
+
+	// Buyers retry every 25 s; two and a half minutes later the two still
+	// refuse, and rec-fine sells on the same pod.
+	for range 6 {
+		clock.advance(25 * time.Second)
+		refused("deduct of rec-stuck", deduct("rec-stuck", "u1"))
+		refused("reserve of rec-held", reserve())
+	}
+	want(t, "deduct of rec-fine", deduct("rec-fine", "u1"), 200)
+	readyz("2 skus over 2m0s")
+	if n, longest := gaugeValue(t, reg, "invledger_recovering_skus"), gaugeValue(t, reg, "invledger_recovering_longest_seconds"); n != 2 || longest != 150 {
+		t.Fatalf("invledger_recovering_skus = %g, invledger_recovering_longest_seconds = %g; want 2 and 150", n, longest)
+	}
+
+	localstacktest.WaitFor(t, "rec-held verified", 10*time.Second, func() bool {
+		rep, err := st.App.Reconciler.Run(ctx, reconcile.Options{SKUs: []string{"rec-held"}, Repair: true, Trigger: "cli"})
+		return err == nil && rep.Unverified == 0
+	})
+	want(t, "reserve once verified", reserve(), 201)
+	readyz("1 sku over 2m0s")
+	// rec-stuck's buyers give up: past recovering.Forget it no longer counts.
+	clock.advance(recovering.Forget + time.Second)
+	readyz("ok")
+	if n := gaugeValue(t, reg, "invledger_recovering_skus"); n != 0 {
+		t.Fatalf("invledger_recovering_skus = %g after every SKU answered or went quiet, want 0", n)
 	}
 }
 

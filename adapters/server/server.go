@@ -548,10 +548,11 @@ func apiHandler(a *app.Application, sc Config, tokens *httpapi.TokenSet) (http.H
 		OnUnavailable: func(route string, code domain.Code) {
 			a.Metrics.Unavailable.WithLabelValues(route, string(code)).Inc()
 		},
-		OnRequest: newRequestMetrics(a.Metrics.HTTPRequests, a.Metrics.HTTPDuration).observe,
-		Ready:     readiness(a, sc),
-		Tracer:    requestTracer(),
-		Logger:    a.Log,
+		OnPurchase: approot.Of(a).Recovering.Observe,
+		OnRequest:  newRequestMetrics(a.Metrics.HTTPRequests, a.Metrics.HTTPDuration).observe,
+		Ready:      readiness(a, sc),
+		Tracer:     requestTracer(),
+		Logger:     a.Log,
 	})
 }
 
@@ -569,9 +570,13 @@ func requestTracer() trace.Tracer {
 // ready while Redis answers, since purchases need nothing else: a
 // PostgreSQL outage only delays the ledger, and the probe says so in its
 // body. Any other process (projector, reconciler) needs both. The
-// reasons, with addresses, go to the log, never to the caller.
+// reasons, with addresses, go to the log, never to the caller. The API's
+// SKUs refusing as recovering past recovering.Bound are a note, never a
+// failure: a failing probe takes the pod out of its Service, and with it
+// the sales of every SKU that is fine.
 func readiness(a *app.Application, sc Config) func(ctx context.Context) httpapi.Readiness {
-	needPostgres := !sc.has(ComponentAPI)
+	api := sc.has(ComponentAPI)
+	needPostgres := !api
 	return func(ctx context.Context) httpapi.Readiness {
 		deps := []struct {
 			name   string
@@ -593,6 +598,9 @@ func readiness(a *app.Application, sc Config) func(ctx context.Context) httpapi.
 		}
 		if sc.exportNotes != nil {
 			rd.Notes = append(rd.Notes, sc.exportNotes()...)
+		}
+		if api {
+			rd.Notes = append(rd.Notes, httpapi.ReadinessNote{Name: "recovering", Value: approot.Of(a).Recovering.Note()})
 		}
 		for i, d := range deps {
 			rd.Checks = append(rd.Checks, httpapi.DependencyCheck{Name: d.name, OK: errs[i] == nil})

@@ -7,6 +7,7 @@ package approot
 
 import (
 	"github.com/invledger/invledger/adapters/internal/brokerexport"
+	"github.com/invledger/invledger/adapters/internal/httpapi/recovering"
 	"github.com/invledger/invledger/adapters/internal/postgres/pgstore"
 	"github.com/invledger/invledger/adapters/internal/redis/redisinventory"
 	"github.com/invledger/invledger/adapters/internal/redis/refusals"
@@ -32,6 +33,9 @@ type Parts struct {
 	// Refusals counts this process's refused purchases by SKU and reason;
 	// serve flushes them to Redis for the console.
 	Refusals *refusals.Counter
+	// Recovering is the SKUs this process's API refuses as recovering,
+	// for /readyz's note and the invledger_recovering_* gauges.
+	Recovering *recovering.Tracker
 	// AlertMetrics, EventWebhookMetrics and ExportMetrics count the alert
 	// webhook's and the business-event webhooks' deliveries and the broker
 	// export's publishes, on the application's registry.

@@ -71,6 +71,9 @@ func (s *server) reserve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h, err := s.holds.Reserve(r.Context(), cmd)
+	if s.onPurchase != nil {
+		s.onPurchase(cmd.SKU, err)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -82,6 +82,11 @@ type Config struct {
 	// retry: the route pattern and the code (unavailable, recovering,
 	// unsafe_redis), for a metric.
 	OnUnavailable func(route string, code domain.Code)
+	// OnPurchase, if set, is told the ledger's answer to every purchase
+	// and reserve, by SKU, nil for a sale, so that SKUs refusing as
+	// recovering for too long can be reported; it runs on every sale, so
+	// it must be cheap.
+	OnPurchase func(sku domain.SKUID, err error)
 	// OnRequest, if set, is told of every answer: the route pattern
 	// (net/http's, "/" for an unknown path), the status and how long it
 	// took, for metrics.
@@ -177,6 +182,7 @@ type server struct {
 	idempotency  IdempotencyStore
 	metrics      http.Handler
 	unavailable  func(route string, code domain.Code)
+	onPurchase   func(sku domain.SKUID, err error)
 	onRequest    func(route string, status int, elapsed time.Duration)
 	tracer       trace.Tracer
 	tokens       *TokenSet
@@ -217,6 +223,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		idempotency:  cfg.Idempotency,
 		metrics:      cfg.Metrics,
 		unavailable:  cfg.OnUnavailable,
+		onPurchase:   cfg.OnPurchase,
 		onRequest:    cfg.OnRequest,
 		tracer:       cfg.Tracer,
 		tokens:       tokens,
@@ -538,6 +545,9 @@ func (s *server) deduct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc, err := s.ledger.Deduct(r.Context(), cmd)
+	if s.onPurchase != nil {
+		s.onPurchase(cmd.SKU, err)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
