@@ -96,6 +96,10 @@ func (b *corruptBuyer) run(s *stacktest.Stack, user func(i int) string, deadline
 // change the restart check failed on the first damaged key, and every SKU
 // answered recovering until the key was deleted by hand.
 func TestOneCorruptSKUStateNeverStopsTheSale(t *testing.T) {
+	// Beside the package's other parallel tests: its own wait for the
+	// ledger can take half a minute when the projector stalls after the
+	// kill (see catchUpStall).
+	t.Parallel()
 	sink := &alertSink{}
 	s := stacktest.New(t, stacktest.WithAppConfig(func(c *app.Config) { c.Alerter = sink })) // appendfsync always
 	ctx := context.Background()
@@ -118,11 +122,16 @@ func TestOneCorruptSKUStateNeverStopsTheSale(t *testing.T) {
 	s.RunProjector(t)
 	for _, c := range stateCorruptions {
 		waitCaughtUp(t, s, c.sku)
+	}
+	runVerifier(t, s, newReconciler(t, s, sink))
+	// The damage comes after the verifier's pass at its start, so that the
+	// restart check is the first to meet it.
+	waitFirstPass(t, s)
+	for _, c := range stateCorruptions {
 		if err := c.damage(ctx, s, c.sku); err != nil {
 			t.Fatal(err)
 		}
 	}
-	runVerifier(t, s, newReconciler(t, s, sink))
 
 	stop := make(chan struct{})
 	var restarted atomic.Bool
@@ -216,6 +225,23 @@ func TestOneCorruptSKUStateNeverStopsTheSale(t *testing.T) {
 		if n := alerts[c.sku]; n < 1 || n > 3 {
 			t.Errorf("%s alerted %d times as corrupt_record, want once or twice (%v)", c.sku, n, alerts)
 		}
+	}
+}
+
+// waitFirstPass waits until a verifier recorded its first pass.
+func waitFirstPass(t *testing.T, s *stacktest.Stack) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var runs int
+		err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM reconciliation_runs WHERE trigger = 'redis_restart'`).Scan(&runs)
+		if err == nil && runs > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the verifier recorded no pass within 30 s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

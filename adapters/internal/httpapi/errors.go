@@ -82,7 +82,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			// Not an outage: one record is damaged, and its repair is
 			// logged and alerted where it was reported.
 			s.log.WarnContext(r.Context(), "httpapi: a corrupt redis record is being rebuilt", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
-			detail = "the record Redis keeps for this request is damaged and is being rebuilt from the ledger; retry with the same request_id"
+			detail = "what Redis keeps for this request or its sku is damaged and is being rebuilt from the ledger; retry with the same request_id"
 			break
 		}
 		s.log.WarnContext(r.Context(), "httpapi: a server is unavailable", "method", r.Method, "path", r.URL.Path, "sku", r.PathValue("sku"), "err", err)
