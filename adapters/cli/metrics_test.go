@@ -91,12 +91,13 @@ func TestMetricsPassPromtoolAndCoverTheIssue(t *testing.T) {
 	call("POST", "/v1/skus/met-1/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r1"}`, 200)
 	call("POST", "/v1/skus/met-1/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r2"}`, 409)
 	// A script error: a key of the wrong type makes the script fail inside
-	// Redis, which is neither a purchase nor a refusal.
+	// Redis, which is neither a purchase nor a refusal: a 503 while the
+	// SKU is restored from the ledger, counted as a script error.
 	broken := s.Keyspace.SKUKey("met-broken")
 	if err := s.RedisClient.Set(ctx, broken, "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	call("POST", "/v1/skus/met-broken/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r3"}`, 500)
+	call("POST", "/v1/skus/met-broken/deduct", gw, `{"user_id":"u1","qty":1,"request_id":"r3"}`, 503)
 	if err := s.RedisClient.Del(ctx, broken).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -264,9 +264,6 @@ func TestADriftIsRepairedBesideACorruptSKU(t *testing.T) {
 	if err := s.RedisClient.HSet(ctx, s.Keyspace.SKUKey("damaged"), "stock", "abc").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Service.State(ctx, "damaged"); !errors.Is(err, domain.ErrCorruptRecord) || domain.CodeOf(err) != domain.CodeUnavailable {
-		t.Fatalf("GET of a sku whose stock does not read: %v (%s), want 503 unavailable, not not_warmed", err, domain.CodeOf(err))
-	}
 	rep, err := newReconciler(t, s, &alertSink{}).Run(ctx, reconcile.Options{Repair: true, Trigger: "interval"})
 	if err != nil {
 		t.Fatalf("a reconciliation with one damaged sku failed: %v", err)
@@ -283,6 +280,38 @@ func TestADriftIsRepairedBesideACorruptSKU(t *testing.T) {
 		if err != nil || v.RedisStock == nil || *v.RedisStock != 500 || v.Status != domain.StatusOpen {
 			t.Fatalf("%s after the run: %+v, %v; want 500 in stock and open", sku, v, err)
 		}
+	}
+}
+
+// TestShowingACorruptSKUAnswers503UntilItIsRestored damages a SKU's seq:
+// GET /v1/skus/{sku} answers 503, not not_warmed, reports it, and answers
+// the ledger's figures once the report's repair restored it.
+func TestShowingACorruptSKUAnswers503UntilItIsRestored(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t)
+	ctx := context.Background()
+	s.SKU(t, "shown", 40, 1)
+	s.RunProjector(t)
+	waitCaughtUp(t, s, "shown")
+	if err := s.RedisClient.HSet(ctx, s.Keyspace.SKUKey("shown"), "seq", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Service.State(ctx, "shown"); !errors.Is(err, domain.ErrCorruptRecord) || domain.CodeOf(err) != domain.CodeUnavailable {
+		t.Fatalf("GET of a sku whose seq does not read: %v (%s), want 503 unavailable, not not_warmed", err, domain.CodeOf(err))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := s.Service.State(ctx, "shown")
+		if err == nil {
+			if v.RedisSeq == nil || *v.RedisSeq != 1 || *v.RedisStock != 40 || v.Status != domain.StatusOpen {
+				t.Fatalf("after its restore: %+v, want seq 1, stock 40, open", v)
+			}
+			return
+		}
+		if domain.CodeOf(err) != domain.CodeUnavailable || time.Now().After(deadline) {
+			t.Fatalf("GET while the sku is restored: %v; want 503, then its figures within 30 s", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
