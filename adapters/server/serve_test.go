@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,24 +160,6 @@ func TestReadinessFollowsRedisAndPostgresOutagesAreUnavailable(t *testing.T) {
 	}
 }
 
-// movingClock is a time the test moves.
-type movingClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *movingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *movingClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // gaugeValue is the value of the unlabelled gauge name in reg.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -208,8 +191,9 @@ func TestReadinessReportsSKUsRecoveringTooLongAndStaysReady(t *testing.T) {
 	}
 	// The application's tracker reads the wall clock; this one reads a
 	// clock the test moves, so a refusal of over two minutes takes none.
-	clock := &movingClock{now: time.Now()}
-	tracker, reg := recovering.New(clock.Now), prometheus.NewRegistry()
+	start := time.Now()
+	var moved atomic.Int64 // nanoseconds the test moved the clock on
+	tracker, reg := recovering.New(func() time.Time { return start.Add(time.Duration(moved.Load())) }), prometheus.NewRegistry()
 	tracker.Register(reg)
 	approot.Of(st.App).Recovering = tracker
 	api := startServe(t, st, Config{Tokens: testTokens})
@@ -257,7 +241,7 @@ func TestReadinessReportsSKUsRecoveringTooLongAndStaysReady(t *testing.T) {
 	// Buyers retry every 25 s; two and a half minutes later the two still
 	// refuse, and rec-fine sells on the same pod.
 	for range 6 {
-		clock.advance(25 * time.Second)
+		moved.Add(int64(25 * time.Second))
 		refused("deduct of rec-stuck", deduct("rec-stuck", "u1"))
 		refused("reserve of rec-held", reserve())
 	}
@@ -274,7 +258,7 @@ func TestReadinessReportsSKUsRecoveringTooLongAndStaysReady(t *testing.T) {
 	want(t, "reserve once verified", reserve(), 201)
 	readyz("1 sku over 2m0s")
 	// rec-stuck's buyers give up: past recovering.Forget it no longer counts.
-	clock.advance(recovering.Forget + time.Second)
+	moved.Add(int64(recovering.Forget + time.Second))
 	readyz("ok")
 	if n := gaugeValue(t, reg, "invledger_recovering_skus"); n != 0 {
 		t.Fatalf("invledger_recovering_skus = %g after every SKU answered or went quiet, want 0", n)

@@ -93,6 +93,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   -- any other error is the node's, raised for the whole call, before any
   -- write.
   local refused, failed, failed_key
+  local stock, limit, status, seq, held, holds
   -- Only a group with a reserve reads the open-hold counts: each field
   -- read costs the call, and only a reserve writes them.
   local ok, live
@@ -106,10 +107,13 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   elseif not live[1] and not live[5] then
     refused = {-1}
   else
-    local fault = sku_fault(live)
+    -- The numbers the judging needs, read once; sku_fault only names
+    -- what does not read, off the path of a sound SKU.
+    stock, limit, status, seq = tonumber(live[1]), tonumber(live[2]), live[3], tonumber(live[5])
+    held, holds = tonumber(live[6] or '0'), tonumber(live[7] or '0')
     run = run or node_run()
-    if fault then
-      refused = {-20, sku_key, 'malformed sku state: ' .. fault}
+    if not (stock and limit and seq and held and holds) or (status ~= 'open' and status ~= 'closed') then
+      refused = {-20, sku_key, 'malformed sku state: ' .. sku_fault(live)}
     elseif live[4] ~= run then
       refused = {-4}
     else
@@ -138,8 +142,6 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       answers[first + k - 1] = refused
     end
   else
-    local stock, limit, status, seq = tonumber(live[1]), tonumber(live[2]), live[3], tonumber(live[5])
-    local held, holds = tonumber(live[6]) or 0, tonumber(live[7]) or 0
     -- receipts and counted start as Redis holds them and take what each
     -- attempt of the call makes, so that a later one reads it.
     local receipts, counted = {}, {}
