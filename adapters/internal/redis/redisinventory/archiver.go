@@ -38,18 +38,29 @@ func (r *RedisArchiver) CloseSKU(ctx context.Context, sku domain.SKUID, eventID,
 	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
 	v, err := closeScript.Run(ctx, r.client, keys, s, eventID, actor).Slice()
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("close %s: %w", sku, err)
+		return time.Time{}, false, r.corrupt(ctx, fmt.Errorf("close %s: %w", sku, err), s)
 	}
 	rp := newReply("close "+s, v)
 	code, err := rp.outcome(subject{sku: s})
 	if err != nil {
-		return time.Time{}, false, err
+		return time.Time{}, false, r.corrupt(ctx, err, s)
 	}
 	at := rp.Micros(1, "closed_at")
 	if err := rp.Err(); err != nil {
 		return time.Time{}, false, err
 	}
 	return at, code == codeDoneBefore, nil
+}
+
+// corrupt is the *ledger.CorruptRecordError of a close that met sku's
+// state not reading (asCorrupt), else err. It reports nothing: the
+// reconciler's next run, a purchase or a GET of the SKU does, and has it
+// restored, after which the close is retried.
+func (r *RedisArchiver) corrupt(ctx context.Context, err error, sku string) error {
+	if ce, ok := asCorrupt(ctx, r.client, r.keys, err, ledger.CorruptRecord{SKU: sku}); ok {
+		return ce
+	}
+	return err
 }
 
 // Buyers reads a SKU's buyers hash in pages (HSCAN), so a large hash never

@@ -55,11 +55,11 @@ func wrongTyped(ctx context.Context, client redis.UniversalClient, keys []typedK
 // and did not name: one of the SKU's own keys (ledger.RecordSKU), else
 // one of its partition's (ledger.RecordPartitionKey). A zero Kind means
 // every key reads by now.
-func (r *RedisInventory) wrongTypeKey(ctx context.Context, sku string) (ledger.CorruptRecord, error) {
-	if k, problem, ok, err := wrongTyped(ctx, r.client, r.keys.skuTypedKeys(sku)); err != nil || ok {
+func wrongTypeKey(ctx context.Context, client redis.UniversalClient, keys Keyspace, sku string) (ledger.CorruptRecord, error) {
+	if k, problem, ok, err := wrongTyped(ctx, client, keys.skuTypedKeys(sku)); err != nil || ok {
 		return ledger.CorruptRecord{SKU: sku, Kind: ledger.RecordSKU, Key: k.key, Problem: problem}, err
 	}
-	k, problem, ok, err := wrongTyped(ctx, r.client, r.keys.partitionTypedKeys(r.keys.Partition(sku)))
+	k, problem, ok, err := wrongTyped(ctx, client, keys.partitionTypedKeys(keys.Partition(sku)))
 	if err != nil || !ok {
 		return ledger.CorruptRecord{}, err
 	}

@@ -2,8 +2,14 @@ package redisinventory
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/invledger/invledger/domain"
+	"github.com/invledger/invledger/ledger"
 )
 
 // TestLiveFaultAgreesWithTheScripts writes SKU hashes whose live fields
@@ -62,6 +68,47 @@ func TestLiveFaultAgreesWithTheScripts(t *testing.T) {
 		case c.fault != "" && (!strings.HasPrefix(goFault, c.fault+" is") || luaErr == nil ||
 			!strings.Contains(luaErr.Error(), malformedSKUState+c.fault+" is")):
 			t.Errorf("%s=%q does not read: liveFault says %q and state.lua %v, want both to name %s", c.field, c.value, goFault, luaErr, c.fault)
+		}
+	}
+}
+
+// TestAdjustAndCloseOfACorruptSKUAnswerUnavailable damages a SKU's stock,
+// then its hash's type: an adjustment and a close answer the corrupt
+// SKU's 503, naming the key, and write nothing, where they used to fail
+// inside the script with a 500.
+func TestAdjustAndCloseOfACorruptSKUAnswerUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client, keys := privateRedis(t)
+	inv, err := NewRedisInventory(client, keys, InventoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archiver := NewRedisArchiver(client, keys)
+	id, _ := domain.NewSKUID("mended")
+	def, _ := domain.NewSKUDefinition(id, 10, 1)
+	if _, _, err := inv.Warm(ctx, def, uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	key := keys.SKUKey("mended")
+	for _, damage := range []func() error{
+		func() error { return client.HSet(ctx, key, "stock", "abc").Err() },
+		func() error { return client.Set(ctx, key, "not-a-hash", 0).Err() },
+	} {
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		before := client.XLen(ctx, keys.SKUStreamKey("mended")).Val()
+		_, adjustErr := inv.Adjust(ctx, id, 1, 5, uuid.NewString(), "op", "recount")
+		_, _, closeErr := archiver.CloseSKU(ctx, id, uuid.NewString(), "op")
+		for name, err := range map[string]error{"adjust": adjustErr, "close": closeErr} {
+			ce, ok := errors.AsType[*ledger.CorruptRecordError](err)
+			if !ok || !errors.Is(err, domain.ErrCorruptRecord) || ce.Record.Kind != ledger.RecordSKU || ce.Record.Key != key {
+				t.Errorf("%s of a sku whose state does not read: %v, want a corrupt sku state naming %s", name, err, key)
+			}
+		}
+		if after := client.XLen(ctx, keys.SKUStreamKey("mended")).Val(); after != before {
+			t.Errorf("%d events appended over a corrupt state", after-before)
 		}
 	}
 }

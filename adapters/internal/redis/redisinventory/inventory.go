@@ -337,12 +337,12 @@ func (r *RedisInventory) Adjust(ctx context.Context, sku domain.SKUID, adjustmen
 	keys := []string{r.keys.SKUKey(s), r.keys.SKUStreamKey(s)}
 	v, err := adjustScript.Run(ctx, r.client, keys, s, delta, eventID, actor, reason, adjustmentID).Slice()
 	if err != nil {
-		return domain.Receipt{}, r.failed(ctx, "adjust "+s, err)
+		return domain.Receipt{}, r.corrupt(ctx, r.failed(ctx, "adjust "+s, err), ledger.CorruptRecord{SKU: s})
 	}
 	rp := newReply("adjust "+s, v)
 	_, err = rp.outcome(subject{sku: s})
 	if err != nil {
-		return domain.Receipt{}, err
+		return domain.Receipt{}, r.corrupt(ctx, err, ledger.CorruptRecord{SKU: s})
 	}
 	rc := domain.Receipt{SKU: s, Qty: delta}
 	rc.EventID = rp.String(1, "event_id")

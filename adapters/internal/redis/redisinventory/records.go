@@ -1,6 +1,7 @@
 package redisinventory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,43 +81,50 @@ func isCorrupt(err error) bool {
 
 // corrupt turns err, the error of a call about rec's SKU, request id and
 // hold id, into a *ledger.CorruptRecordError when a script met a corrupt
-// record, a SKU state that does not read, or a key of the wrong type,
-// which it reports; any other error, and nil, pass through.
+// record, a SKU state that does not read, or a key of the wrong type
+// (asCorrupt), which it reports; any other error, and nil, pass through.
 func (r *RedisInventory) corrupt(ctx context.Context, err error, rec ledger.CorruptRecord) error {
 	if err == nil {
 		return nil
 	}
+	ce, ok := asCorrupt(ctx, r.client, r.keys, err, rec)
+	if !ok {
+		return err
+	}
+	if r.cfg.Corrupt != nil {
+		r.cfg.Corrupt.ReportCorrupt(ctx, ce.Record)
+	}
+	return ce
+}
+
+// asCorrupt reads err, the error of a call about rec's SKU, request id and
+// hold id, as corrupt when a script met a corrupt record, a SKU state that
+// does not read, or a key of the wrong type, whose key it then asks Redis
+// for (a script that raised WRONGTYPE does not say which).
+func asCorrupt(ctx context.Context, client redis.UniversalClient, keys Keyspace, err error, rec ledger.CorruptRecord) (*ledger.CorruptRecordError, bool) {
 	c, ok := corruptOf(err)
 	if !ok {
 		if !redis.HasErrorPrefix(err, "WRONGTYPE") {
-			return err
+			return nil, false
 		}
-		// A script that raised WRONGTYPE does not say which key: ask.
-		found, diagErr := r.wrongTypeKey(ctx, rec.SKU)
+		found, diagErr := wrongTypeKey(ctx, client, keys, rec.SKU)
 		if diagErr != nil || found.Kind == "" {
-			return errors.Join(err, diagErr)
+			return nil, false
 		}
-		found.RequestID = ""
 		rec, c = found, corruptReplyError{kind: found.Kind, key: found.Key, problem: found.Problem}
 	}
 	rec.Kind = c.kind
 	switch c.kind {
 	case ledger.RecordReceipt:
 		rec.HoldID = ""
-	case ledger.RecordSKU, ledger.RecordPartitionKey:
-		// One repair per SKU (or key), whatever request met it.
-		rec.RequestID, rec.HoldID, rec.Key, rec.Problem = "", "", c.key, c.problem
+	case ledger.RecordSKU:
+		// One repair per SKU, whatever request met it; state.lua reads
+		// only the hash, and names no key.
+		rec.RequestID, rec.HoldID, rec.Key, rec.Problem = "", "", cmp.Or(c.key, keys.SKUKey(rec.SKU)), c.problem
+	case ledger.RecordPartitionKey:
+		rec = ledger.CorruptRecord{Kind: c.kind, Key: c.key, Problem: c.problem}
 	}
-	switch {
-	case rec.Kind == ledger.RecordPartitionKey:
-		rec.SKU = ""
-	case rec.Kind == ledger.RecordSKU && rec.Key == "":
-		rec.Key = r.keys.SKUKey(rec.SKU) // state.lua reads only the hash
-	}
-	if r.cfg.Corrupt != nil {
-		r.cfg.Corrupt.ReportCorrupt(ctx, rec)
-	}
-	return &ledger.CorruptRecordError{Record: rec, Err: err}
+	return &ledger.CorruptRecordError{Record: rec, Err: err}, true
 }
 
 var _ ledger.RecordRewriter = (*RedisRestorer)(nil)

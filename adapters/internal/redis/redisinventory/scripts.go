@@ -37,7 +37,8 @@ const (
 	// seqGuardLua defines guard_seq, shared by the compare-and-set scripts.
 	seqGuardLua fragment = "seqguard.lua"
 	// skuStateLua defines sku_fault, what every script that reads a SKU's
-	// live fields to sell, hold or show it calls a state that does not read.
+	// live fields to sell, hold, show, adjust or close it calls a state
+	// that does not read.
 	skuStateLua fragment = "skustate.lua"
 )
 
@@ -50,13 +51,13 @@ var (
 	warmScript     = newScript("warm.lua", nodeLua, entryLua)
 	batchScript    = newScript("batch.lua", nodeLua, skuStateLua, entryLua, receiptLua, holdLua)
 	releaseScript  = newScript("release.lua", nodeLua, skuStateLua, entryLua, receiptLua, purchaseLua, holdLua)
-	adjustScript   = newScript("adjust.lua", nodeLua, entryLua)
+	adjustScript   = newScript("adjust.lua", nodeLua, skuStateLua, entryLua)
 	stateScript    = newScript("state.lua", nodeLua, skuStateLua)
 	holdEndScript  = newScript("hold_end.lua", nodeLua, skuStateLua, entryLua, receiptLua, purchaseLua, holdLua)
 	holdShowScript = newScript("hold_show.lua", holdLua)
 	dueScript      = newScript("due.lua", holdLua)
 
-	closeScript      = newScript("close.lua", nodeLua, entryLua)
+	closeScript      = newScript("close.lua", nodeLua, skuStateLua, entryLua)
 	dropBuyersScript = newScript("drop_buyers.lua")
 	retireScript     = newScript("retire.lua", nodeLua)
 

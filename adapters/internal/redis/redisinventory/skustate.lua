@@ -1,7 +1,8 @@
 -- skustate.lua: prepended to the scripts that read a SKU's live fields to
--- sell, hold or show it (batch.lua, state.lua, and through purchase.lua
--- release.lua and hold_end.lua; see scripts.go), so that they agree on
--- what a SKU whose state does not read is.
+-- sell, hold, show, adjust or close it (batch.lua, state.lua, adjust.lua,
+-- close.lua, and through purchase.lua release.lua and hold_end.lua; see
+-- scripts.go), so that they agree on what a SKU whose state does not read
+-- is.
 -- sku_fault takes the live fields in the order every one of them reads
 -- them, {stock, limit, status, fence, seq, held, holds}, and names the
 -- first that does not read as the scripts write it (stock, limit and seq
