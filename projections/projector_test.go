@@ -129,6 +129,18 @@ func sale(t *testing.T, s *stacktest.Stack, sku string, users, goroutines int) {
 	wg.Wait()
 }
 
+// saleInBackground runs sale in a goroutine and returns a channel closed
+// when it ends. A test that fails before then still waits for the sale
+// before its stack's cleanup closes the clients, so the failure is not
+// buried under thousands of "client is closed" errors.
+func saleInBackground(t *testing.T, s *stacktest.Stack, sku string, users, goroutines int) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); sale(t, s, sku, users, goroutines) }()
+	t.Cleanup(func() { <-done })
+	return done
+}
+
 func TestProjectionOfAFlashSaleWithReleases(t *testing.T) {
 	t.Parallel()
 	s := stacktest.New(t)
@@ -167,8 +179,7 @@ func TestProjectorCrashMidBatchLosesNothing(t *testing.T) {
 	flaky := &flakyStore{ProjectorStore: s.Projection}
 	stop := s.RunProjector(t, stacktest.ProjectorName("crashy"), stacktest.ProjectorStoreOf(flaky))
 
-	saleDone := make(chan struct{})
-	go func() { defer close(saleDone); sale(t, s, sku, 4000, 4000) }()
+	saleDone := saleInBackground(t, s, sku, 4000, 4000)
 	localstacktest.WaitFor(t, "some projection", 30*time.Second, func() bool { return ledgerCount(t, s.Pool, sku) > 200 })
 	// Crash: batches in flight fail and nothing more commits; the process is
 	// gone before any retry can succeed, leaving its entries pending.
