@@ -41,8 +41,9 @@ const (
 
 // projectorChild runs a projector over the servers its environment names,
 // as a separate process would, until SIGTERM. It prints READY once running
-// and, with childHoldEnv, COMMITTED n or HOLDING n when it stops in a batch
-// of n events.
+// and, with childHoldEnv, COMMITTED n when it stops after committing n
+// events or HOLDING n when it stops before committing the events of n
+// stream entries.
 func projectorChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -97,7 +98,7 @@ type holdingStore struct {
 func (h *holdingStore) AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error) {
 	hold := h.mode != "" && len(events) >= h.min
 	if hold && h.mode == "before-commit" {
-		h.once.Do(func() { fmt.Println("HOLDING", len(events)) })
+		h.once.Do(func() { fmt.Println("HOLDING", entriesOf(events)) })
 		select {}
 	}
 	inserted, err := h.ProjectorStore.AppendBatch(ctx, events)
@@ -106,6 +107,16 @@ func (h *holdingStore) AppendBatch(ctx context.Context, events []domain.Event) (
 		select {}
 	}
 	return inserted, err
+}
+
+// entriesOf counts the stream entries events came from: a purchase batch
+// appends several events in one entry.
+func entriesOf(events []domain.Event) int {
+	ids := map[string]bool{}
+	for _, e := range events {
+		ids[e.StreamID] = true
+	}
+	return len(ids)
 }
 
 // projectorProcess is a projector child process.
@@ -255,7 +266,7 @@ func TestTwoProjectorProcessesOneKilledMidSale(t *testing.T) {
 	// can be older than ReclaimAfter by now, and the survivor would already
 	// be claiming it.
 	if pending := pendingOf(t, s, sku, "victim-0"); pending < held {
-		t.Fatalf("the victim holds %d pending entries, want at least the %d it is committing", pending, held)
+		t.Fatalf("the victim holds %d pending entries, want at least the %d whose events it is committing", pending, held)
 	}
 	startProjectorProcess(t, s, "survivor", "", 0)
 	victim.kill(t)
