@@ -27,13 +27,20 @@ use Psr\Http\Message\StreamFactoryInterface;
  * the deadline throws UnavailableException (ConnectionException when no
  * answer came) carrying the request id to retry with later.
  *
- * It keeps no global state and is safe to share; the token appears in no
- * exception message, log line or dump.
+ * It keeps no global state and is safe to share. The token appears in no
+ * exception (message, properties or trace arguments), log line, dump,
+ * var_export, array cast or reflection of its properties: it is kept in
+ * the frame of a suspended generator (see secretCell), every parameter that
+ * takes it is a SensitiveParameter, a Client refuses to be serialized, and
+ * every text of an answer or transport error that goes into an exception
+ * has the token and any "Bearer <credential>" replaced by "(hidden)".
  */
 final class Client
 {
     private readonly string $base;
     private readonly Options $options;
+    /** The token's cell: see secretCell. */
+    private readonly \Generator $secret;
 
     /**
      * @param ClientInterface         $http     any PSR-18 client (Client::create uses Guzzle)
@@ -47,7 +54,7 @@ final class Client
         private readonly RequestFactoryInterface $requests,
         private readonly StreamFactoryInterface $streams,
         string $baseUrl,
-        #[\SensitiveParameter] private readonly string $token,
+        #[\SensitiveParameter] string $token,
         ?Options $options = null,
     ) {
         $u = parse_url($baseUrl);
@@ -57,12 +64,17 @@ final class Client
         }
         if ($token === '') {
             $errs[] = 'token is required: the secret of a gateway token (INVLEDGER_TOKEN)';
+        } elseif (preg_match('/[\x00-\x1f\x7f]/', $token) === 1) {
+            // It could not be sent as a header, and an HTTP library's
+            // refusal would quote the header's value.
+            $errs[] = 'token must not contain control characters or line breaks';
         }
         if ($errs !== []) {
             throw new \InvalidArgumentException('invledger client: ' . implode('; ', $errs));
         }
         $this->base = rtrim($baseUrl, '/');
         $this->options = $options ?? new Options();
+        $this->secret = self::secretCell($token);
     }
 
     /**
@@ -70,9 +82,11 @@ final class Client
      *
      * @param string                       $baseUrl the API's, e.g. http://127.0.0.1:8080
      * @param string                       $token   a gateway token's secret
-     * @param Options|array<string,mixed>  $options Options, or an array for Options::fromArray
+     * @param Options|array<string,mixed>  $options Options, or an array for Options::fromArray (such as
+     *                                              config('invledger'), which holds the token: it is a
+     *                                              SensitiveParameter too)
      */
-    public static function create(string $baseUrl, #[\SensitiveParameter] string $token, Options|array $options = []): self
+    public static function create(string $baseUrl, #[\SensitiveParameter] string $token, #[\SensitiveParameter] Options|array $options = []): self
     {
         if (!class_exists(\GuzzleHttp\Client::class)) {
             throw new \LogicException('invledger client: Client::create needs guzzlehttp/guzzle; or pass any PSR-18 client and PSR-17 factories to new Client(...)');
@@ -256,6 +270,24 @@ final class Client
     }
 
     /**
+     * A Client is not serialized (nor was one with Guzzle, whose handlers
+     * are closures): build one where it is needed, with Client::create or
+     * the container.
+     *
+     * @return array<string,mixed>
+     */
+    public function __serialize(): array
+    {
+        throw new \LogicException('invledger client: a Client cannot be serialized; build one where it is needed (Client::create)');
+    }
+
+    /** @param array<string,mixed> $data */
+    public function __unserialize(array $data): void
+    {
+        throw new \LogicException('invledger client: a Client cannot be unserialized; build one with Client::create');
+    }
+
+    /**
      * send makes the call, retrying 503s and transport errors until the
      * deadline, and returns the decoded 2xx body and its answer.
      *
@@ -268,7 +300,7 @@ final class Client
             $payload = $body === null ? null : json_encode($body, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
         } catch (\JsonException $e) {
             // Only a string that is not UTF-8 fails here; nothing was sent.
-            throw new \InvalidArgumentException(sprintf('invledger client: %s %s: %s is not valid UTF-8', $method, $path, self::notUtf8((array) $body)), 0, $e);
+            throw new \InvalidArgumentException($this->redact(sprintf('invledger client: %s %s: %s is not valid UTF-8', $method, $path, self::notUtf8((array) $body))), 0, $e);
         }
         $start = hrtime(true);
         $wait = $this->options->retryWait;
@@ -284,7 +316,7 @@ final class Client
                     throw $e;
                 }
                 $this->options->logger?->warning('invledger: retrying', [
-                    'method' => $method, 'path' => $path, 'attempt' => $attempt, 'request_id' => $requestId,
+                    'method' => $method, 'path' => $this->redact($path), 'attempt' => $attempt, 'request_id' => $requestId,
                     'error' => $e->errorCode, 'trace_id' => $e->traceId, 'wait_seconds' => $pause,
                 ]);
                 $this->sleep($pause);
@@ -300,35 +332,122 @@ final class Client
      */
     private function once(string $method, string $path, ?string $payload, ?string $key, ?string $requestId): array
     {
-        $req = $this->requests->createRequest($method, $this->base . $path)
-            ->withHeader('Authorization', 'Bearer ' . $this->token)
-            ->withHeader('Accept', 'application/json');
-        if ($payload !== null) {
-            $req = $req->withHeader('Content-Type', 'application/json')->withBody($this->streams->createStream($payload));
-        }
-        if ($key !== null) {
-            $req = $req->withHeader('Idempotency-Key', $key);
+        try {
+            $req = $this->requests->createRequest($method, $this->base . $path)
+                ->withHeader('Authorization', $this->reveal('header'))
+                ->withHeader('Accept', 'application/json');
+            if ($payload !== null) {
+                $req = $req->withHeader('Content-Type', 'application/json')->withBody($this->streams->createStream($payload));
+            }
+            if ($key !== null) {
+                $req = $req->withHeader('Idempotency-Key', $key);
+            }
+        } catch (\Throwable $e) {
+            // A factory's refusal may quote a header, and its trace carries
+            // the header's value: only its redacted message goes on.
+            throw new \InvalidArgumentException($this->redact(sprintf('invledger client: %s %s: the request could not be built: %s',
+                $method, $path, $e->getMessage())));
         }
         try {
             $res = $this->http->sendRequest($req);
             $raw = (string) $res->getBody();
         } catch (ClientExceptionInterface|\RuntimeException $e) {
-            // The transport's message names the URL, never the headers; the
-            // previous exception is left out, as its request carries the token.
-            throw new ConnectionException('connection', sprintf('%s %s: no answer: %s', $method, $path, $e->getMessage()),
+            // The previous exception is left out, as its request (and the
+            // trace's arguments) carry the token; the message is redacted,
+            // in case a transport quotes the request's headers.
+            throw new ConnectionException('connection', $this->redact(sprintf('%s %s: no answer: %s', $method, $path, $e->getMessage())),
                 null, null, 0, $requestId, 1);
+        } catch (\Throwable $e) {
+            // A fault of the HTTP client itself (not a transport error, so
+            // not retried), without its trace, whose arguments carry the
+            // request.
+            throw new \LogicException($this->redact(sprintf('invledger client: %s %s: the HTTP client failed: %s: %s (%s:%d)',
+                $method, $path, get_class($e), $e->getMessage(), $e->getFile(), $e->getLine())));
         }
         $status = $res->getStatusCode();
         $decoded = json_decode($raw, true);
         if ($status < 200 || $status > 299) {
+            // An answer may echo the request's headers: what of it goes
+            // into the exception is redacted.
             $after = preg_match('/^[0-9]+$/', $res->getHeaderLine('Retry-After')) === 1 ? (int) $res->getHeaderLine('Retry-After') : null;
-            throw InvledgerException::fromAnswer($status, is_array($decoded) ? $decoded : null, $raw, self::traceId($res), $after, $requestId);
+            $traceId = self::traceId($res);
+            throw InvledgerException::fromAnswer($status, is_array($decoded) ? $this->redactAll($decoded) : null, $this->redact($raw),
+                $traceId === null ? null : $this->redact($traceId), $after, $requestId);
         }
         if (!is_array($decoded)) {
-            throw new UnexpectedResponseException('bad_answer', sprintf('%s %s: the answer is not a JSON object', $method, $path),
-                null, self::traceId($res), $status, $requestId);
+            $traceId = self::traceId($res);
+            throw new UnexpectedResponseException('bad_answer', $this->redact(sprintf('%s %s: the answer is not a JSON object', $method, $path)),
+                null, $traceId === null ? null : $this->redact($traceId), $status, $requestId);
         }
         return [$decoded, $res];
+    }
+
+    /**
+     * secretCell returns the cell that keeps $token: the frame of a
+     * suspended generator, whose variables PHP shows to no dump,
+     * var_export, cast, serialization (a Generator refuses it) or
+     * reflection, and whose argument is a SensitiveParameter in any trace.
+     * Sent [op, text], it yields the answer, then waits for the next
+     * question (reveal does both): op "header" answers the Authorization
+     * header's value, "redact" answers text with the token (as it is,
+     * JSON-escaped or URL-encoded) and any "Bearer <credential>" replaced
+     * by "(hidden)"; a text the expressions fail on is "(hidden)" whole.
+     *
+     * @return \Generator<int, string|null, array{0: string, 1: string}, void>
+     */
+    private static function secretCell(#[\SensitiveParameter] string $token): \Generator
+    {
+        // The token as it is, or with any of its bytes escaped (JSON's
+        // "\/" or "\u002f", escaped again when JSON is quoted in JSON) or
+        // URL-encoded; letters in any case.
+        $forms = '';
+        foreach (str_split($token) as $byte) {
+            $hex = bin2hex($byte);
+            $forms .= sprintf('(?:\\\\*%s|\\\\*u00%s|%%%s)', preg_quote($byte, '~'), $hex, $hex);
+        }
+        $forms = '~' . $forms . '~i';
+        while (true) {
+            [$op, $text] = yield null;
+            if ($op === 'header') {
+                yield 'Bearer ' . $token;
+                continue;
+            }
+            $text = preg_replace($forms, '(hidden)', (string) $text);
+            // An echoed Authorization header, of this token or another (in
+            // JSON too, where "/" may be "\/"); a placeholder such as
+            // "Bearer <secret>" is left as it is.
+            yield $text === null ? '(hidden)' : (preg_replace('~\b(bearer)[ \t]+(?!<)(?:\\\\+/|[^\s"\',;\\\\])+~i', '$1 (hidden)', $text) ?? '(hidden)');
+            $text = '';
+        }
+    }
+
+    /** reveal asks the token's cell $op about $text; see secretCell. */
+    private function reveal(string $op, string $text = ''): string
+    {
+        $answer = (string) $this->secret->send([$op, $text]);
+        $this->secret->next(); // back to waiting: the cell's current value is null again
+        return $answer;
+    }
+
+    /** redact returns $text with the token and any "Bearer <credential>" hidden. */
+    private function redact(string $text): string
+    {
+        return $this->reveal('redact', $text);
+    }
+
+    /**
+     * redactAll redacts every string, key or value, of a decoded answer.
+     *
+     * @param array<mixed> $a
+     * @return array<mixed>
+     */
+    private function redactAll(array $a): array
+    {
+        $out = [];
+        foreach ($a as $k => $v) {
+            $out[is_string($k) ? $this->redact($k) : $k] = is_string($v) ? $this->redact($v) : (is_array($v) ? $this->redactAll($v) : $v);
+        }
+        return $out;
     }
 
     /**

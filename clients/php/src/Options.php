@@ -47,11 +47,12 @@ final class Options
     /**
      * fromArray builds Options from an array such as config('invledger'):
      * keys deadline, retry_wait, max_retry_wait, timeout (seconds); absent
-     * keys keep their defaults.
+     * keys keep their defaults. $a is a SensitiveParameter, as such an array
+     * may hold the token too.
      *
      * @param array<string,mixed> $a
      */
-    public static function fromArray(array $a, ?LoggerInterface $logger = null): self
+    public static function fromArray(#[\SensitiveParameter] array $a, ?LoggerInterface $logger = null): self
     {
         $f = static fn (string $k, float $d): float => isset($a[$k]) && $a[$k] !== '' ? (float) $a[$k] : $d;
         return new self($f('deadline', 10.0), $f('retry_wait', 0.2), $f('max_retry_wait', 5.0), $f('timeout', 5.0), $logger);

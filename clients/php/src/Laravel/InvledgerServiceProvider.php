@@ -24,7 +24,11 @@ final class InvledgerServiceProvider extends ServiceProvider
         $this->app->singleton(Client::class, static function (Container $app): Client {
             $cfg = (array) $app->make('config')->get('invledger', []);
             $logger = $app->bound(LoggerInterface::class) ? $app->make(LoggerInterface::class) : null;
-            return Client::create((string) ($cfg['url'] ?? ''), (string) ($cfg['token'] ?? ''), Options::fromArray($cfg, $logger));
+            // The options are read without the token, so that no frame of
+            // an exception of theirs carries it.
+            $token = (string) ($cfg['token'] ?? '');
+            unset($cfg['token']);
+            return Client::create((string) ($cfg['url'] ?? ''), $token, Options::fromArray($cfg, $logger));
         });
         $this->app->alias(Client::class, 'invledger');
     }
