@@ -26,10 +26,44 @@ const (
 	SealHMACSHA256 SealAlgorithm = "hmac-sha256"
 )
 
-// ErrSealKeyMissing means a seal or checkpoint names a key id that is not
-// among the configured seal keys, so it cannot be checked: neither intact
+// ErrSealKeyMissing means a seal or checkpoint names a key id while no
+// seal key is configured at all, so it cannot be checked: neither intact
 // nor broken.
 var ErrSealKeyMissing = errors.New("seal key not configured")
+
+// ErrSealKeyRetired means a seal or checkpoint names a key id declared
+// retired (SealKeys.WithRetired): its MAC cannot be checked, only its
+// links to its neighbours.
+var ErrSealKeyRetired = errors.New("seal key retired")
+
+// ErrUnknownSealKey means a seal or checkpoint names a key id that is
+// neither a configured key nor declared retired while keys are configured.
+// Whoever can write the database can write any key id, so it is tamper
+// evidence: the error also matches ErrCorruptLedger.
+var ErrUnknownSealKey = errors.New("seal key id neither configured nor declared retired")
+
+// unknownKeyID is the outcome of a keyed seal or checkpoint, described by
+// what, whose key id keys neither hold nor declare retired, and which no
+// key of keys made: ErrSealKeyMissing when keys is empty, ErrSealKeyRetired
+// for a retired id, else ErrUnknownSealKey.
+func unknownKeyID(keys SealKeys, what, id string) error {
+	switch {
+	case keys.Retired(id):
+		return fmt.Errorf("%w: %s is keyed with retired key id %q", ErrSealKeyRetired, what, id)
+	case keys.Empty():
+		return fmt.Errorf("%w: %s is keyed with key id %q", ErrSealKeyMissing, what, id)
+	default:
+		return unknownKeyIDError{fmt.Sprintf("%v: %s is keyed with key id %q, which is neither a given seal key nor declared retired: a forged MAC or an edited key id",
+			ErrCorruptLedger, what, id)}
+	}
+}
+
+// unknownKeyIDError matches ErrCorruptLedger and ErrUnknownSealKey without
+// repeating the second's text.
+type unknownKeyIDError struct{ msg string }
+
+func (e unknownKeyIDError) Error() string   { return e.msg }
+func (e unknownKeyIDError) Unwrap() []error { return []error{ErrCorruptLedger, ErrUnknownSealKey} }
 
 // Seal is one ledger row's link in its SKU's chain, kept beside the
 // append-only row in an append-only table of its own.
@@ -116,8 +150,11 @@ type ChainVerifier struct {
 
 // Check verifies that s links to the previous seal and that its hash
 // matches e's fields. The first failing row is where the ledger was edited
-// (ErrCorruptLedger). A keyed seal whose key id is not in Keys returns
-// ErrSealKeyMissing: it cannot be checked.
+// (ErrCorruptLedger). A keyed seal whose key id is not in Keys is broken
+// when a key of Keys made it (its key id was edited) or when the id is not
+// declared retired either (ErrUnknownSealKey); under a retired id it
+// returns ErrSealKeyRetired and the chain goes on from it, its link
+// checked; with no key at all it returns ErrSealKeyMissing.
 func (v *ChainVerifier) Check(e Event, s Seal) error {
 	if s.PrevHash != v.prev {
 		return corrupt(e, "seal's prev_hash %q does not link to the previous seal's hash %q", s.PrevHash, v.prev)
@@ -132,7 +169,7 @@ func (v *ChainVerifier) Check(e Event, s Seal) error {
 	case SealHMACSHA256:
 		k, ok := v.Keys.Lookup(s.KeyID)
 		if !ok {
-			return fmt.Errorf("%w: sku %s seq %d is sealed with key id %q", ErrSealKeyMissing, e.SKU, e.Seq, s.KeyID)
+			return v.unknownKeyID(e, s)
 		}
 		want = KeyedSealHash(k, s.PrevHash, e)
 		v.keyed = true
@@ -147,4 +184,18 @@ func (v *ChainVerifier) Check(e Event, s Seal) error {
 	}
 	v.prev = s.Hash
 	return nil
+}
+
+// unknownKeyID judges a keyed seal whose key id is not among the keys.
+func (v *ChainVerifier) unknownKeyID(e Event, s Seal) error {
+	if k, ok := v.Keys.matching(func(k SealKey) bool {
+		return hmac.Equal([]byte(KeyedSealHash(k, s.PrevHash, e)), []byte(s.Hash))
+	}); ok {
+		return corrupt(e, "seal names key id %q but key %s made it: its key id was edited", s.KeyID, k.ID)
+	}
+	err := unknownKeyID(v.Keys, fmt.Sprintf("sku %s seq %d", e.SKU, e.Seq), s.KeyID)
+	if errors.Is(err, ErrSealKeyRetired) {
+		v.prev, v.keyed = s.Hash, true
+	}
+	return err
 }

@@ -68,54 +68,78 @@ func checkpointMAC(k SealKey, c Checkpoint) string {
 // newest head of each SKU they vouch for.
 type CheckpointVerifier struct {
 	// Keys checks the checkpoints' MACs.
-	Keys  SealKeys
-	last  Checkpoint
-	heads map[string]SealHead
+	Keys SealKeys
+	// seen is the last checkpoint given to Check, last the last that
+	// verified.
+	seen, last Checkpoint
+	heads      map[string]VouchedHead
+}
+
+// VouchedHead is a SKU's newest head in the checkpoints, and the N of the
+// checkpoint that vouches for it.
+type VouchedHead struct {
+	SealHead
+	Checkpoint int64
 }
 
 // Check verifies that c follows the previous checkpoint (N+1, linked by
-// its MAC), that its MAC is right, and that no head goes back. A break is
-// ErrCorruptLedger; a key id not in Keys is ErrSealKeyMissing.
+// its MAC), that its MAC is right, and that no head goes back, and returns
+// the first that fails. A break is
+// ErrCorruptLedger, a key id neither in Keys nor declared retired among
+// them (ErrUnknownSealKey) included; under a retired id it returns
+// ErrSealKeyRetired, with no key at all ErrSealKeyMissing.
+//
+// Whatever it returns, the next checkpoint is checked against c, so one
+// checkpoint that cannot be checked, or is broken, does not hide the
+// later ones; and the heads of c count whenever a key of Keys made its
+// MAC, even under an edited key id, since then the sealer wrote them.
 func (v *CheckpointVerifier) Check(c Checkpoint) error {
-	if c.N != v.last.N+1 {
-		return fmt.Errorf("%w: checkpoint %d follows checkpoint %d: checkpoints %d-%d were deleted", ErrCorruptLedger, c.N, v.last.N, v.last.N+1, c.N-1)
+	prev := v.seen
+	v.seen = c
+	var linkErr error
+	if c.N != prev.N+1 {
+		linkErr = fmt.Errorf("%w: checkpoint %d follows checkpoint %d: checkpoints %d-%d were deleted", ErrCorruptLedger, c.N, prev.N, prev.N+1, c.N-1)
+	} else if c.PrevMAC != prev.MAC {
+		linkErr = fmt.Errorf("%w: checkpoint %d does not link to checkpoint %d", ErrCorruptLedger, c.N, prev.N)
 	}
-	if c.PrevMAC != v.last.MAC {
-		return fmt.Errorf("%w: checkpoint %d does not link to checkpoint %d", ErrCorruptLedger, c.N, v.last.N)
-	}
+	made := func(k SealKey) bool { return hmac.Equal([]byte(checkpointMAC(k, c)), []byte(c.MAC)) }
 	k, ok := v.Keys.Lookup(c.KeyID)
-	if !ok {
-		return fmt.Errorf("%w: checkpoint %d is keyed with key id %q", ErrSealKeyMissing, c.N, c.KeyID)
-	}
-	if !hmac.Equal([]byte(checkpointMAC(k, c)), []byte(c.MAC)) {
-		return fmt.Errorf("%w: checkpoint %d's MAC (key %s) does not match its heads: edited, or written without the key", ErrCorruptLedger, c.N, c.KeyID)
+	switch {
+	case ok && !made(k):
+		return cmp.Or(linkErr, fmt.Errorf("%w: checkpoint %d's MAC (key %s) does not match its heads: edited, or written without the key", ErrCorruptLedger, c.N, c.KeyID))
+	case !ok:
+		k, ok = v.Keys.matching(made)
+		if !ok {
+			return cmp.Or(linkErr, unknownKeyID(v.Keys, fmt.Sprintf("checkpoint %d", c.N), c.KeyID))
+		}
+		linkErr = cmp.Or(linkErr, fmt.Errorf("%w: checkpoint %d names key id %q but key %s made it: its key id was edited", ErrCorruptLedger, c.N, c.KeyID, k.ID))
 	}
 	if v.heads == nil {
-		v.heads = map[string]SealHead{}
+		v.heads = map[string]VouchedHead{}
 	}
+	var headErr error
 	for _, hd := range c.Heads {
 		if was, ok := v.heads[hd.SKU]; ok && hd.Seq < was.Seq {
-			return fmt.Errorf("%w: checkpoint %d puts sku %s's head back from seq %d to %d", ErrCorruptLedger, c.N, hd.SKU, was.Seq, hd.Seq)
+			headErr = cmp.Or(headErr, fmt.Errorf("%w: checkpoint %d puts sku %s's head back from seq %d to %d", ErrCorruptLedger, c.N, hd.SKU, was.Seq, hd.Seq))
+			continue
 		}
-		v.heads[hd.SKU] = hd
+		v.heads[hd.SKU] = VouchedHead{SealHead: hd, Checkpoint: c.N}
+	}
+	if err := cmp.Or(linkErr, headErr); err != nil {
+		return err
 	}
 	v.last = c
 	return nil
 }
 
 // Last is the last checkpoint that verified (the zero Checkpoint before
-// the first).
+// the first); checkpoints after it may have been given to Check.
 func (v *CheckpointVerifier) Last() Checkpoint { return v.last }
 
-// Head is the newest head of sku the verified checkpoints vouch for.
-func (v *CheckpointVerifier) Head(sku string) (SealHead, bool) {
-	h, ok := v.heads[sku]
-	return h, ok
-}
-
-// Heads are the newest vouched heads, one per SKU, in no order.
-func (v *CheckpointVerifier) Heads() []SealHead {
-	out := make([]SealHead, 0, len(v.heads))
+// Heads are the newest heads that checkpoints a key made vouch for, one
+// per SKU, in no order.
+func (v *CheckpointVerifier) Heads() []VouchedHead {
+	out := make([]VouchedHead, 0, len(v.heads))
 	for _, h := range v.heads {
 		out = append(out, h)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -40,7 +41,8 @@ func NewSealKey(id string, secret []byte) (SealKey, error) {
 // checkpoints, every one verifies. The zero value has no key: the sealer
 // then writes unkeyed seals.
 type SealKeys struct {
-	keys []SealKey
+	keys    []SealKey
+	retired []string
 }
 
 // NewSealKeys returns keys, the first being the signing key. Ids must be
@@ -113,4 +115,52 @@ func (k SealKeys) IDs() []string {
 		ids[i] = key.ID
 	}
 	return ids
+}
+
+// WithRetired returns k with ids declared retired: keys that sealed rows
+// and checkpoints once and were destroyed in good faith. What they sealed
+// can no longer be checked, and a verifier says so without calling it
+// tampered; a key id neither among the keys nor declared retired is
+// tamper evidence, since the database that holds the id is writable by
+// whoever tampered with it. The declaration comes from outside the
+// database for the same reason. An id cannot be both a key and retired.
+func (k SealKeys) WithRetired(ids ...string) (SealKeys, error) {
+	var errs []error
+	retired := append([]string(nil), k.retired...)
+	for _, id := range ids {
+		switch {
+		case !sealKeyID.MatchString(id):
+			errs = append(errs, fmt.Errorf("retired seal key id %q: a seal key id must be 1-32 of A-Z a-z 0-9 . _ -", id))
+		case k.hasKey(id):
+			errs = append(errs, fmt.Errorf("seal key id %q is given as a key and declared retired: a retired key is one whose secret is gone", id))
+		case !slices.Contains(retired, id):
+			retired = append(retired, id)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return SealKeys{}, err
+	}
+	return SealKeys{keys: k.keys, retired: retired}, nil
+}
+
+// Retired says id was declared retired.
+func (k SealKeys) Retired(id string) bool { return slices.Contains(k.retired, id) }
+
+// RetiredIDs lists the ids declared retired.
+func (k SealKeys) RetiredIDs() []string { return slices.Clone(k.retired) }
+
+func (k SealKeys) hasKey(id string) bool {
+	_, ok := k.Lookup(id)
+	return ok
+}
+
+// matching returns the first key for which made says it made a MAC: how a
+// verifier tells a key id edited on an authentic seal or checkpoint.
+func (k SealKeys) matching(made func(SealKey) bool) (SealKey, bool) {
+	for _, key := range k.keys {
+		if made(key) {
+			return key, true
+		}
+	}
+	return SealKey{}, false
 }

@@ -51,6 +51,20 @@ func sale(t *testing.T, keys string, skus ...string) *stacktest.Stack {
 	return s
 }
 
+// openWithKeys opens another application over s's servers with seal keys
+// keys, as a serve restarted with other keys would be.
+func openWithKeys(t *testing.T, s *stacktest.Stack, keys string) *app.Application {
+	t.Helper()
+	c := s.App.Config()
+	c.SealKeys, c.Registry = keys, nil
+	a, err := app.New(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
 // keyedSale is sale with keys, the heads checkpointed.
 func keyedSale(t *testing.T, keys string, skus ...string) *stacktest.Stack {
 	t.Helper()
@@ -133,31 +147,22 @@ func TestKeyedSealsCatchAReseal(t *testing.T) {
 		t.Fatalf("rolled back, verified without the record: %+v %v, want nothing seen", rep, err)
 	}
 	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{Keys: keys, SKU: "later", Since: &recorded})
-	if err != nil || !strings.Contains(rep.BrokenCheckpoint, fmt.Sprintf("checkpoint %d, recorded earlier, is gone", recorded.N)) {
+	if err != nil || !strings.Contains(rep.Rollback, fmt.Sprintf("checkpoint %d, recorded earlier, is gone", recorded.N)) {
 		t.Fatalf("rolled back, verified since checkpoint %d: %+v %v", recorded.N, rep, err)
 	}
 }
 
 // TestKeyedSealsRotateAndRefuseToGuess: after a rotation (k2 signs, k1
 // only verifies) the chain holds seals of both keys and verifies with
-// both; verify given only the new key, or none, cannot check and says so;
+// both; verify given no key cannot check and says so (given only the new
+// key, see TestARetiredKeyIsNotCheckedAndHidesNothingElse);
 // a sealer without a key refuses the keyed ledger; a forged checkpoint
 // and a deleted one are broken.
 func TestKeyedSealsRotateAndRefuseToGuess(t *testing.T) {
 	t.Parallel()
 	s := keyedSale(t, sealKey1, "rot")
 	ctx := context.Background()
-	open := func(keys string) *app.Application {
-		c := s.App.Config()
-		c.SealKeys, c.Registry = keys, nil
-		a, err := app.New(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(a.Close)
-		return a
-	}
-	rotated := open(sealKey2 + "," + sealKey1)
+	rotated := openWithKeys(t, s, sealKey2+","+sealKey1)
 	if _, err := s.Projection.AppendBatch(ctx, []domain.Event{{ID: uuid.NewString(), Type: domain.EventDeducted, SKU: "rot",
 		Seq: 7, Qty: 1, Delta: -1, Balance: 4, User: "late", RequestID: "late", OccurredAt: time.Now(), StreamID: "0-2"}}); err != nil {
 		t.Fatal(err)
@@ -173,16 +178,14 @@ func TestKeyedSealsRotateAndRefuseToGuess(t *testing.T) {
 		t.Fatalf("after a rotation: %+v %v, want 6 rows keyed with k1, 1 with k2, 2 checkpoints", rep, err)
 	}
 
-	for keys, missing := range map[string]string{sealKey2: `"k1"`, "": "no key"} {
-		rep, err := ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{Keys: mustSealKeys(t, keys)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rep.CannotVerify(); !errors.Is(err, ledger.ErrCannotVerify) || !strings.Contains(err.Error(), missing) || !rep.Intact() || rep.Unprotected() {
-			t.Errorf("verify with keys %q: %v (%+v), want it unable to check, naming %s", keys, err, rep, missing)
-		}
+	rep, err = ledger.VerifyChains(ctx, s.Seals, ledger.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	keyless := open("")
+	if err := rep.CannotVerify(); !errors.Is(err, ledger.ErrCannotVerify) || !strings.Contains(err.Error(), "no key") || !rep.Intact() || rep.Unprotected() {
+		t.Errorf("verify without a key: %v (%+v), want it unable to check", err, rep)
+	}
+	keyless := openWithKeys(t, s, "")
 	if _, err := keyless.Sealer.SealAll(ctx); !errors.Is(err, seal.ErrKeyRequired) {
 		t.Fatalf("a sealer without a key on a keyed ledger: %v, want ErrKeyRequired", err)
 	}

@@ -36,7 +36,9 @@ type VerifyOptions struct {
 	// SKU, if set, limits the chains checked to this one SKU's; the
 	// checkpoints are always checked in full.
 	SKU string
-	// Keys check the keyed seals and the checkpoints.
+	// Keys check the keyed seals and the checkpoints; the key ids they
+	// declare retired are reported as not checked, any other key id
+	// without a key as broken.
 	Keys domain.SealKeys
 	// Since, if set, is a checkpoint recorded earlier, outside the
 	// database (as verify printed it): verify reports the checkpoints
@@ -59,9 +61,19 @@ type ChainReport struct {
 	KeyIDs  map[string]int64
 	Unkeyed int64
 	// Checkpoints counts the keyed checkpoints that verified; Newest is
-	// the last of them (zero N when none).
+	// the last of them (zero N when none), and Latest the N of the last
+	// checkpoint in the ledger, verified or not.
 	Checkpoints int64
 	Newest      domain.Checkpoint
+	Latest      int64
+	// Retired counts, by key id, the rows whose seal is under a key
+	// declared retired, and RetiredCheckpoints the checkpoints: their
+	// links were checked, their MACs cannot be.
+	Retired            map[string]int64
+	RetiredCheckpoints int64
+	// UnknownKeyIDs are the key ids of broken seals and checkpoints that
+	// name neither a given key nor a retired one.
+	UnknownKeyIDs []string
 	// KeyedLedger says the ledger holds keyed checkpoints: every seal must
 	// then be keyed, or vouched for by a checkpoint (those sealed before
 	// the ledger was keyed).
@@ -71,6 +83,9 @@ type ChainReport struct {
 	Broken    []BrokenChain
 	// BrokenCheckpoint is the first checkpoint that does not verify.
 	BrokenCheckpoint string
+	// Rollback says the checkpoint of VerifyOptions.Since is gone or
+	// differs: the ledger was rolled back past it.
+	Rollback string
 	// Unsealed lists the SKUs with rows the sealer has not linked yet.
 	Unsealed []UnsealedChain
 	// Unchecked lists what verify could not check for want of a key.
@@ -106,12 +121,24 @@ func (u UnsealedChain) String() string {
 }
 
 // ErrCannotVerify means verify could not check what it was asked to: keyed
-// seals or checkpoints whose key it was not given, or a key but no
-// checkpoint to check the ledger against.
+// seals or checkpoints while it was given no key at all, or a key but no
+// checkpoint to check the ledger against. (Given keys, a key id it does
+// not hold is broken unless declared retired.)
 var ErrCannotVerify = errors.New("cannot verify the ledger's seals")
 
 // Intact says whether nothing verify checked is broken.
-func (r ChainReport) Intact() bool { return len(r.Broken) == 0 && r.BrokenCheckpoint == "" }
+func (r ChainReport) Intact() bool {
+	return len(r.Broken) == 0 && r.BrokenCheckpoint == "" && r.Rollback == ""
+}
+
+// Reference is the checkpoint to keep outside the database for a later
+// verify's Since: the newest that verified, offered only when the ledger
+// is intact and no later checkpoint went unchecked, since a reference
+// older than a checkpoint verify could not check would let a rollback to
+// that checkpoint pass.
+func (r ChainReport) Reference() (domain.Checkpoint, bool) {
+	return r.Newest, r.Newest.N > 0 && r.Newest.N == r.Latest && r.Intact() && len(r.Unchecked) == 0
+}
 
 // CannotVerify returns ErrCannotVerify, saying what is missing, when the
 // report leaves part of the ledger unchecked.
@@ -130,15 +157,18 @@ func (r ChainReport) CannotVerify() error {
 	return nil
 }
 
+// noteUnknownKey records keyID when err is a seal or checkpoint under a key
+// id neither given nor retired, so the report can say what to do if it is
+// an honest key verify was not given.
+func (r *ChainReport) noteUnknownKey(err error, keyID string) {
+	if errors.Is(err, domain.ErrUnknownSealKey) && !slices.Contains(r.UnknownKeyIDs, keyID) {
+		r.UnknownKeyIDs = append(r.UnknownKeyIDs, keyID)
+	}
+}
+
 // Unprotected says the chains resist no one who can write the database:
 // nothing in them is keyed.
 func (r ChainReport) Unprotected() bool { return !r.KeyedLedger && r.Keyed == 0 }
-
-// vouched is a SKU's newest head in the checkpoints, and the checkpoint's N.
-type vouched struct {
-	domain.SealHead
-	n int64
-}
 
 // VerifyChains recomputes every SKU's seals (or only opt.SKU's) from the
 // ledger, link by link in seq order, checks the keyed checkpoints, and
@@ -152,56 +182,69 @@ type vouched struct {
 // of it is named at that head. A chain that ends before its checkpointed
 // head lost its tail. A row not sealed yet is reported as such: nothing
 // vouches for it until the sealer links it.
+//
+// A key id is written by whoever writes the database, so one that names
+// no given key is not a reason to stop checking: it is broken, unless
+// opt.Keys declare it retired, when the rows and checkpoints under it are
+// counted as not checked and everything around them is still checked
+// (their links, later keyed seals and checkpoints, the heads of every
+// checkpoint a key made, and opt.Since).
 func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (ChainReport, error) {
 	if opt.SKU != "" {
 		if _, err := domain.NewSKUID(opt.SKU); err != nil {
 			return ChainReport{}, err
 		}
 	}
-	rep := ChainReport{KeyIDs: map[string]int64{}, KeysGiven: opt.Keys.IDs()}
-	heads := map[string]vouched{}
+	rep := ChainReport{KeyIDs: map[string]int64{}, Retired: map[string]int64{}, KeysGiven: opt.Keys.IDs()}
 	checkpoints := domain.CheckpointVerifier{Keys: opt.Keys}
 	var (
-		stopped    bool
+		missing    bool // no key at all for a keyed checkpoint
 		sinceFound bool
 		sinceMAC   string
 	)
 	err := chains.ScanCheckpoints(ctx, func(c domain.Checkpoint) error {
-		rep.KeyedLedger = true
+		rep.KeyedLedger, rep.Latest = true, c.N
 		if opt.Since != nil && c.N == opt.Since.N {
 			sinceFound, sinceMAC = true, c.MAC
 		}
-		if stopped {
-			return nil
-		}
-		if err := checkpoints.Check(c); err != nil {
-			stopped = true
-			switch {
-			case errors.Is(err, domain.ErrSealKeyMissing):
+		err := checkpoints.Check(c)
+		switch {
+		case err == nil:
+			rep.Checkpoints++
+		case errors.Is(err, domain.ErrSealKeyRetired):
+			rep.RetiredCheckpoints++
+		case errors.Is(err, domain.ErrSealKeyMissing):
+			if !missing {
+				missing = true
 				rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("checkpoints from %d on: %v", c.N, err))
-			case errors.Is(err, domain.ErrCorruptLedger):
-				rep.BrokenCheckpoint = err.Error()
-			default:
-				return err
 			}
-			return nil
-		}
-		rep.Checkpoints++
-		for _, h := range c.Heads {
-			heads[h.SKU] = vouched{SealHead: h, n: c.N}
+		case errors.Is(err, domain.ErrCorruptLedger):
+			rep.noteUnknownKey(err, c.KeyID)
+			if rep.BrokenCheckpoint == "" {
+				rep.BrokenCheckpoint = err.Error()
+			}
+		default:
+			return err
 		}
 		return nil
 	})
 	if err != nil {
 		return ChainReport{}, err
 	}
+	// The heads of every checkpoint a key made, not only of those before
+	// the first one that failed: a tail cut shows whatever hides a
+	// checkpoint.
+	heads := map[string]domain.VouchedHead{}
+	for _, h := range checkpoints.Heads() {
+		heads[h.SKU] = h
+	}
 	rep.Newest = checkpoints.Last()
-	if since := opt.Since; since != nil && rep.BrokenCheckpoint == "" && len(rep.Unchecked) == 0 {
+	if since := opt.Since; since != nil {
 		if !sinceFound {
-			rep.BrokenCheckpoint = fmt.Sprintf("checkpoint %d, recorded earlier, is gone (the newest is %d): the rows, seals and checkpoints written since were deleted, or the database was rolled back",
-				since.N, rep.Newest.N)
+			rep.Rollback = fmt.Sprintf("checkpoint %d, recorded earlier, is gone (the newest is %d): the rows, seals and checkpoints written since were deleted, or the database was rolled back",
+				since.N, rep.Latest)
 		} else if !strings.HasPrefix(sinceMAC, since.MAC) {
-			rep.BrokenCheckpoint = fmt.Sprintf("checkpoint %d is not the one recorded earlier (its MAC starts %s, not %s): the checkpoints were rewritten",
+			rep.Rollback = fmt.Sprintf("checkpoint %d is not the one recorded earlier (its MAC starts %s, not %s): the checkpoints were rewritten",
 				since.N, sinceMAC[:min(len(sinceMAC), 16)], since.MAC[:16])
 		}
 	}
@@ -212,7 +255,7 @@ func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (
 		done     bool // the SKU is broken or cannot be checked further
 		sealedTo int64
 		pending  *UnsealedChain
-		head     vouched
+		head     domain.VouchedHead
 		hasHead  bool
 		// unkeyedFrom is the first seq of the SKU's trailing run of
 		// unkeyed seals that neither a keyed seal nor a checkpoint vouches
@@ -230,7 +273,7 @@ func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (
 		}
 		if !done && hasHead && sealedTo < head.Seq {
 			breakAt(sealedTo+1, fmt.Sprintf("sku %s's chain ends at seq %d, but checkpoint %d vouches for it up to seq %d: rows %d-%d, or their seals, were deleted from the tail",
-				current, sealedTo, head.n, head.Seq, sealedTo+1, head.Seq))
+				current, sealedTo, head.Checkpoint, head.Seq, sealedTo+1, head.Seq))
 		}
 		if !done && rep.KeyedLedger && unkeyedFrom > 0 {
 			breakAt(unkeyedFrom, fmt.Sprintf("sku %s seq %d on are sealed unkeyed (sha256) in a keyed ledger, and no checkpoint vouches for them: re-sealed with the public formula, or sealed by a serve without the seal key",
@@ -269,31 +312,39 @@ func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (
 		case pending != nil:
 			breakAt(pending.SealedTo+1, fmt.Sprintf("sku %s seq %d is sealed but rows before it are not: a row inserted out of order, or a seal removed", r.SKU, r.Seq))
 		default:
-			if err := verifier.Check(*r.Event, *r.Seal); err != nil {
-				switch {
-				case errors.Is(err, domain.ErrCorruptLedger):
-					breakAt(r.Seq, err.Error())
-				case errors.Is(err, domain.ErrSealKeyMissing):
-					done = true
-					rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("sku %s from seq %d on: %v", r.SKU, r.Seq, err))
-				default:
-					return err
-				}
+			err := verifier.Check(*r.Event, *r.Seal)
+			retired := errors.Is(err, domain.ErrSealKeyRetired)
+			switch {
+			case err == nil, retired:
+			case errors.Is(err, domain.ErrCorruptLedger):
+				rep.noteUnknownKey(err, r.Seal.KeyID)
+				breakAt(r.Seq, err.Error())
 				return nil
+			case errors.Is(err, domain.ErrSealKeyMissing):
+				done = true
+				rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("sku %s from seq %d on: %v", r.SKU, r.Seq, err))
+				return nil
+			default:
+				return err
 			}
 			if hasHead && r.Seq == head.Seq && r.Seal.Hash != head.Hash {
 				breakAt(r.Seq, fmt.Sprintf("sku %s's seal at seq %d is not the head checkpoint %d vouches for: a row at or before seq %d was edited and the unkeyed seals re-computed, or the seals replaced",
-					r.SKU, r.Seq, head.n, r.Seq))
+					r.SKU, r.Seq, head.Checkpoint, r.Seq))
 				return nil
 			}
 			sealedTo = r.Seq
-			rep.Sealed++
-			switch r.Seal.Algorithm {
-			case domain.SealHMACSHA256:
+			switch {
+			case retired:
+				// Its link held; its own MAC cannot be checked.
+				rep.Retired[r.Seal.KeyID]++
+				unkeyedFrom = 0
+			case r.Seal.Algorithm == domain.SealHMACSHA256:
+				rep.Sealed++
 				rep.Keyed++
 				rep.KeyIDs[r.Seal.KeyID]++
 				unkeyedFrom = 0
 			default:
+				rep.Sealed++
 				rep.Unkeyed++
 				if unkeyedFrom == 0 && (!hasHead || r.Seq > head.Seq) {
 					unkeyedFrom = r.Seq
@@ -320,7 +371,7 @@ func VerifyChains(ctx context.Context, chains ChainScanner, opt VerifyOptions) (
 	for _, sku := range gone {
 		h := heads[sku]
 		rep.Broken = append(rep.Broken, BrokenChain{SKU: sku, Seq: 1, Reason: fmt.Sprintf(
-			"sku %s has no row and no seal left, but checkpoint %d vouches for its chain up to seq %d: deleted", sku, h.n, h.Seq)})
+			"sku %s has no row and no seal left, but checkpoint %d vouches for its chain up to seq %d: deleted", sku, h.Checkpoint, h.Seq)})
 	}
 	if rep.Broken == nil {
 		rep.Broken = []BrokenChain{}

@@ -19,8 +19,9 @@ import (
 // TestAuditVerifySaysWhatItChecked: on an unkeyed ledger, verify passes
 // but says the chain resists no database superuser; on a keyed one it
 // names the algorithm, the key ids, the rows of each and the checkpoint,
-// fails (exit 1, saying what to give it) without the key or with another
-// one, and exits 3 naming the seq of a row edited and re-sealed.
+// fails (exit 1, saying what to give it) without a key, calls the seals
+// broken (exit 3) with another key unless their key is declared retired,
+// and exits 3 naming the seq of a row edited and re-sealed.
 func TestAuditVerifySaysWhatItChecked(t *testing.T) {
 	t.Parallel()
 	const key = "cli-k:0123456789abcdef0123456789abcdef"
@@ -61,12 +62,24 @@ func TestAuditVerifySaysWhatItChecked(t *testing.T) {
 		!strings.Contains(err.Error(), "--since-checkpoint") {
 		t.Fatalf("--since-checkpoint 1:xyz: exit %d %v", exitCode(err), err)
 	}
-	for _, keys := range []string{"", "other:fedcba9876543210fedcba9876543210"} {
-		out, _, err = runCLI(t, keyed, "audit", "verify", "--seal-keys", keys)
-		if exitCode(err) != exitInternal || !strings.Contains(err.Error(), `key id "cli-k"`) || !strings.Contains(err.Error(), "INVLEDGER_SEAL_KEYS") ||
-			!strings.Contains(out, "NOT CHECKED") {
-			t.Errorf("keyed ledger, --seal-keys %q: exit %d %v\n%s", keys, exitCode(err), err, out)
-		}
+	out, _, err = runCLI(t, keyed, "audit", "verify", "--seal-keys", "")
+	if exitCode(err) != exitInternal || !strings.Contains(err.Error(), `key id "cli-k"`) || !strings.Contains(err.Error(), "INVLEDGER_SEAL_KEYS") ||
+		!strings.Contains(out, "NOT CHECKED") {
+		t.Errorf("keyed ledger, no key: exit %d %v\n%s", exitCode(err), err, out)
+	}
+	const other = "other:fedcba9876543210fedcba9876543210"
+	out, stderr, err := runCLI(t, keyed, "audit", "verify", "--seal-keys", other)
+	if exitCode(err) != exitDrift || !strings.Contains(out, `v-1: first broken at seq 1: corrupt ledger: sku v-1 seq 1 is keyed with key id "cli-k", which is neither`) ||
+		!strings.Contains(stderr, "--retired-seal-keys") || strings.Contains(out, "keep --since-checkpoint") {
+		t.Errorf("keyed ledger, another key: exit %d %v\n%s%s", exitCode(err), err, out, stderr)
+	}
+	out, _, err = runCLI(t, keyed, "audit", "verify", "--seal-keys", other, "--retired-seal-keys", "cli-k")
+	if err != nil || !strings.Contains(out, "not checked, retired key cli-k: 4 rows") || !strings.Contains(out, "no reference to keep") {
+		t.Errorf("keyed ledger, cli-k retired: %v\n%s", err, out)
+	}
+	if _, _, err := runCLI(t, keyed, "audit", "verify", "--seal-keys", key, "--retired-seal-keys", "cli-k"); exitCode(err) != exitBadInput ||
+		!strings.Contains(err.Error(), "--retired-seal-keys") {
+		t.Errorf("cli-k given and retired: exit %d %v", exitCode(err), err)
 	}
 	stacktest.Superuser(t, keyed.Pool, `UPDATE ledger_entries SET user_id = 'mallory' WHERE sku = 'v-1' AND seq = 3`)
 	stacktest.Reseal(t, keyed.Pool, "v-1", 3)

@@ -21,15 +21,24 @@ type ChainReportJSON struct {
 	Unsealed []UnsealedChainJSON `json:"unsealed,omitempty"`
 	// What was checked: keyed and unkeyed rows, by key id, the
 	// checkpoints, and whether anything in the ledger is keyed.
-	Keyed            int64            `json:"keyed"`
-	KeyIDs           map[string]int64 `json:"key_ids"`
-	Unkeyed          int64            `json:"unkeyed"`
-	Checkpoints      int64            `json:"checkpoints"`
-	NewestCheckpoint *CheckpointJSON  `json:"newest_checkpoint,omitempty"`
-	BrokenCheckpoint string           `json:"broken_checkpoint,omitempty"`
-	KeysGiven        []string         `json:"seal_keys_given"`
-	Unprotected      bool             `json:"unprotected"`
-	Unchecked        []string         `json:"unchecked,omitempty"`
+	Keyed       int64            `json:"keyed"`
+	KeyIDs      map[string]int64 `json:"key_ids"`
+	Unkeyed     int64            `json:"unkeyed"`
+	Checkpoints int64            `json:"checkpoints"`
+	// NewestCheckpoint is the reference to keep for --since-checkpoint:
+	// absent unless the ledger is intact and its newest checkpoint verified.
+	NewestCheckpoint *CheckpointJSON `json:"newest_checkpoint,omitempty"`
+	BrokenCheckpoint string          `json:"broken_checkpoint,omitempty"`
+	KeysGiven        []string        `json:"seal_keys_given"`
+	Unprotected      bool            `json:"unprotected"`
+	Unchecked        []string        `json:"unchecked,omitempty"`
+	// Rollback says the --since-checkpoint checkpoint is gone or differs.
+	Rollback string `json:"rollback,omitempty"`
+	// RetiredRows counts, by key id, rows sealed under a retired key: not
+	// checked.
+	RetiredRows        map[string]int64 `json:"retired_rows,omitempty"`
+	RetiredCheckpoints int64            `json:"retired_checkpoints,omitempty"`
+	UnknownKeyIDs      []string         `json:"unknown_key_ids,omitempty"`
 }
 
 // CheckpointJSON names a keyed checkpoint of the chain heads.
@@ -60,8 +69,9 @@ func NewChainReportJSON(r ledger.ChainReport) ChainReportJSON {
 	}), Sealed: r.Sealed, Unsealed: mapSlice(r.Unsealed, func(u ledger.UnsealedChain) UnsealedChainJSON {
 		return UnsealedChainJSON{SKU: u.SKU, SealedTo: u.SealedTo, Rows: u.Rows, Missing: u.Missing}
 	}), Keyed: r.Keyed, KeyIDs: r.KeyIDs, Unkeyed: r.Unkeyed, Checkpoints: r.Checkpoints, BrokenCheckpoint: r.BrokenCheckpoint,
-		KeysGiven: r.KeysGiven, Unprotected: r.Unprotected(), Unchecked: r.Unchecked}
-	if c := r.Newest; c.N > 0 {
+		KeysGiven: r.KeysGiven, Unprotected: r.Unprotected(), Unchecked: r.Unchecked, Rollback: r.Rollback,
+		RetiredRows: r.Retired, RetiredCheckpoints: r.RetiredCheckpoints, UnknownKeyIDs: r.UnknownKeyIDs}
+	if c, ok := r.Reference(); ok {
 		j.NewestCheckpoint = &CheckpointJSON{N: c.N, At: c.At, KeyID: c.KeyID, MAC: c.MAC}
 	}
 	return j

@@ -26,7 +26,7 @@ func TestPrintedJSONIsAsBefore(t *testing.T) {
 		{"zero chain report", NewChainReportJSON(ledger.ChainReport{}), `{"skus":0,"events":0,"broken":null,"keyed":0,"key_ids":null,"unkeyed":0,"checkpoints":0,"seal_keys_given":null,"unprotected":true}`},
 		{"intact chain report", NewChainReportJSON(ledger.ChainReport{Broken: []ledger.BrokenChain{}}), `{"skus":0,"events":0,"broken":[],"keyed":0,"key_ids":null,"unkeyed":0,"checkpoints":0,"seal_keys_given":null,"unprotected":true}`},
 		{"keyed chain report", NewChainReportJSON(ledger.ChainReport{SKUs: 1, Events: 3, Sealed: 3, Keyed: 2, KeyIDs: map[string]int64{"k1": 2}, Unkeyed: 1,
-			Checkpoints: 1, Newest: domain.Checkpoint{N: 1, At: at, KeyID: "k1", MAC: "ab"}, KeyedLedger: true, KeysGiven: []string{"k1"}, Broken: []ledger.BrokenChain{}}),
+			Checkpoints: 1, Newest: domain.Checkpoint{N: 1, At: at, KeyID: "k1", MAC: "ab"}, Latest: 1, KeyedLedger: true, KeysGiven: []string{"k1"}, Broken: []ledger.BrokenChain{}}),
 			`{"skus":1,"events":3,"broken":[],"sealed":3,"keyed":2,"key_ids":{"k1":2},"unkeyed":1,"checkpoints":1,` +
 				`"newest_checkpoint":{"n":1,"at":"2026-11-29T12:00:00.123Z","key_id":"k1","mac":"ab"},"seal_keys_given":["k1"],"unprotected":false}`},
 		{"close", NewCloseResultJSON(ledger.CloseResult{SKU: "a", ClosedAt: at, AlreadyClosed: true}),
