@@ -1,12 +1,22 @@
-.PHONY: all build check test demo dev deps screenshots bench fresh-check image php-package
+.PHONY: all build install check test demo dev deps deps-test screenshots bench fresh-check image php-package
 
 all: build
 
 # VERSION is stamped into the binary (--version, go_build_info).
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 
+LDFLAGS = -X github.com/invledger/invledger/adapters/app.version=$(VERSION)
+
 build:
-	go build -ldflags "-X github.com/invledger/invledger/adapters/app.version=$(VERSION)" -o bin/invledger ./cmd/invledger
+	go build -ldflags "$(LDFLAGS)" -o bin/invledger ./cmd/invledger
+
+# make install: the invledger CLI, stamped like build's, into Go's bin
+# directory (go env GOBIN, else $(go env GOPATH)/bin); it says where, and
+# the line that puts that directory on PATH when it is not.
+install:
+	go install -ldflags "$(LDFLAGS)" ./cmd/invledger
+	@dir=$$(go env GOBIN); dir=$${dir:-$$(go env GOPATH)/bin}; echo "installed $$dir/invledger"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on PATH; add it: export PATH=\"$$dir:\$$PATH\"";; esac
 
 # make image: the container image, with no base image, registry or daemon
 # (scripts/mkimage): a static binary stamped like build's, the build
@@ -16,8 +26,15 @@ build:
 image:
 	go run ./scripts/mkimage -version "$(VERSION)" -out bin/image
 
+# make deps installs what demo and dev use (Redis, PostgreSQL, the
+# certificates Go downloads with), make deps-test what the tests use
+# besides; each installs nothing, and needs no root, when all is present
+# (scripts/install-deps.sh).
 deps:
-	scripts/install-deps.sh
+	scripts/install-deps.sh demo
+
+deps-test:
+	scripts/install-deps.sh test
 
 # make php-package: the PHP client (clients/php) as a Composer package zip,
 # bin/php/invledger-client-$(PHP_PACKAGE_VERSION).zip, for an artifact
@@ -36,7 +53,7 @@ check:
 
 # make test: vet, all tests with -race against private servers, short
 # benchmark and fuzz runs.
-test:
+test: deps-test
 	scripts/test.sh
 
 # make demo: a simulated flash sale against private servers.
@@ -44,8 +61,10 @@ demo: deps
 	go run ./cmd/invledger demo
 
 # make fresh-check (as root, not part of make test): make demo from a clone
-# of the current commit on a bare Debian 12 root filesystem (debootstrap
-# minbase) with only Go (and make, to type the command) added, in a chroot.
+# of the current commit, in a chroot, on a bare Debian 12 root filesystem
+# (debootstrap minbase) with only Go (and make, to type the command) added,
+# then, as a user without root, on one that also has Redis, PostgreSQL and
+# ca-certificates: there it must install nothing.
 fresh-check:
 	scripts/fresh-check.sh
 
@@ -55,10 +74,10 @@ dev: deps
 
 # make screenshots: the console's pages, taken by its browser test into
 # docs/console/ (make test runs the same test and writes nothing).
-screenshots: deps
+screenshots: deps-test
 	INVLEDGER_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsoleInABrowser$$' ./adapters/server
 
 # make bench: the figures of BENCHMARKS.md from one run (about 4 minutes on
 # 2 cores), written into its table with the commit and the date.
-bench: deps
+bench: deps-test
 	scripts/bench.sh

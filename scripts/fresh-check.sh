@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # fresh-check.sh is `make fresh-check`: it runs `make demo` from a clone of
-# the current commit on a bare Debian 12 (debootstrap --variant=minbase
-# bookworm, plus make to type the command) with only the Go toolchain of
-# this machine copied in, in a chroot. It shows that scripts/install-deps.sh
-# installs everything the first command needs on a fresh machine.
+# the current commit in a chroot, twice, each time on a fresh copy of a bare
+# Debian 12 (debootstrap --variant=minbase bookworm, plus make to type the
+# command) with only the Go toolchain of this machine copied in:
+#
+#   1. as root on the bare system: scripts/install-deps.sh installs
+#      everything the first command needs on a fresh machine;
+#   2. as a user without root or sudo, on the bare system plus redis-server,
+#      postgresql and ca-certificates: `make demo` installs nothing more
+#      (install-deps would fail, having no way to install) and passes.
 #
 # Run it as root (debootstrap, mount, chroot). The bare root filesystem is
 # cached as a tarball in $FRESH_CHECK_CACHE (default
@@ -45,9 +50,10 @@ if [[ ! -f $tarball ]]; then
   echo "fresh-check: root filesystem ready at ${SECONDS}s" >&2
 fi
 
-root=$(mktemp -d /var/tmp/invledger-fresh.XXXXXX)
+root=""
 mounts=()
 cleanup() {
+  [[ -n $root ]] || return 0
   # Whatever the demo left running in the chroot (it should leave nothing:
   # its servers die with it) would keep the mounts busy.
   for p in /proc/[0-9]*; do
@@ -56,11 +62,13 @@ cleanup() {
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     umount -R "${mounts[i]}" 2>/dev/null || umount -R -l "${mounts[i]}" || true
   done
+  mounts=()
   if findmnt -R "$root" >/dev/null 2>&1; then
     echo "fresh-check: $root still has mounts; not removing it" >&2
   else
     rm -rf "$root"
   fi
+  root=""
 }
 trap cleanup EXIT
 bind() { # bind SRC DST [ro]
@@ -70,30 +78,57 @@ bind() { # bind SRC DST [ro]
   mounts+=("$2")
   if [[ ${3:-} == ro ]]; then mount -o remount,bind,ro "$2"; fi
 }
+# in_chroot USER COMMAND runs COMMAND with sh in the chroot as USER, with a
+# clean environment, Go on PATH and the module cache of this machine first.
+in_chroot() {
+  local home=/root
+  [[ $1 == root ]] || home=/home/$1
+  chroot --userspec="$1:$1" "$root" /usr/bin/env -i HOME="$home" TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    GOPROXY="file:///var/cache/host-go-modules,$(go env GOPROXY)" \
+    /bin/sh -c "$2"
+}
+# demo_in_chroot USER PACKAGES: make demo as USER on a fresh copy of the
+# bare system with PACKAGES installed first (as root); it prints the demo's
+# output and fails when the demo does.
+demo_in_chroot() {
+  local user=$1 packages=$2 home=/root
+  root=$(mktemp -d /var/tmp/invledger-fresh.XXXXXX)
+  tar --numeric-owner -C "$root" -xzf "$tarball"
+  chmod 755 "$root" # it is / in the chroot (mktemp made it 0700): apt's _apt and postgres must traverse it
+  cp -a "$(go env GOROOT)/." "$root/usr/local/go"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # Package installs in a chroot share this machine's network: Debian's
+  # redis-server, postgresql and prometheus would start their services on
+  # the default ports, where this machine's own may listen.
+  printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+  chmod 755 "$root/usr/sbin/policy-rc.d"
+  mount -t proc proc "$root/proc"
+  mounts+=("$root/proc")
+  bind /dev "$root/dev"
+  bind "$cache/apt-archives" "$root/var/cache/apt/archives"
+  bind "$(go env GOMODCACHE)/cache/download" "$root/var/cache/host-go-modules" ro
+  if [[ -n $packages ]]; then
+    in_chroot root "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null"
+  fi
+  if [[ $user != root ]]; then
+    home=/home/$user
+    chroot "$root" useradd --create-home --shell /bin/sh "$user"
+  fi
+  git clone -q --no-hardlinks "$PWD" "$root$home/invledger"
+  git -C "$root$home/invledger" checkout -q --detach "$commit"
+  chroot "$root" chown -R "$user:$user" "$home/invledger"
+  echo "fresh-check: make demo at $commit as $user on bare Debian 12${packages:+ with $packages} (setup took ${SECONDS}s)" >&2
+  local start=$SECONDS
+  in_chroot "$user" "cd $home/invledger && make demo" 2>&1 | tee "$cache/demo-$user.log"
+  echo "fresh-check: make demo as $user took $((SECONDS - start))s" >&2
+  cleanup
+}
 
-tar --numeric-owner -C "$root" -xzf "$tarball"
-chmod 755 "$root" # it is / in the chroot (mktemp made it 0700): apt's _apt and postgres must traverse it
-cp -a "$(go env GOROOT)/." "$root/usr/local/go"
-git clone -q --no-hardlinks "$PWD" "$root/root/invledger"
-git -C "$root/root/invledger" checkout -q --detach "$commit"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-# Package installs in a chroot share this machine's network: Debian's
-# redis-server, postgresql and prometheus would start their services on
-# the default ports, where this machine's own may listen.
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-chmod 755 "$root/usr/sbin/policy-rc.d"
-
-mount -t proc proc "$root/proc"
-mounts+=("$root/proc")
-bind /dev "$root/dev"
-bind "$cache/apt-archives" "$root/var/cache/apt/archives"
-modcache=$(go env GOMODCACHE)/cache/download
-bind "$modcache" "$root/var/cache/host-go-modules" ro
-
-echo "fresh-check: make demo at $commit on bare Debian 12 in $root (setup took ${SECONDS}s)" >&2
-start=$SECONDS
-chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-  PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  GOPROXY="file:///var/cache/host-go-modules,$(go env GOPROXY)" \
-  /bin/sh -c 'cd /root/invledger && make demo'
-echo "fresh-check: passed: make demo took $((SECONDS - start))s on bare Debian 12, ${SECONDS}s in all" >&2
+demo_in_chroot root ""
+demo_in_chroot newcomer "redis-server postgresql ca-certificates"
+if grep -q "install-deps: installing" "$cache/demo-newcomer.log"; then
+  echo "fresh-check: failed: make demo installed packages where Redis, PostgreSQL and ca-certificates were present" >&2
+  exit 1
+fi
+echo "fresh-check: passed: make demo on bare Debian 12, and, installing nothing, as a user without root where Redis and PostgreSQL were installed (${SECONDS}s in all)" >&2

@@ -10,8 +10,6 @@ FUZZTIME=${FUZZTIME:-5s}
 SECONDS=0
 phase() { echo "== $* (at ${SECONDS}s)"; }
 
-scripts/install-deps.sh
-
 phase "go vet"
 go vet ./...
 
