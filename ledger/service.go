@@ -205,14 +205,18 @@ func (s *Service) retiredReceipt(ctx context.Context, cmd DeductCommand) (domain
 // notWarmedOrUnknown refines notWarmed, Redis's answer for a SKU it does not
 // hold, into domain.ErrNotFound when the SKU store has no such SKU either.
 // Only this refusal path asks the store, so a sale never pays for it and
-// the purchase script keeps its keys. When the store cannot answer, the
-// caller gets notWarmed: a refusal either way, and the truer one when the
-// SKU exists but Redis lost it.
+// the purchase script keeps its keys. A SKU that exists gets the next
+// step; when the store cannot answer, the caller gets notWarmed: a refusal
+// either way, and the truer one when the SKU exists but Redis lost it.
 func (s *Service) notWarmedOrUnknown(ctx context.Context, sku domain.SKUID, notWarmed error) error {
-	if _, err := s.skus.Get(ctx, sku); errors.Is(err, domain.ErrNotFound) {
+	switch _, err := s.skus.Get(ctx, sku); {
+	case errors.Is(err, domain.ErrNotFound):
 		return fmt.Errorf("%w: sku %s was never created", domain.ErrNotFound, sku)
+	case err != nil:
+		return notWarmed
 	}
-	return notWarmed
+	return fmt.Errorf("%w: sku %s exists but its stock is not in Redis; an operator warms it (invledger sku warm %s, or POST /v1/skus/%s/warm), which says when it must be restored from the ledger instead",
+		notWarmed, sku, sku, sku)
 }
 
 // ReleaseCommand returns the units of the deduction made by RequestID. Like

@@ -283,8 +283,9 @@ func TestCreateSKUIsIdempotentAndRefusesRedefinition(t *testing.T) {
 	if _, err := s.Service.Warm(ctx, "missing-sku"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("warm undefined sku: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("def-sku", "u", 1, "r")); !errors.Is(err, domain.ErrNotWarmed) {
-		t.Fatalf("deduct before warm: %v, want ErrNotWarmed", err)
+	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("def-sku", "u", 1, "r")); !errors.Is(err, domain.ErrNotWarmed) ||
+		!strings.Contains(err.Error(), "invledger sku warm def-sku") {
+		t.Fatalf("deduct before warm: %v, want ErrNotWarmed saying how to warm it", err)
 	}
 }
 
