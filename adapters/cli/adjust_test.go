@@ -416,8 +416,9 @@ func TestAdjustCommands(t *testing.T) {
 		{"adjust", "request", "--sku", "cli-adj", "--delta", "3", "--reason", "recount", "--api", s.api},
 		{"adjust", "list"},
 	} {
-		if _, _, err := runCLIRaw(args...); !errors.Is(err, apiclient.ErrNotConfigured) || !strings.Contains(err.Error(), "INVLEDGER_API_TOKEN") {
-			t.Fatalf("%v without the API: %v, want a refusal naming INVLEDGER_API_TOKEN", args, err)
+		if _, _, err := runCLIRaw(args...); !errors.Is(err, apiclient.ErrNotConfigured) || !strings.Contains(err.Error(), "INVLEDGER_API_TOKEN") ||
+			exitCode(err) != exitAuth {
+			t.Fatalf("%v without the API: %v (exit %d), want a refusal naming INVLEDGER_API_TOKEN, exit %d", args, err, exitCode(err), exitAuth)
 		}
 	}
 	if _, _, err := runCLIRaw("adjust", "approve", "1", "--as", "mallory"); exitCode(err) != exitUsage {
@@ -441,8 +442,12 @@ func TestAdjustCommands(t *testing.T) {
 		t.Fatalf("request with delta 0: %v (exit %d), want the field error naming delta", err, exitCode(err))
 	}
 	id := strconv.FormatInt(adj.ID, 10)
-	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", id, "--token", aliceOp}, api...)...); exitCode(err) != exitInternal || !strings.Contains(err.Error(), "forbidden") {
-		t.Fatalf("approve with an operator token: %v (exit %d), want forbidden", err, exitCode(err))
+	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", id, "--token", aliceOp}, api...)...); exitCode(err) != exitAuth || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("approve with an operator token: %v (exit %d), want forbidden, exit %d", err, exitCode(err), exitAuth)
+	}
+	if _, _, err := runCLIRaw(append([]string{"adjust", "list", "--token", "no-such-secret"}, api...)...); exitCode(err) != exitAuth ||
+		!strings.Contains(err.Error(), "401") {
+		t.Fatalf("list with an unknown token: %v (exit %d), want 401, exit %d", err, exitCode(err), exitAuth)
 	}
 	if _, _, err := runCLIRaw(append([]string{"adjust", "approve", "x", "--token", bobApp}, api...)...); err == nil || !strings.Contains(err.Error(), "id") {
 		t.Fatalf("bad id: %v, want an error naming id", err)

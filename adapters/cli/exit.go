@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/invledger/invledger/adapters/cli/internal/apiclient"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -46,6 +47,7 @@ const (
 	exitDrift     = 3  // reconciliation found drift it did not repair
 	exitTransient = 4  // recovering or unavailable: retry with the same request id
 	exitBadInput  = 5  // an invalid field, named in the message
+	exitAuth      = 6  // a command through the API without its URL or token, or the API refused the token (401) or its role (403)
 	exitUsage     = 64 // unknown command or flag, wrong arguments
 )
 
@@ -70,6 +72,9 @@ func exitCode(err error) int {
 		return exitRefused
 	case domain.CodeRecovering, domain.CodeUnavailable, domain.CodeUnsafeRedis:
 		return exitTransient
+	}
+	if apiclient.Refused(err) {
+		return exitAuth
 	}
 	return exitInternal
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/invledger/invledger/adapters/cli/internal/apiclient"
+	"github.com/invledger/invledger/adapters/client"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -34,6 +36,11 @@ func TestExitCode(t *testing.T) {
 		{domain.ErrRecovering, 4},
 		{fmt.Errorf("deduct: %w", context.DeadlineExceeded), 4},
 		{domain.NewFieldError("qty", domain.ErrInvalidQuantity), 5},
+		{apiclient.ErrNotConfigured, 6},
+		{fmt.Errorf("adjust list: %w", &client.Error{Status: 401, Code: "unauthorized"}), 6},
+		{&client.Error{Status: 403, Code: "forbidden"}, 6},
+		{&client.Error{Status: 403, Code: "self_approval"}, 2},
+		{&client.Error{Status: 500, Code: "internal"}, 1},
 		{usageError{errors.New(`unknown flag: --nope`)}, 64},
 	} {
 		if got := exitCode(tc.err); got != tc.want {

@@ -13,6 +13,7 @@ import (
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/adapters/wire"
 	"github.com/invledger/invledger/ledger"
+	"github.com/invledger/invledger/projections/streamentry"
 )
 
 // lockedBuffer is a bytes.Buffer a command writes while the test reads it.
@@ -118,6 +119,7 @@ func TestTailFollowsOneSKUsEvents(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("tail printed %d lines, want the 3 live purchases:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
+	at := eventTimes(t, s, sku)
 	for i, line := range lines {
 		var e wire.EventJSON
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
@@ -125,6 +127,9 @@ func TestTailFollowsOneSKUsEvents(t *testing.T) {
 		}
 		if e.SKU != sku || e.Type != "deducted" || e.UserID != fmt.Sprint("live", i) || e.Seq != int64(i+3) || e.BalanceAfter != int64(100-2-i) {
 			t.Fatalf("line %d: %+v, want live%d's purchase, seq %d", i, e, i, i+3)
+		}
+		if !e.OccurredAt.Equal(at[e.Seq]) {
+			t.Errorf("line %d: occurred_at %s, want its stream entry's time %s", i, e.OccurredAt, at[e.Seq])
 		}
 	}
 
@@ -141,7 +146,33 @@ func TestTailFollowsOneSKUsEvents(t *testing.T) {
 		if !strings.Contains(lines[i], want) {
 			t.Fatalf("line %d %q does not say %q", i, lines[i], want)
 		}
+		if when := at[int64(i+1)].Format(time.RFC3339Nano) + " "; !strings.HasPrefix(lines[i], when) {
+			t.Errorf("line %d %q does not start with its stream entry's time %s", i, lines[i], when)
+		}
 	}
+}
+
+// eventTimes maps each seq of sku's events in its partition stream to its
+// time, its entry's stream id.
+func eventTimes(t *testing.T, s *stacktest.Stack, sku string) map[int64]time.Time {
+	t.Helper()
+	entries, err := s.RedisClient.XRange(context.Background(), s.Keyspace.SKUStreamKey(sku), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[int64]time.Time{}
+	for _, m := range entries {
+		events, err := streamentry.ParseEntryEvents(streamentry.MessageFields(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ee := range events {
+			if ee.Event.SKU == sku {
+				at[ee.Event.Seq] = ee.Event.OccurredAt
+			}
+		}
+	}
+	return at
 }
 
 func TestTailRefusesBadArguments(t *testing.T) {

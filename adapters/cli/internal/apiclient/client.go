@@ -3,6 +3,7 @@ package apiclient
 import (
 	"cmp"
 	"errors"
+	"net/http"
 	"os"
 
 	"github.com/invledger/invledger/adapters/client"
@@ -12,6 +13,17 @@ import (
 // ErrNotConfigured means the API URL or the token is missing.
 var ErrNotConfigured = errors.New("this command goes through the HTTP API as a token's principal: " +
 	"set --api (INVLEDGER_API_URL) to the API's base URL and --token (INVLEDGER_API_TOKEN) to your bearer secret")
+
+// Refused reports whether err means the command may not act as a
+// principal: no URL or token (ErrNotConfigured), or an API answer 401 (the
+// token is unknown) or 403 (its role may not call this). A 403 of the
+// ledger's own, self_approval, has its domain code and is not one of them.
+func Refused(err error) bool {
+	var ae *client.Error
+	return errors.Is(err, ErrNotConfigured) ||
+		errors.As(err, &ae) && domain.CodeOf(err) == domain.CodeInternal &&
+			(ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden)
+}
 
 // New returns a client of the API at base, presenting token; either one
 // empty is taken from INVLEDGER_API_URL or INVLEDGER_API_TOKEN. Both are

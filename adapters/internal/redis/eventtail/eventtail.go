@@ -84,6 +84,9 @@ func Follow(ctx context.Context, cfg Config, fn func(domain.Event) error) error 
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// The tail owns the client, so the hook stays with this subscriber's
+	// reads alone.
+	cfg.Client.AddHook(streamIDHook{})
 	from := "$"
 	if cfg.FromStart {
 		from = "0"
@@ -137,26 +140,43 @@ func follow(cfg Config, ee streamentry.EntryEvent, fn func(domain.Event) error) 
 	if cfg.Partition == nil && e.SKU != cfg.SKU {
 		return nil // another SKU of the same partition
 	}
-	if e.OccurredAt.IsZero() {
-		// An entry's time is its stream id, which this subscriber is
-		// not given: the time it was read stands in.
-		e.OccurredAt = time.Now().UTC()
-	}
 	return fn(e)
 }
 
-// unknownStreamID stands in for the entry id, which watermill-redisstream's
-// Subscriber does not hand to its Unmarshaller nor put in the message.
-const unknownStreamID = "unknown"
+// streamIDHook adds each entry's stream id to the values an XREAD
+// answers, under streamentry.StreamIDField: watermill-redisstream's
+// Subscriber hands its Unmarshaller the values alone, and an event's time
+// is its entry's id.
+type streamIDHook struct{}
 
-// entryUnmarshaller turns a partition-stream entry into a message whose
-// metadata holds its fields. It never fails: watermill-redisstream ends
-// the subscription on an Unmarshal error.
+func (streamIDHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (streamIDHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (streamIDHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if xs, ok := cmd.(*redis.XStreamSliceCmd); ok && err == nil {
+			for _, stream := range xs.Val() {
+				for _, m := range stream.Messages {
+					m.Values[streamentry.StreamIDField] = m.ID
+				}
+			}
+		}
+		return err
+	}
+}
+
+// entryUnmarshaller turns a partition-stream entry, with the stream id
+// streamIDHook added, into a message whose metadata holds its fields. It
+// never fails: watermill-redisstream ends the subscription on an
+// Unmarshal error, and ParseEntryEvents reports an entry without its id.
 type entryUnmarshaller struct{}
 
 func (entryUnmarshaller) Unmarshal(values map[string]any) (*message.Message, error) {
 	fields := streamentry.EntryFields(values)
-	fields[streamentry.StreamIDField] = unknownStreamID
 	msg := message.NewMessage(fields["event_id"], nil)
 	msg.Metadata = fields
 	return msg, nil
