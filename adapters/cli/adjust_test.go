@@ -34,12 +34,16 @@ func startServe(t *testing.T, tokens string) (api, databaseURL string, stop func
 }
 
 // startServeStack is startServe that also returns the private stack, for
-// tests that run the CLI against it too.
-func startServeStack(t *testing.T, tokens string) (api string, stack *localstack.Stack, stop func() error) {
+// tests that run the CLI against it too; opts change serve's settings (the
+// README test's seal key, dev's).
+func startServeStack(t *testing.T, tokens string, opts ...func(*Config)) (api string, stack *localstack.Stack, stop func() error) {
 	t.Helper()
 	ctx := context.Background()
 	stack = localstacktest.Stack(t)
 	cfg := Config{RedisURL: stack.Redis.URL(), DatabaseURL: stack.DatabaseURL, LogLevel: "error"}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	cfg.setDefaults()
 	if err := app.Migrate(ctx, cfg.DatabaseURL, quietLogger()); err != nil {
 		t.Fatal(err)

@@ -46,7 +46,8 @@ func runDev(t *testing.T, dir string) string {
 }
 
 // TestDevPrintsExportsAndKeepsItsPorts: dev prints the lines to paste
-// (API OP GW AU AP, the CLI's URLs and the seal key it keeps), writes them to --dir/env, and a
+// (API OP GW AU AP, the CLI's URLs, the seal key it keeps and its API token, the
+// PHP client's URL and token), writes them to --dir/env, and a
 // restart serves Redis and PostgreSQL on the same ports, so they stay
 // valid (issue 17, F4 and F5).
 func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
@@ -58,8 +59,8 @@ func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(env)), "\n")
-	if len(lines) != 2 || !strings.Contains(banner, string(env)) {
-		t.Fatalf("env file %q is not the two export lines of the banner:\n%s", env, banner)
+	if len(lines) != 3 || !strings.Contains(banner, string(env)) {
+		t.Fatalf("env file %q is not the three export lines of the banner:\n%s", env, banner)
 	}
 	tokens, err := os.ReadFile(filepath.Join(dir, "tokens"))
 	if err != nil {
@@ -71,9 +72,13 @@ func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
 		if !strings.Contains(lines[0], " "+v+"="+f[2]) {
 			t.Errorf("%s's secret is not exported as %s: %s", f[1], v, lines[0])
 		}
+		// The CLI's token is the operator's, the PHP client's the gateway's.
+		if v := map[string]string{"operator": "INVLEDGER_API_TOKEN", "gateway": "INVLEDGER_TOKEN"}[f[1]]; v != "" && !strings.Contains(lines[2], " "+v+"="+f[2]) {
+			t.Errorf("%s's secret is not exported as %s: %s", f[1], v, lines[2])
+		}
 	}
 	for _, want := range []string{"export API=http://127.0.0.1:", "INVLEDGER_API_URL=http://127.0.0.1:", "INVLEDGER_REDIS_URL='redis://127.0.0.1:",
-		"INVLEDGER_DATABASE_URL='postgres://", "INVLEDGER_SEAL_KEYS='dev:"} {
+		"INVLEDGER_DATABASE_URL='postgres://", "INVLEDGER_SEAL_KEYS='dev:", " INVLEDGER_URL=http://127.0.0.1:"} {
 		if !strings.Contains(string(env), want) {
 			t.Errorf("env lacks %q:\n%s", want, env)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/cli/internal/devstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 )
 
@@ -163,22 +165,19 @@ invledger() {
 
 // TestREADMERunsAsWritten runs the runnable shell blocks of README.md and
 // docs/*.md (readmeFiles), in order, in one bash session against a serve
-// on a private stack, with the tokens and URLs the examples' variables
-// name. Each command must exit 0 (or as its
-// `# → exit N` says); each curl must answer the status of its `# → STATUS`
-// annotation, with a JSON answer holding each `.key` (equal to its value
-// when `.key=value`). A broken example fails here.
+// on a private stack, as a reader runs them after `invledger dev`: in the
+// directory where dev keeps .invledger/, with its tokens and seal key, in a
+// shell that sourced the env file dev wrote and nothing else (no variable
+// of the test's own, no INVLEDGER_* of the environment the test ran in).
+// Each command must exit 0 (or as its `# → exit N` says); each curl must
+// answer the status of its `# → STATUS` annotation, with a JSON answer
+// holding each `.key` (equal to its value when `.key=value`). A broken
+// example fails here.
 func TestREADMERunsAsWritten(t *testing.T) {
 	t.Parallel()
 	var blocks []readmeBlock
 	for _, file := range readmeFiles(t) {
 		blocks = append(blocks, readmeBlocks(t, file)...)
-	}
-	secrets := map[string]string{"OP": "readme-operator-0001", "GW": "readme-gateway-00001", "AU": "readme-auditor-00001", "AP": "readme-approver-0001"}
-	roles := map[string]string{"OP": "operator", "GW": "gateway", "AU": "auditor", "AP": "approver"}
-	var tokens []string
-	for v, secret := range secrets {
-		tokens = append(tokens, "readme-"+roles[v]+":"+roles[v]+":"+secret)
 	}
 
 	dir := t.TempDir()
@@ -197,6 +196,9 @@ func TestREADMERunsAsWritten(t *testing.T) {
 
 	var script strings.Builder
 	script.WriteString(readmePrelude)
+	// What dev's banner tells the reader to run, and README.md's "Running
+	// it" and docs/api.md's "Examples" send them to.
+	script.WriteString("source .invledger/env\n")
 	expect := map[string]readmeCommand{} // by file:line
 	ran := 0
 	for _, b := range blocks {
@@ -222,21 +224,30 @@ func TestREADMERunsAsWritten(t *testing.T) {
 
 	// The markers and annotations are checked above even with -short.
 	localstacktest.SkipShort(t)
-	api, stack, _ := startServeStack(t, strings.Join(tokens, ","))
+	devDir := filepath.Join(dir, ".invledger")
+	if err := os.Mkdir(devDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := devstack.Tokens(devDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{}
+	if cfg.SealKeys, err = devstack.SealKeys(devDir); err != nil {
+		t.Fatal(err)
+	}
+	api, stack, _ := startServeStack(t, tokens, func(c *Config) { c.SealKeys = cfg.SealKeys })
+	cfg.RedisURL, cfg.DatabaseURL = stack.Redis.URL(), stack.DatabaseURL
+	if err := printDevBanner(io.Discard, devDir, cfg, tokens, strings.TrimPrefix(api, "http://")); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"READMETEST_DIR="+dir,
-		"API="+api,
-		"INVLEDGER_REDIS_URL="+stack.Redis.URL(),
-		"INVLEDGER_DATABASE_URL="+stack.DatabaseURL,
-		"INVLEDGER_API_URL="+api,
-		"INVLEDGER_API_TOKEN="+secrets["OP"],
-		"INVLEDGER_LOG_LEVEL=error",
-	)
-	for v, secret := range secrets {
-		cmd.Env = append(cmd.Env, v+"="+secret)
+	cmd.Env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "READMETEST_DIR=" + dir}
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "PATH" && !strings.HasPrefix(name, "INVLEDGER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
 	}
 	done := make(chan struct{})
 	go func() {

@@ -12,10 +12,13 @@ import (
 	"strings"
 )
 
-// Env is the shell lines that export the dev stack's API URL and each
-// role's secret (API, OP, GW, AU, AP, as the examples of docs/api.md use them),
-// and the URLs and seal key the CLI reads. tokens is Tokens' name:role:secret
-// lines, sealKeys SealKeys' id:secret.
+// Env is the shell lines that export what the examples of the docs use:
+// the dev stack's API URL and each role's secret (API, OP, GW, AU, AP, as
+// docs/api.md's curls name them); the URLs and seal key the CLI reads; the
+// CLI's API token (INVLEDGER_API_TOKEN, the operator's, for adjust); and
+// the PHP client's URL and token (INVLEDGER_URL, INVLEDGER_TOKEN, the
+// gateway's, as docs/php.md and the Laravel config read them). tokens is
+// Tokens' name:role:secret lines, sealKeys SealKeys' id:secret.
 func Env(api, redisURL, databaseURL, tokens, sealKeys string) string {
 	secrets := map[string]string{}
 	for _, line := range strings.Split(tokens, "\n") {
@@ -23,8 +26,12 @@ func Env(api, redisURL, databaseURL, tokens, sealKeys string) string {
 			secrets[f[1]] = f[2]
 		}
 	}
-	return fmt.Sprintf("export API=%s OP=%s GW=%s AU=%s AP=%s\nexport INVLEDGER_API_URL=%s INVLEDGER_REDIS_URL='%s' INVLEDGER_DATABASE_URL='%s' INVLEDGER_SEAL_KEYS='%s'\n",
-		api, secrets["operator"], secrets["gateway"], secrets["auditor"], secrets["approver"], api, redisURL, databaseURL, sealKeys)
+	return fmt.Sprintf("export API=%s OP=%s GW=%s AU=%s AP=%s\n"+
+		"export INVLEDGER_API_URL=%s INVLEDGER_REDIS_URL='%s' INVLEDGER_DATABASE_URL='%s' INVLEDGER_SEAL_KEYS='%s'\n"+
+		"export INVLEDGER_API_TOKEN=%s INVLEDGER_URL=%s INVLEDGER_TOKEN=%s\n",
+		api, secrets["operator"], secrets["gateway"], secrets["auditor"], secrets["approver"],
+		api, redisURL, databaseURL, sealKeys,
+		secrets["operator"], api, secrets["gateway"])
 }
 
 // Tokens reads the tokens file in dir, or writes one with a fresh random
