@@ -241,6 +241,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	if err := printDevBanner(io.Discard, devDir, cfg, tokens, strings.TrimPrefix(api, "http://")); err != nil {
 		t.Fatal(err)
 	}
+	checkDocsReadOnlyDevEnv(t, filepath.Join(devDir, "env"))
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "READMETEST_DIR=" + dir}
@@ -279,6 +280,37 @@ func TestREADMERunsAsWritten(t *testing.T) {
 				t.Errorf("%s: %s: %s", at, field, msg)
 			}
 		}
+	}
+}
+
+// checkDocsReadOnlyDevEnv fails t for each variable an example of docs/*.md
+// reads with getenv() (the PHP examples, which the clients/php suite runs)
+// that the env file of dev at path does not export.
+func checkDocsReadOnlyDevEnv(t *testing.T, path string) {
+	t.Helper()
+	env, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`getenv\('([A-Z_]+)'\)`).FindAllStringSubmatch(string(b), -1) {
+			read++
+			if !regexp.MustCompile(`[ \n]` + m[1] + `=`).Match(env) {
+				t.Errorf("docs/%s reads %s, which invledger dev's env file does not export:\n%s", filepath.Base(doc), m[1], env)
+			}
+		}
+	}
+	if read == 0 {
+		t.Error("no example of docs/*.md reads a variable with getenv(): the PHP examples moved?")
 	}
 }
 

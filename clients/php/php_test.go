@@ -28,6 +28,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/invledger/invledger/adapters/app"
+	"github.com/invledger/invledger/adapters/cli"
 	"github.com/invledger/invledger/adapters/server"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
@@ -51,7 +52,15 @@ type childConfig struct {
 	RedisURL, DatabaseURL, Listen, DataDir string
 }
 
+// cliEnv, set to 1, makes the test binary run as the invledger CLI: the
+// suite's docs test runs docs/php.md's commands with a script named
+// invledger that runs this binary so, which spares a go build.
+const cliEnv = "INVLEDGER_PHP_TEST_CLI"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(cliEnv) == "1" {
+		os.Exit(cli.Main(cli.NewRootCmd()))
+	}
 	if code, child := servechild.Main(childEnv, serveChild); child {
 		os.Exit(code)
 	}
@@ -252,6 +261,12 @@ func TestPHPClientAgainstARealStack(t *testing.T) {
 		"INVLEDGER_TEST_OPERATOR_TOKEN="+operatorSecret,
 		"INVLEDGER_TEST_CONTROL="+control,
 		"INVLEDGER_TEST_DOCS="+filepath.Join(pkg, "..", "..", "docs", "php.md"),
+		// What `source .invledger/env` gives a reader of a dev stack, for
+		// the docs test's commands and examples: the stores' URLs the CLI
+		// reads, and the invledger command.
+		"INVLEDGER_TEST_REDIS_URL="+stack.Redis.URL(),
+		"INVLEDGER_TEST_DATABASE_URL="+stack.DatabaseURL,
+		"INVLEDGER_TEST_CLI_DIR="+cliDir(t),
 	)
 	start := time.Now()
 	cmd := exec.Command(phpunit, "--configuration", filepath.Join(pkg, "phpunit.xml"))
@@ -265,6 +280,22 @@ func TestPHPClientAgainstARealStack(t *testing.T) {
 	t.Run("InstallsFromTheZipOfMakePHPPackage", func(t *testing.T) {
 		installFromZip(t, php, composer, "http://"+addr)
 	})
+}
+
+// cliDir returns a directory holding a script named invledger that runs
+// this test binary as the CLI.
+func cliDir(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec %q \"$@\"\n", cliEnv, self)
+	if err := os.WriteFile(filepath.Join(dir, "invledger"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // installFromZip builds the package's zip as `make php-package` does,
