@@ -22,53 +22,52 @@ const refusalDeadline = time.Second
 // the dependencies.
 const probeDeadline = 5 * time.Second
 
-// maxRefusing bounds the connections being refused at once; beyond it a
-// connection is closed without an answer, so a flood cannot hold more
-// descriptors than the cap plus this.
+// maxRefusing bounds the connections being refused at once, so a flood
+// cannot hold more descriptors than the cap plus this; beyond it a refused
+// connection takes the place of one still sending its request, as in the
+// API, or is closed without an answer.
 const maxRefusing = 64
 
-// newConnAge is how long a connection may stay silent before a new one may
-// take its place when the server is full: honest clients send their
-// request at once.
-const newConnAge = time.Second
+// fullReadTimeout is how long a connection may take to send a request,
+// headers or body, while its pool is full or was within this long: honest
+// clients send theirs at once, and a slow one holds a place someone else
+// is refused.
+const fullReadTimeout = time.Second
 
 // limitListener caps the connections open at once, in all and, when
 // perClient is set, from one client address (the TCP peer's IP). Accept
-// never waits for a slot: when full, it closes an evictable connection (a
-// keep-alive one between requests, or one that has sent nothing for
-// newConnAge) to make room, taking it from the address that holds the most
-// connections, and of those the longest idle; so idle and slow connections
-// hold no one's turn, and a client whose connections are busy is served up
-// to the cap. When every connection is busy, the new one is refused. A
-// refused connection is still answered /healthz and /readyz by the
-// overflow server, and 503 with Retry-After for anything else.
+// never waits for a place: when full, it closes an evictable connection (a
+// keep-alive one between requests, or one whose request has not reached a
+// handler, its headers not yet complete) to make room, taking it from the
+// address that holds the most connections, and of those the one evictable
+// the longest; so idle connections and slowly sent headers hold no one's
+// turn, and a client whose connections are busy is served up to the cap.
+// When every connection is busy, the new one is refused. A refused
+// connection is answered /healthz and /readyz by the overflow server, and
+// 503 with Retry-After for anything else; the refused connections are
+// capped and evicted the same way, so a flood of slow ones cannot keep a
+// probe from its answer.
 type limitListener struct {
 	net.Listener
-	max, perClient int
-	log            *slog.Logger
+	log *slog.Logger
 
-	mu       sync.Mutex
-	open     int
-	byClient map[string]int
-	// evictable holds the idle and not-yet-speaking connections, oldest
-	// first: the ones a new connection may replace.
-	evictable *list.List
+	api, refusing *pool
 
 	overflow *http.Server
 	refused  chan net.Conn
 	done     chan struct{}
 	closing  sync.Once
-	refusing atomic.Int64
 	dropped  atomic.Int64 // refused since the last log line
 	lastLog  atomic.Int64 // unix nanoseconds
 }
 
 // newLimitListener caps ln at max connections, and at perClient from one
 // address unless perClient is 0; handler answers the health probes of
-// refused connections.
+// refused connections. The API's server takes its Handler, ConnContext and
+// ConnState from serveWithin.
 func newLimitListener(ln net.Listener, max, perClient int, handler http.Handler, log *slog.Logger) *limitListener {
-	l := &limitListener{Listener: ln, max: max, perClient: perClient, log: log, byClient: map[string]int{},
-		evictable: list.New(), refused: make(chan net.Conn, maxRefusing), done: make(chan struct{})}
+	l := &limitListener{Listener: ln, log: log, api: newPool(max, perClient), refusing: newPool(maxRefusing, 0),
+		refused: make(chan net.Conn, maxRefusing), done: make(chan struct{})}
 	l.overflow = &http.Server{
 		Handler:           overflowHandler(handler),
 		ReadHeaderTimeout: refusalDeadline,
@@ -76,10 +75,37 @@ func newLimitListener(ln net.Listener, max, perClient int, handler http.Handler,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
+	serveWithin(l.overflow)
 	l.overflow.SetKeepAlivesEnabled(false)
 	go func() { _ = l.overflow.Serve(overflowListener{l}) }()
 	return l
 }
+
+// serveWithin makes srv, before it serves, report to the pools of the
+// connections it serves: a connection is busy, and no longer evictable,
+// once its request reaches srv's handler, its headers complete, and
+// evictable again between requests. Not net/http's StateActive, which its
+// documentation allows from a request's first byte.
+func serveWithin(srv *http.Server) {
+	h := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cc, ok := r.Context().Value(countedConnKey{}).(*countedConn); ok {
+			cc.p.busy(cc)
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, countedConnKey{}, c)
+	}
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		if cc, ok := c.(*countedConn); ok && s == http.StateIdle {
+			cc.p.idle(cc)
+		}
+	}
+}
+
+// countedConnKey holds a request's *countedConn in its context.
+type countedConnKey struct{}
 
 // overflowHandler answers the health probes as the API does and every other
 // request 503: the API is full, but the process is alive and can say
@@ -105,129 +131,26 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cc := l.admit(c); cc != nil {
+		if cc := l.api.admit(c); cc != nil {
 			return cc, nil
 		}
 		l.refuse(c)
 	}
 }
 
-// admit counts c in, making room by evicting one connection if needed;
-// nil means c is over a cap and nothing could be evicted.
-func (l *limitListener) admit(c net.Conn) *countedConn {
-	client := peerIP(c)
-	l.mu.Lock()
-	var victim *countedConn
-	overClient := l.perClient > 0 && l.byClient[client] >= l.perClient
-	switch {
-	case overClient:
-		victim = l.evictableOf(client)
-	case l.open >= l.max:
-		victim = l.evictableOfLargest()
-	}
-	if (overClient || l.open >= l.max) && victim == nil {
-		l.mu.Unlock()
-		return nil
-	}
-	if victim != nil {
-		l.releaseLocked(victim)
-	}
-	cc := &countedConn{Conn: c, l: l, client: client, since: time.Now()}
-	l.open++
-	l.byClient[client]++
-	cc.elem = l.evictable.PushBack(cc)
-	l.mu.Unlock()
-	if victim != nil {
-		_ = victim.Conn.Close()
-	}
-	return cc
-}
-
-// evictableOf is client's connection idle the longest or silent for over
-// newConnAge; nil if none. Called with l.mu held.
-func (l *limitListener) evictableOf(client string) *countedConn {
-	for e := l.evictable.Front(); e != nil; e = e.Next() {
-		if cc := e.Value.(*countedConn); cc.client == client && cc.canEvict() {
-			return cc
-		}
-	}
-	return nil
-}
-
-// evictableOfLargest is, among the evictable connections, one of the
-// address holding the most connections, busy ones included, and of those
-// the one idle the longest; nil if none. The address that takes the most
-// places gives one back first, but only from those it does not use. One
-// pass over the evictable, at most max. Called with l.mu held.
-func (l *limitListener) evictableOfLargest() *countedConn {
-	var victim *countedConn
-	for e := l.evictable.Front(); e != nil; e = e.Next() {
-		cc := e.Value.(*countedConn)
-		if cc.canEvict() && (victim == nil || l.byClient[cc.client] > l.byClient[victim.client]) {
-			victim = cc
-		}
-	}
-	return victim
-}
-
-// releaseLocked gives cc's slot back, once. Called with l.mu held.
-func (l *limitListener) releaseLocked(cc *countedConn) {
-	if cc.released {
-		return
-	}
-	cc.released = true
-	l.open--
-	if l.byClient[cc.client]--; l.byClient[cc.client] <= 0 {
-		delete(l.byClient, cc.client)
-	}
-	if cc.elem != nil {
-		l.evictable.Remove(cc.elem)
-		cc.elem = nil
-	}
-}
-
-// connState is the API server's ConnState hook: a connection between
-// requests may be evicted, one serving a request may not.
-func (l *limitListener) connState(c net.Conn, s http.ConnState) {
-	cc, ok := c.(*countedConn)
-	if !ok {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if cc.released {
-		return
-	}
-	switch s {
-	case http.StateIdle:
-		if cc.elem != nil {
-			l.evictable.Remove(cc.elem)
-		}
-		cc.idle = true
-		cc.elem = l.evictable.PushBack(cc)
-	case http.StateActive, http.StateHijacked:
-		if cc.elem != nil {
-			l.evictable.Remove(cc.elem)
-			cc.elem = nil
-		}
-		cc.idle = false
-	}
-}
-
 // refuse hands c to the overflow server, in the background.
 func (l *limitListener) refuse(c net.Conn) {
-	if l.refusing.Add(1) > maxRefusing {
-		l.refusing.Add(-1)
+	l.logRefusal()
+	cc := l.refusing.admit(c)
+	if cc == nil {
 		_ = c.Close()
 		return
 	}
-	l.logRefusal()
 	_ = c.SetDeadline(time.Now().Add(probeDeadline))
 	select {
-	case l.refused <- &refusedConn{Conn: c, release: func() { l.refusing.Add(-1) }}:
+	case l.refused <- cc:
 	case <-l.done:
-		l.refusing.Add(-1)
-		_ = c.Close()
+		_ = cc.Close()
 	}
 }
 
@@ -253,7 +176,7 @@ func (l *limitListener) logRefusal() {
 	}
 	l.dropped.Add(-n)
 	l.log.Warn("connections refused: every connection is busy, in all or, with a per-client cap, from one client address",
-		"refused", n, "max_conns", l.max, "max_conns_per_client", l.perClient)
+		"refused", n, "max_conns", l.api.max, "max_conns_per_client", l.api.perClient)
 }
 
 // peerIP is the client address a connection counts against.
@@ -282,57 +205,210 @@ func (o overflowListener) Accept() (net.Conn, error) {
 func (o overflowListener) Close() error   { return nil }
 func (o overflowListener) Addr() net.Addr { return o.l.Addr() }
 
-// countedConn holds one slot of the limit until closed. Its fields but
-// Conn are guarded by l.mu.
+// pool holds the places of max connections, perClient at most from one
+// address unless perClient is 0. A connection is evictable, its place
+// open to a newcomer when the pool is full, until its request reaches a
+// handler, and again between requests.
+type pool struct {
+	max, perClient int
+
+	mu       sync.Mutex
+	open     int
+	byClient map[string]int
+	// evictable holds the connections a newcomer may replace, in the
+	// order they became evictable.
+	evictable *list.List
+	// reading holds the connections with a read deadline for a request,
+	// headers or body, which fullReadTimeout clamps.
+	reading map[*countedConn]struct{}
+	// fullAt is when a newcomer last found the pool full.
+	fullAt time.Time
+}
+
+func newPool(max, perClient int) *pool {
+	return &pool{max: max, perClient: perClient, byClient: map[string]int{}, evictable: list.New(), reading: map[*countedConn]struct{}{}}
+}
+
+// admit counts c in, making room by evicting one connection if needed;
+// nil means c is over a cap and nothing could be evicted.
+func (p *pool) admit(c net.Conn) *countedConn {
+	client := peerIP(c)
+	p.mu.Lock()
+	var victim *countedConn
+	overClient := p.perClient > 0 && p.byClient[client] >= p.perClient
+	full := overClient || p.open >= p.max
+	if full {
+		if p.open >= p.max {
+			p.noteFullLocked()
+		}
+		if overClient {
+			victim = p.evictableOf(client)
+		} else {
+			victim = p.evictableOfLargest()
+		}
+		if victim == nil {
+			p.mu.Unlock()
+			return nil
+		}
+		p.releaseLocked(victim)
+	}
+	cc := &countedConn{Conn: c, p: p, client: client}
+	p.open++
+	p.byClient[client]++
+	cc.elem = p.evictable.PushBack(cc)
+	p.mu.Unlock()
+	if victim != nil {
+		_ = victim.Conn.Close()
+	}
+	return cc
+}
+
+// noteFullLocked records that a newcomer found the pool full. When it had
+// not been for fullReadTimeout, the deadlines already set for requests
+// being read are shortened too: net/http set them before the pool filled.
+// Called with p.mu held.
+func (p *pool) noteFullLocked() {
+	now := time.Now()
+	if now.Sub(p.fullAt) > fullReadTimeout {
+		for cc := range p.reading {
+			_ = cc.Conn.SetReadDeadline(clampRead(cc.want, cc.wantAt))
+		}
+	}
+	p.fullAt = now
+}
+
+// clampRead is the read deadline want, set at at, when the pool is full.
+func clampRead(want, at time.Time) time.Time {
+	if short := at.Add(fullReadTimeout); short.Before(want) {
+		return short
+	}
+	return want
+}
+
+// evictableOf is client's connection evictable the longest; nil if none.
+// Called with p.mu held.
+func (p *pool) evictableOf(client string) *countedConn {
+	for e := p.evictable.Front(); e != nil; e = e.Next() {
+		if cc := e.Value.(*countedConn); cc.client == client {
+			return cc
+		}
+	}
+	return nil
+}
+
+// evictableOfLargest is, among the evictable connections, one of the
+// address holding the most connections, busy ones included, and of those
+// the one evictable the longest; nil if none. The address that takes the
+// most places gives one back first, but only from those it does not use.
+// One pass over the evictable, at most max. Called with p.mu held.
+func (p *pool) evictableOfLargest() *countedConn {
+	var victim *countedConn
+	for e := p.evictable.Front(); e != nil; e = e.Next() {
+		cc := e.Value.(*countedConn)
+		if victim == nil || p.byClient[cc.client] > p.byClient[victim.client] {
+			victim = cc
+		}
+	}
+	return victim
+}
+
+// releaseLocked gives cc's place back, once. Called with p.mu held.
+func (p *pool) releaseLocked(cc *countedConn) {
+	if cc.released {
+		return
+	}
+	cc.released = true
+	p.open--
+	if p.byClient[cc.client]--; p.byClient[cc.client] <= 0 {
+		delete(p.byClient, cc.client)
+	}
+	p.setEvictableLocked(cc, false)
+	delete(p.reading, cc)
+}
+
+// busy marks cc as serving a request: it is no longer evictable.
+func (p *pool) busy(cc *countedConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cc.idle = false
+	p.setEvictableLocked(cc, false)
+}
+
+// idle marks cc as between requests: evictable, and the read deadlines
+// net/http sets for its wait (the idle timeout, then the next request's
+// headers) are its own.
+func (p *pool) idle(cc *countedConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cc.idle = true
+	delete(p.reading, cc)
+	p.setEvictableLocked(cc, true)
+}
+
+// setEvictableLocked moves cc to the back of the evictable or out of it.
+// Called with p.mu held.
+func (p *pool) setEvictableLocked(cc *countedConn, evictable bool) {
+	if cc.elem != nil {
+		p.evictable.Remove(cc.elem)
+		cc.elem = nil
+	}
+	if evictable && !cc.released {
+		cc.elem = p.evictable.PushBack(cc)
+	}
+}
+
+// countedConn holds one place of its pool until closed. Its fields but
+// Conn and p are guarded by p.mu.
 type countedConn struct {
 	net.Conn
-	l        *limitListener
+	p        *pool
 	client   string
-	since    time.Time
 	idle     bool
 	released bool
 	elem     *list.Element
+	// want is the read deadline net/http set, at wantAt.
+	want, wantAt time.Time
 }
 
-// canEvict reports whether c may be closed to admit another: it is
-// between requests, or has sent nothing for newConnAge. Called with l.mu
-// held.
-func (c *countedConn) canEvict() bool {
-	return c.idle || time.Since(c.since) > newConnAge
+// SetReadDeadline sets the deadline net/http asks for, but no later than
+// fullReadTimeout away while the pool is full and the connection is
+// reading a request (its headers before its first, or a body): net/http
+// sets a new deadline for every request, so the wrapper is where a full
+// pool can shorten it. A zero deadline (net/http's read in the background
+// once the body is in) and the deadlines of a connection between requests
+// are left alone.
+func (c *countedConn) SetReadDeadline(t time.Time) error {
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	c.want, c.wantAt = t, now
+	if t.IsZero() || c.idle || c.released {
+		delete(p.reading, c)
+		return c.Conn.SetReadDeadline(t)
+	}
+	p.reading[c] = struct{}{}
+	if now.Sub(p.fullAt) <= fullReadTimeout {
+		t = clampRead(t, now)
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // CloseWrite half-closes a TCP connection, as net/http does to deliver an
 // error answer before it closes: the wrapper must not hide it.
-func (c *countedConn) CloseWrite() error { return closeWrite(c.Conn) }
-
-func closeWrite(c net.Conn) error {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
 	return nil
 }
 
-// Close closes the connection and gives its slot back, once however often
+// Close closes the connection and gives its place back, once however often
 // it is called.
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
-	c.l.mu.Lock()
-	c.l.releaseLocked(c)
-	c.l.mu.Unlock()
-	return err
-}
-
-// refusedConn gives its place among the refusing back when closed, once.
-type refusedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *refusedConn) CloseWrite() error { return closeWrite(c.Conn) }
-
-func (c *refusedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.p.mu.Lock()
+	c.p.releaseLocked(c)
+	c.p.mu.Unlock()
 	return err
 }

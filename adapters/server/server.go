@@ -58,11 +58,12 @@ type Config struct {
 	// address of its /metrics, /healthz and /readyz. Default 127.0.0.1:8080.
 	Listen string
 	// MaxConns caps the API's open connections. When full, an idle
-	// keep-alive connection, or one silent for a second since it opened,
-	// is closed to make room, taken from the client address holding the
-	// most connections; when every one is busy, one more is answered 503
-	// with Retry-After and closed at once (but /healthz and /readyz are
-	// answered). Default 1024.
+	// keep-alive connection, or one whose request headers are not yet
+	// complete, is closed to make room, taken from the client address
+	// holding the most connections; when every one is busy, one more is
+	// answered 503 with Retry-After and closed at once (but /healthz and
+	// /readyz are answered). While full, a request still being read, its
+	// headers or its body, has a second to arrive. Default 1024.
 	MaxConns int
 	// MaxConnsPerClient, when set, caps the open connections from one TCP
 	// peer address, below MaxConns. 0, the default, is no cap: a client
@@ -683,7 +684,6 @@ func httpComponent(a *app.Application, sc Config, name string, handler http.Hand
 	ln = limited
 	srv := &http.Server{
 		Handler:           guardBodies(handler, sc.BodyTimeout),
-		ConnState:         limited.connState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      15 * time.Second,
@@ -691,6 +691,7 @@ func httpComponent(a *app.Application, sc Config, name string, handler http.Hand
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
+	serveWithin(srv)
 	addr := ln.Addr().String()
 	a.Log.Info(name+" listening", "url", "http://"+addr)
 	if sc.OnListening != nil {
