@@ -40,14 +40,7 @@ final class LaravelAppTest extends TestCase
         self::assertNotFalse($p, 'cannot start php -S');
         $this->server = $p;
         $this->url = 'http://' . $addr;
-        Stack::waitFor('php -S to listen on ' . $addr, static function () use ($addr): bool {
-            $c = @stream_socket_client('tcp://' . $addr, $errno, $errstr, 1.0);
-            if ($c === false) {
-                return false;
-            }
-            fclose($c);
-            return true;
-        }, 10.0);
+        Stack::waitListening($addr);
     }
 
     protected function tearDown(): void

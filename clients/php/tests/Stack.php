@@ -85,6 +85,19 @@ final class Stack
         }
     }
 
+    /** waitListening waits until a server (php -S) accepts connections on $addr, host:port, for 10 s at most. */
+    public static function waitListening(string $addr): void
+    {
+        self::waitFor('a server to listen on ' . $addr, static function () use ($addr): bool {
+            $c = @stream_socket_client('tcp://' . $addr, $errno, $errstr, 1.0);
+            if ($c === false) {
+                return false;
+            }
+            fclose($c);
+            return true;
+        }, 10.0);
+    }
+
     /** killServe has php_test.go kill -9 serve now and start it again on the same address after $down seconds; it returns the pid killed. */
     public static function killServe(float $down): int
     {

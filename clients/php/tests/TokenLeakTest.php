@@ -59,14 +59,7 @@ final class TokenLeakTest extends TestCase
         }
         self::$server = $p;
         self::$url = 'http://' . $addr;
-        Stack::waitFor('php -S to listen on ' . $addr, static function () use ($addr): bool {
-            $c = @stream_socket_client('tcp://' . $addr, $errno, $errstr, 1.0);
-            if ($c === false) {
-                return false;
-            }
-            fclose($c);
-            return true;
-        }, 10.0);
+        Stack::waitListening($addr);
     }
 
     public static function tearDownAfterClass(): void

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,24 +48,6 @@ func docCommand(t *testing.T) []string {
 		args = append(args, strings.Trim(f, "'"))
 	}
 	return args
-}
-
-// lockedBuffer is the command's output, which the test reads while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestTheDocsCommandPrintsEachOrderOnce runs the command as
@@ -133,7 +114,7 @@ func TestTheDocsCommandPrintsEachOrderOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr lockedBuffer
+	var stdout, stderr localstacktest.SyncBuffer
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), commandEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
