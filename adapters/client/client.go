@@ -190,7 +190,8 @@ func (c *Client) once(ctx context.Context, cl call, target string, payload []byt
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if cl.key != "" {
+	if wire.ValidIdempotencyKey(cl.key) {
+		// A request_id the header cannot carry goes in the body alone.
 		req.Header.Set(wire.HeaderIdempotencyKey, cl.key)
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)

@@ -55,8 +55,9 @@ func wantAnswer(t *testing.T, what string, a answer, status int, replayed bool, 
 // Idempotency-Key as its request_id; the writes without a natural key
 // (SKU create, adjustment request, reconcile) answer a retry with the
 // first answer, its status included, and do the work once, also when 20
-// retries race; a key reused for another request, or two keys that
-// disagree, are 400 naming Idempotency-Key and change nothing.
+// retries race; a key reused for another request is 422 (the IETF
+// draft's answer), and a key given twice or two keys that disagree 400,
+// each naming Idempotency-Key and changing nothing.
 func TestIdempotencyKeyMakesEveryWriteSafeToRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -73,7 +74,7 @@ func TestIdempotencyKeyMakesEveryWriteSafeToRetry(t *testing.T) {
 	if again.body != first.body {
 		t.Fatalf("retried create answered %s, first %s", again.body, first.body)
 	}
-	wantAnswer(t, "key reused for another body", callKey(t, "PUT", base+"/v1/skus/idem-1", op, "create-1", `{"stock":6}`), 400, false, "Idempotency-Key")
+	wantAnswer(t, "key reused for another body", callKey(t, "PUT", base+"/v1/skus/idem-1", op, "create-1", `{"stock":6}`), 422, false, "Idempotency-Key")
 	twice, err := http.NewRequest("PUT", base+"/v1/skus/idem-1", strings.NewReader(`{"stock":5}`))
 	if err != nil {
 		t.Fatal(err)

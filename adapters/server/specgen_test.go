@@ -33,6 +33,9 @@ type schemaGen struct {
 	rnd   *rand.Rand
 	keys  map[string]bool     // the Idempotency-Keys of the requests made
 	known map[string][]string // resource ids answers gave, by member name (harvest)
+	// served is GET /v1/openapi.json as a client reads it, numbers as
+	// written: the bounds a client takes at their word.
+	served map[string]any
 }
 
 // nonASCII are the letters and symbols text may hold beside ASCII: each is
@@ -94,6 +97,11 @@ func (g *schemaGen) valid(s *openapi3.Schema) any {
 			})
 			if uint64(len(out)) < s.MinItems {
 				return g.valid(s)
+			}
+			if !s.UniqueItems && len(out) > 0 && (s.MaxItems == nil || uint64(len(out)) < *s.MaxItems) && g.rnd.IntN(3) == 0 {
+				// What a tool that cannot read the extension may send,
+				// unless uniqueItems tells it: an item twice.
+				out = append(out, out[0])
 			}
 		}
 		return out

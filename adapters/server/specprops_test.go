@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,8 +9,10 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -89,6 +92,17 @@ func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 	g := &schemaGen{rnd: rand.New(rand.NewPCG(25, 18)), keys: map[string]bool{}, known: map[string][]string{"sku": {"gen-1", "gen-2", "gen-3"}}}
 	client := &http.Client{Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := client.Get(base + "/v1/openapi.json"); err != nil {
+		t.Fatal(err)
+	} else {
+		dec := json.NewDecoder(resp.Body)
+		dec.UseNumber()
+		err := dec.Decode(&g.served)
+		_ = resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	failures := 0
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -230,6 +244,11 @@ func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 						}, "a 4xx it lists (refused: "+c.broken+")")
 					}
 				}
+				if role != "" && !console {
+					g.idempotencyCases(ctx, route, func(c *specCase, want func(int) bool, wantText string) {
+						send(c, role, want, wantText)
+					}, validAnswer, listed)
+				}
 				// Each integer parameter at the largest value the spec
 				// allows: the server takes what the spec calls valid.
 				for _, p := range parameters(route) {
@@ -270,10 +289,106 @@ func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 			}
 		}
 	}
+	// A request whose path Go's HTTP server cannot read, a % without two
+	// hex digits, gets that server's plain-text 400 before any handler
+	// runs: each operation's 400 lists it.
+	for _, route := range routes {
+		if strings.HasPrefix(route.Path, "/console") || !strings.Contains(route.Path, "{") {
+			continue
+		}
+		c := g.validCase(route)
+		req, _ := c.request(nil, base, credential{})
+		if req == nil {
+			continue
+		}
+		sent++
+		target, _, _ := strings.Cut(req.URL.RequestURI(), "?")
+		first := strings.Index(route.Path, "{")
+		escaped := strings.Split(target, "/")
+		escaped[strings.Count(route.Path[:first], "/")] = "%ZZ"
+		target = strings.Join(escaped, "/")
+		resp, raw := rawRequest(t, req.URL.Host, route.Method, target)
+		desc := route.Method + " " + target + " (a malformed escape)"
+		if resp.StatusCode != 400 {
+			fail("%s = %d %.300s, want Go's 400", desc, resp.StatusCode, raw)
+			continue
+		}
+		opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: c.params, Route: route, Options: opts}
+		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode,
+			Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)), Options: opts}
+		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+			fail("%s answered %d %s %.100s, which breaks docs/openapi.yaml: %v", desc, resp.StatusCode, resp.Header.Get("Content-Type"), raw, err)
+		}
+	}
 	if failures > 40 {
 		t.Errorf("... and %d more", failures-40)
 	}
 	t.Logf("%d generated requests; answers by class: %v", sent, outcomes)
+}
+
+// idempotencyCases sends, through send, what the Idempotency-Key rules
+// of route make of valid requests. An operation that keeps a key's first
+// answer (its Idempotency-Key parameter beside an Idempotent-Replayed
+// header): the key used again for another request is the 422 it lists.
+// One whose body member the header may carry (x-invledger-idempotency-key-is):
+// that member given empty is refused with a 400, even with the header.
+func (g *schemaGen) idempotencyCases(ctx context.Context, route *routers.Route, send func(c *specCase, want func(int) bool, wantText string),
+	validAnswer, listed func(int) bool) {
+	claims := false
+	if parameters(route).GetByInAndName("header", "Idempotency-Key") != nil {
+		for code, r := range route.Operation.Responses.Map() {
+			if strings.HasPrefix(code, "2") && r.Value.Headers["Idempotent-Replayed"] != nil {
+				claims = true
+			}
+		}
+	}
+	if c1 := g.specCase(ctx, route, true); claims && c1 != nil {
+		key := fmt.Sprintf("reused-%d", g.rnd.Int64())
+		c1.header.Set("Idempotency-Key", key)
+		first := 0
+		send(c1, func(s int) bool { first = s; return validAnswer(s) }, "2xx, or a 404 or 409 it lists (a valid request with a new key)")
+		if c2 := g.specCase(ctx, route, true); first/100 == 2 && c2 != nil {
+			c2.header.Set("Idempotency-Key", key)
+			_, d1 := c1.request(nil, "http://127.0.0.1", credential{})
+			_, d2 := c2.request(nil, "http://127.0.0.1", credential{})
+			if d1 != d2 {
+				c2.broken = "Idempotency-Key used for another request"
+				send(c2, func(s int) bool { return s == 422 && listed(s) }, "the 422 it lists")
+			}
+		}
+	}
+	if prop, ok := route.Operation.Extensions["x-invledger-idempotency-key-is"].(string); ok {
+		if c := g.specCase(ctx, route, true); c != nil {
+			c.body.(map[string]any)[prop] = ""
+			c.header.Set("Idempotency-Key", fmt.Sprintf("empty-%d", g.rnd.Int64()))
+			c.broken = prop + " empty, beside Idempotency-Key"
+			send(c, func(s int) bool { return s == 400 && listed(s) }, "the 400 it lists")
+		}
+	}
+}
+
+// rawRequest sends "method target" to host as written, which net/http's
+// client would not, and reads the answer.
+func rawRequest(t *testing.T, host, method, target string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", method, target, host); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, raw
 }
 
 // specCase generates a request of route, valid or invalid; nil when 50
@@ -318,7 +433,8 @@ func (g *schemaGen) atMaximum(ctx context.Context, route *routers.Route, p *open
 	}
 	v := "18446744073709551616"
 	if s.Max != nil {
-		v = string(g.integer(&openapi3.Schema{Min: s.Max, Max: s.Max}))
+		// As the served document writes it: a client does not round it.
+		v = g.servedMaximum(route, p)
 	}
 	bounded := s.Max != nil
 	c.set(p, v)
@@ -328,6 +444,35 @@ func (g *schemaGen) atMaximum(ctx context.Context, route *routers.Route, p *open
 		return nil
 	}
 	return c
+}
+
+// servedMaximum is the maximum of route's parameter p as GET
+// /v1/openapi.json writes it, digit for digit.
+func (g *schemaGen) servedMaximum(route *routers.Route, p *openapi3.Parameter) string {
+	resolve := func(v any) map[string]any {
+		m, _ := v.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			var at any = g.served
+			for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+				at = at.(map[string]any)[part]
+			}
+			m, _ = at.(map[string]any)
+		}
+		return m
+	}
+	item := resolve(g.served["paths"].(map[string]any)[route.Path])
+	op := resolve(item[strings.ToLower(route.Method)])
+	for _, list := range []any{op["parameters"], item["parameters"]} {
+		ps, _ := list.([]any)
+		for _, ref := range ps {
+			if param := resolve(ref); param["name"] == p.Name && param["in"] == p.In {
+				if n, ok := resolve(param["schema"])["maximum"].(json.Number); ok {
+					return string(n)
+				}
+			}
+		}
+	}
+	panic("servedMaximum: no maximum of " + p.Name + " at " + route.Method + " " + route.Path)
 }
 
 // set gives parameter p the value v.
@@ -381,24 +526,21 @@ func (g *schemaGen) validCase(route *routers.Route) *specCase {
 	if mt, _ := requestBody(route); mt != nil && (route.Operation.RequestBody.Value.Required || g.rnd.IntN(4) != 0) {
 		c.body = g.valid(mt.Schema.Value)
 	}
-	// The operation's rule across inputs: its Idempotency-Key header
-	// stands for a body property, which one of them must give, and which
-	// must be equal when both do.
+	// An operation whose body member the Idempotency-Key header may also
+	// carry: the header, equal to it, half of the time, as the
+	// description asks of callers. The schemas alone make the request
+	// valid: a tool that reads only them sends no more.
 	if prop, ok := route.Operation.Extensions["x-invledger-idempotency-key-is"].(string); ok {
-		body := c.body.(map[string]any)
-		key := c.header.Get("Idempotency-Key")
-		keySchema := parameters(route).GetByInAndName("header", "Idempotency-Key").Schema.Value
-		switch v, given := body[prop]; {
-		case given && key != "" && keySchema.VisitJSON(v) == nil:
-			c.header.Set("Idempotency-Key", v.(string))
-		case given:
-			c.header.Del("Idempotency-Key") // one the header cannot carry
-		case key == "":
-			c.header.Set("Idempotency-Key", paramText(g.valid(keySchema)))
+		if v, given := c.body.(map[string]any)[prop].(string); given && asciiKey.MatchString(v) && g.rnd.IntN(2) == 0 {
+			c.header.Set("Idempotency-Key", v)
 		}
 	}
 	return c
 }
+
+// asciiKey is what an Idempotency-Key header carries: visible ASCII,
+// spaces inside.
+var asciiKey = regexp.MustCompile(`^[!-~](?:[ -~]{0,126}[!-~])?$`)
 
 // requestBody is the request body route describes, JSON or the console's
 // form, and its content type; nil when none.
@@ -430,6 +572,11 @@ func (g *schemaGen) breakCase(c *specCase) bool {
 			text := paramText(v)
 			if text == "" && pv.In == openapi3.ParameterInPath {
 				return false // an empty segment makes another path, not a bad value of this one
+			}
+			if pv.In == openapi3.ParameterInPath && !strings.HasPrefix(c.route.Path, "/console") && pv.Schema.Value.VisitJSON(".") != nil && g.rnd.IntN(3) == 0 {
+				// A dot segment, which a client sends as it is (the
+				// console's pages redirect it, as browsers expect).
+				text, what = []string{".", ".."}[g.rnd.IntN(2)], "a dot segment"
 			}
 			c.set(pv, text)
 			c.broken = pv.Name + " " + what
@@ -506,10 +653,11 @@ func (c *specCase) request(t *testing.T, base string, cred credential) (*http.Re
 		return nil, ""
 	}
 	for name, vs := range c.header {
-		if !printableText(vs[0]) || strings.TrimSpace(vs[0]) != vs[0] {
+		v, ok := latin1(vs[0])
+		if !ok || !printableText(vs[0]) || strings.TrimSpace(vs[0]) != vs[0] {
 			return nil, "" // HTTP cannot carry it, or drops the spaces
 		}
-		req.Header[name] = vs
+		req.Header[name] = []string{v}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
@@ -529,6 +677,19 @@ func (c *specCase) request(t *testing.T, base string, cred credential) (*http.Re
 		desc += " (" + c.broken + ")"
 	}
 	return req, desc
+}
+
+// latin1 is s as HTTP/1.1 clients (Python's among them) send a header's
+// text, ISO-8859-1; false when s has a character beyond it.
+func latin1(s string) (string, bool) {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		if r > 0xff {
+			return "", false
+		}
+		b = append(b, byte(r))
+	}
+	return string(b), true
 }
 
 // harvest keeps the values of an answer's members that name a resource

@@ -23,3 +23,19 @@ const (
 	// released since; the body stays the original receipt.
 	HeaderReleased = "Invledger-Released"
 )
+
+// ValidIdempotencyKey reports whether key can be an Idempotency-Key: 1-128
+// visible ASCII characters, with spaces inside but at neither end (HTTP
+// drops those), as the IETF draft's Structured Field string is. A purchase's
+// request_id that is not one goes in the body alone.
+func ValidIdempotencyKey(key string) bool {
+	if key == "" || len(key) > 128 || key[0] == ' ' || key[len(key)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < ' ' || key[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

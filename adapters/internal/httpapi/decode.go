@@ -413,11 +413,11 @@ func kindName(t reflect.Type) string {
 // stands for a missing request_id, and must equal one that is given.
 func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductCommand, error) {
 	var b wire.DeductBody
-	err := decodeDeductBody(body, &b)
+	given, err := decodeDeductBody(body, &b)
 	if err != nil {
 		return ledger.DeductCommand{}, err
 	}
-	if b.RequestID, err = purchaseRequestID(b.RequestID, idempotencyKey); err != nil {
+	if b.RequestID, err = purchaseRequestID(b.RequestID, given, idempotencyKey); err != nil {
 		return ledger.DeductCommand{}, err
 	}
 	if b.Qty == nil {
@@ -434,24 +434,44 @@ func decodeDeduct(sku, idempotencyKey string, body io.Reader) (ledger.DeductComm
 	return ledger.NewDeductCommand(sku, b.UserID, *b.Qty, b.RequestID)
 }
 
-// decodeDeductBody decodes a deduct body into dst as decodeJSON does. The
-// body gateways send, ASCII strings without escapes and an integer qty, is
-// parsed by parseDeductBody without reflection; any other body, and one
-// that could not be read whole, goes through decodeJSON as read so far
-// followed by the read error, so every refusal keeps its wording.
-func decodeDeductBody(body io.Reader, dst *wire.DeductBody) error {
+// decodeDeductBody decodes a deduct body into dst as decodeJSON does, and
+// reports whether it gave request_id (decodePurchaseBody). The body
+// gateways send, ASCII strings without escapes and an integer qty, is
+// parsed by parseDeductBody without reflection; any other body goes
+// through decodePurchaseBody, so every refusal keeps its wording.
+func decodeDeductBody(body io.Reader, dst *wire.DeductBody) (requestIDGiven bool, err error) {
 	bp := getBuf()
 	data, rerr := readAll((*bp)[:0], body)
 	defer putBuf(bp, data)
-	if rerr == nil && parseDeductBody(data, dst) {
-		return nil
+	if rerr == nil && parseDeductBody(data, dst) && dst.RequestID != "" {
+		return true, nil
 	}
 	*dst = wire.DeductBody{}
+	return decodePurchaseBody(data, rerr, dst, &dst.RequestID)
+}
+
+// decodePurchaseBody decodes data, a purchase's or a reserve's body as read
+// until the read error rerr, into dst as decodeJSON does (a body that could
+// not be read whole is refused as decodeJSON refuses it), and reports
+// whether the body gave request_id, which *requestID, dst's member, cannot
+// say when it is empty: an empty request_id is refused, an absent one
+// stands for the Idempotency-Key header (purchaseRequestID).
+func decodePurchaseBody(data []byte, rerr error, dst any, requestID *string) (requestIDGiven bool, err error) {
 	var r io.Reader = bytes.NewReader(data)
 	if rerr != nil {
 		r = io.MultiReader(r, errReader{rerr})
 	}
-	return decodeJSON(r, dst)
+	if err := decodeJSON(r, dst); err != nil {
+		return false, err
+	}
+	if *requestID != "" {
+		return true, nil
+	}
+	var given struct {
+		RequestID *string `json:"request_id"`
+	}
+	_ = json.Unmarshal(data, &given) // decodeJSON read it
+	return given.RequestID != nil, nil
 }
 
 // readAll appends what r holds to b, like io.ReadAll into a buffer of the
@@ -604,9 +624,13 @@ func (p *plainJSON) int() (int64, bool) {
 
 // purchaseRequestID is the request id of a purchase or reserve: the body's
 // request_id, or the Idempotency-Key header standing for a missing one; when
-// both are given they must be equal.
-func purchaseRequestID(bodyID, idempotencyKey string) (string, error) {
+// both are given they must be equal. A request_id given empty is refused
+// as any invalid one, header or not: the description says 1-128 characters.
+func purchaseRequestID(bodyID string, given bool, idempotencyKey string) (string, error) {
 	switch {
+	case bodyID == "" && given:
+		_, err := domain.NewRequestID(bodyID)
+		return "", err
 	case bodyID == "":
 		return idempotencyKey, nil
 	case idempotencyKey != "" && idempotencyKey != bodyID:

@@ -32,11 +32,12 @@ func NewHoldJSON(h domain.Hold) wire.HoldJSON {
 // the order sku, user_id, qty, request_id, ttl_seconds.
 func (s *server) decodeReserve(sku, idempotencyKey string, body io.Reader) (ledger.ReserveCommand, error) {
 	var b wire.ReserveBody
-	err := decodeJSON(body, &b)
+	data, rerr := io.ReadAll(body)
+	given, err := decodePurchaseBody(data, rerr, &b, &b.RequestID)
 	if err != nil {
 		return ledger.ReserveCommand{}, err
 	}
-	if b.RequestID, err = purchaseRequestID(b.RequestID, idempotencyKey); err != nil {
+	if b.RequestID, err = purchaseRequestID(b.RequestID, given, idempotencyKey); err != nil {
 		return ledger.ReserveCommand{}, err
 	}
 	if b.Qty == nil {

@@ -34,15 +34,18 @@ type IdempotencyStore interface {
 }
 
 // idempotencyKey reads the Idempotency-Key header: absent is "", and a
-// given key must be a valid request id (1-128 printable characters).
+// given key must be 1-128 visible ASCII characters and inner spaces, as
+// the IETF draft's Structured Field string is: a header's other bytes are
+// read as ISO-8859-1 by some clients and as UTF-8 by others, so they name
+// no one key.
 func idempotencyKey(r *http.Request) (string, error) {
 	vals := r.Header.Values(wire.HeaderIdempotencyKey)
 	switch len(vals) {
 	case 0:
 		return "", nil
 	case 1:
-		if _, err := domain.NewRequestID(vals[0]); err != nil {
-			return "", domain.NewFieldError(wire.HeaderIdempotencyKey, errors.New("must be 1-128 printable characters without surrounding spaces"))
+		if !wire.ValidIdempotencyKey(vals[0]) {
+			return "", domain.NewFieldError(wire.HeaderIdempotencyKey, errors.New("must be 1-128 visible ASCII characters, spaces only inside"))
 		}
 		return vals[0], nil
 	}
@@ -85,6 +88,14 @@ func (s *server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 		principal := principalName(r)
 		claimed, status, stored, err := s.idempotency.Claim(r.Context(), principal, key,
 			requestFingerprint(r, canonicalJSON(body)), release100Fingerprint(r, body))
+		var fe *domain.FieldError
+		if errors.As(err, &fe) && fe.Field == wire.HeaderIdempotencyKey {
+			// The key was used for another request: 422, as the IETF
+			// Idempotency-Key draft answers it, not a 400 of a request
+			// that could never be right.
+			s.writeFieldError(w, http.StatusUnprocessableEntity, string(domain.CodeInvalidInput), firstLine(fe.Err.Error()), fe.Field)
+			return
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -32,8 +36,61 @@ var openAPIJSON = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return doc.MarshalJSON()
+	raw, err := doc.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return exactInt64Bounds(raw)
 })
+
+// exactInt64Bounds gives back the int64 bounds the YAML spells and
+// kin-openapi's float64 loses: 9223372036854775807 comes out of it as
+// 9223372036854776000, 2^63, which no int64 holds, so a client taking the
+// maximum at its word is refused. Every minimum and maximum of an int64
+// integer schema beyond int64's range is put back at its end.
+func exactInt64Bounds(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "integer" && v["format"] == "int64" {
+				for _, bound := range []string{"minimum", "maximum"} {
+					n, ok := v[bound].(json.Number)
+					if !ok {
+						continue
+					}
+					switch f, _ := strconv.ParseFloat(string(n), 64); {
+					case f >= math.MaxInt64:
+						v[bound] = json.Number(strconv.FormatInt(math.MaxInt64, 10))
+					case f <= math.MinInt64:
+						v[bound] = json.Number(strconv.FormatInt(math.MinInt64, 10))
+					}
+				}
+			}
+			for _, sub := range v {
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range v {
+				walk(sub)
+			}
+		}
+	}
+	walk(doc)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(out.Bytes(), "\n"), nil
+}
 
 func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	b, err := openAPIJSON()

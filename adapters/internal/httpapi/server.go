@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -409,7 +410,27 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			endSpan(span, r, tw.status)
 		}
 	}()
+	if p := r.URL.EscapedPath(); !cleanPath(p) {
+		// ServeMux would answer a redirect to the cleaned path, which no
+		// operation describes; no route has such a segment, and no id is
+		// one.
+		s.writeError(tw, http.StatusBadRequest, string(domain.CodeInvalidInput), "the path has an empty, . or .. segment")
+		return
+	}
 	s.mux.ServeHTTP(tw, r)
+}
+
+// cleanPath reports whether p is as ServeMux leaves it: no empty, "." or
+// ".." segment, a trailing slash aside.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return p == "*" // OPTIONS *
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // endSpan names a request's span by its route pattern, once the mux
