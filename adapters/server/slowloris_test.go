@@ -236,3 +236,25 @@ func TestHealthProbesWhileTheOverflowRefuses(t *testing.T) {
 	startSlowloris(t, addr, []string{"127.0.0.1"}, 100)
 	requireAnswered(t, addr, []string{"127.0.0.3"}, 5, 200, probes)
 }
+
+// TestFullAPIGivesASlowBodyASecond: a gateway's bodies that do not come,
+// on --max-conns 2 with a body timeout of a minute, are answered 408 and
+// their connections closed soon after a newcomer finds the API full: a
+// full API gives a request being read a second, not the body timeout.
+func TestFullAPIGivesASlowBodyASecond(t *testing.T) {
+	t.Parallel()
+	st := stacktest.New(t)
+	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 2, BodyTimeout: time.Minute}), "http://")
+	held := []net.Conn{dialFrom(t, addr, "127.0.0.1"), dialFrom(t, addr, "127.0.0.1")}
+	for _, conn := range held {
+		holdBusy(t, conn)
+	}
+	if status, _ := getFrom(t, addr, "127.0.0.2", "/v1/skus", secretAuditor); status != 503 {
+		t.Fatalf("with 2 slow bodies a request = %d, want 503", status)
+	}
+	for i, conn := range held {
+		if status := statusThenClose(t, conn); status != http.StatusRequestTimeout {
+			t.Fatalf("slow body %d on a full API = %d, want 408", i+1, status)
+		}
+	}
+}
