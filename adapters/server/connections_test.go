@@ -119,23 +119,37 @@ func untilHandled(t *testing.T, conn net.Conn, head string) {
 // status and Retry-After.
 func getFrom(t *testing.T, addr, local, path, secret string) (int, string) {
 	t.Helper()
-	conn := dialFrom(t, addr, local)
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	auth := ""
 	if secret != "" {
 		auth = "Authorization: Bearer " + secret + "\r\n"
 	}
-	if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	status, retry, err := requestFrom(addr, local, "GET "+path+" HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n")
 	if err != nil {
 		t.Fatalf("GET %s from %s: %v", path, local, err)
 	}
+	return status, retry
+}
+
+// requestFrom sends raw, a whole request, from local on a new connection
+// and returns the answer's status and Retry-After, or the error for none.
+func requestFrom(addr, local, raw string) (int, string, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return 0, "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, "", err
+	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Retry-After")
+	return resp.StatusCode, resp.Header.Get("Retry-After"), nil
 }
 
 // TestConnectionCapPerClientAddress: with --max-conns 16 and

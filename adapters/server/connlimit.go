@@ -45,8 +45,8 @@ const fullReadTimeout = time.Second
 // When every connection is busy, the new one is refused. A refused
 // connection is answered /healthz and /readyz by the overflow server, and
 // 503 with Retry-After for anything else; the refused connections are
-// capped and evicted the same way, so a flood of slow ones cannot keep a
-// probe from its answer.
+// capped and evicted the same way, so a flood of slow ones from one
+// address cannot keep a probe from another from its answer.
 type limitListener struct {
 	net.Listener
 	log *slog.Logger

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -97,28 +96,6 @@ func (a *slowloris) stop() {
 	})
 }
 
-// requestFrom sends raw, a whole request, from local on a new connection
-// and returns the answer's status, or the error for none.
-func requestFrom(addr, local, raw string) (int, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
-	conn, err := d.Dial("tcp", addr)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(conn, raw); err != nil {
-		return 0, err
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
 // purchaseRequest is a whole purchase of one sku-1 by buyer.
 func purchaseRequest(buyer string) string {
 	body := fmt.Sprintf(`{"user_id":%q,"qty":1,"request_id":%q}`, buyer, "r-"+buyer)
@@ -138,7 +115,7 @@ func requireAnswered(t *testing.T, addr string, locals []string, n, want int, re
 				failed, answers := 0, map[string]int{}
 				for i := range n {
 					answer := "no answer"
-					if status, err := requestFrom(addr, local, request(i)); err == nil {
+					if status, _, err := requestFrom(addr, local, request(i)); err == nil {
 						answer = fmt.Sprint(status)
 					}
 					answers[answer]++
