@@ -275,7 +275,7 @@ func TestGeneratedRequestsAgreeWithTheSpec(t *testing.T) {
 				continue
 			}
 			sent++
-			c.body, c.route = nil, &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method}
+			c.body, c.header, c.route = nil, http.Header{}, &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method}
 			req, desc := c.request(t, base, credential{})
 			resp, err := client.Do(req)
 			if err != nil {
@@ -404,6 +404,10 @@ func (g *schemaGen) specCase(ctx context.Context, route *routers.Route, valid bo
 		if req == nil {
 			continue // a header net/http would not send
 		}
+		// The validator reads the headers as text, not as the ISO-8859-1
+		// bytes sent.
+		req = req.Clone(ctx)
+		maps.Copy(req.Header, c.header)
 		opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 		err := openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{Request: req, PathParams: c.params, Route: route, Options: opts})
 		if key := c.header.Get("Idempotency-Key"); (err == nil) == valid && !g.keys[key] {
@@ -417,11 +421,11 @@ func (g *schemaGen) specCase(ctx context.Context, route *routers.Route, valid bo
 }
 
 // atMaximum is a valid request of route with integer parameter p at its
-// schema's maximum, or at 2^64, which no int64 holds, when the schema has
-// none and so, as JSON Schema reads it, calls it valid (kin-openapi's
-// validator, which parses integer parameters as int64, is not asked
-// then); nil when p is no integer or the validator does not class the
-// request valid.
+// schema's maximum as the served document writes it, or at 2^64, which no
+// int64 holds, when the schema has none and so, as JSON Schema reads it,
+// calls it valid. kin-openapi's validator, which parses integer
+// parameters as int64 and bounds as float64, is not asked: the maximum is
+// valid by the schema's own words. nil when p is no integer.
 func (g *schemaGen) atMaximum(ctx context.Context, route *routers.Route, p *openapi3.Parameter) *specCase {
 	s := p.Schema.Value
 	if !s.Type.Is("integer") {
@@ -436,13 +440,7 @@ func (g *schemaGen) atMaximum(ctx context.Context, route *routers.Route, p *open
 		// As the served document writes it: a client does not round it.
 		v = g.servedMaximum(route, p)
 	}
-	bounded := s.Max != nil
 	c.set(p, v)
-	req, _ := c.request(nil, "http://127.0.0.1", credential{})
-	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
-	if req == nil || bounded && openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{Request: req, PathParams: c.params, Route: route, Options: opts}) != nil {
-		return nil
-	}
 	return c
 }
 
