@@ -143,46 +143,40 @@ var probes = map[string]func(int) string{
 	"/readyz probes":  func(int) string { return "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n" },
 }
 
-// TestHeaderSlowlorisFromOneAddress: 70 connections from one address that
-// send one byte of their headers, against --max-conns 64, keep no purchase
-// out, from that address or another: a connection is evictable until its
-// headers are complete.
-func TestHeaderSlowlorisFromOneAddress(t *testing.T) {
+// TestHeaderSlowloris: connections that send one byte of their headers,
+// each opened again at once when closed, keep no purchase or probe out: a
+// connection is evictable until its headers are complete. The subtests
+// share one stack and run one after another, each against its own serve.
+func TestHeaderSlowloris(t *testing.T) {
 	t.Parallel()
 	st := stacktest.New(t)
 	st.SKU(t, "sku-1", 100, 1)
-	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 64}), "http://")
-	startSlowloris(t, addr, []string{"127.0.0.1"}, 70)
-	requireAnswered(t, addr, []string{"127.0.0.2", "127.0.0.1"}, 10, 200, purchases("one"))
-}
-
-// TestHeaderSlowlorisFromEightAddresses: with --max-conns 64 and
-// --max-conns-per-client 8, 9 such connections from each of 8 addresses
-// keep no purchase from a ninth out.
-func TestHeaderSlowlorisFromEightAddresses(t *testing.T) {
-	t.Parallel()
-	st := stacktest.New(t)
-	st.SKU(t, "sku-1", 100, 1)
-	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 64, MaxConnsPerClient: 8}), "http://")
-	var attackers []string
-	for i := range 8 {
-		attackers = append(attackers, fmt.Sprintf("127.0.0.%d", 110+i))
-	}
-	startSlowloris(t, addr, attackers, 9)
-	requireAnswered(t, addr, []string{"127.0.0.2"}, 10, 200, purchases("eight"))
-}
-
-// TestHeaderSlowlorisAtTheDefaultCap: 1,100 such connections from one
-// address, over the default --max-conns of 1,024, keep neither purchases
-// nor health probes from another address out.
-func TestHeaderSlowlorisAtTheDefaultCap(t *testing.T) {
-	t.Parallel()
-	st := stacktest.New(t)
-	st.SKU(t, "sku-1", 100, 1)
-	addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens}), "http://")
-	startSlowloris(t, addr, []string{"127.0.0.1"}, DefaultMaxConns+76)
-	requireAnswered(t, addr, []string{"127.0.0.2"}, 5, 200, map[string]func(int) string{
-		"purchases": purchases("default")["purchases"], "/healthz probes": probes["/healthz probes"], "/readyz probes": probes["/readyz probes"]})
+	// 70 from one address, against --max-conns 64: purchases from that
+	// address and from another are served.
+	t.Run("one address", func(t *testing.T) {
+		addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 64}), "http://")
+		startSlowloris(t, addr, []string{"127.0.0.1"}, 70)
+		requireAnswered(t, addr, []string{"127.0.0.2", "127.0.0.1"}, 10, 200, purchases("one"))
+	})
+	// 9 from each of 8 addresses, against --max-conns 64 and
+	// --max-conns-per-client 8: purchases from a ninth are served.
+	t.Run("eight addresses", func(t *testing.T) {
+		addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens, MaxConns: 64, MaxConnsPerClient: 8}), "http://")
+		var attackers []string
+		for i := range 8 {
+			attackers = append(attackers, fmt.Sprintf("127.0.0.%d", 110+i))
+		}
+		startSlowloris(t, addr, attackers, 9)
+		requireAnswered(t, addr, []string{"127.0.0.2"}, 10, 200, purchases("eight"))
+	})
+	// 1,100 from one address, over the default --max-conns of 1,024:
+	// purchases and health probes from another are answered.
+	t.Run("the default cap", func(t *testing.T) {
+		addr := strings.TrimPrefix(startServe(t, st, Config{Tokens: testTokens}), "http://")
+		startSlowloris(t, addr, []string{"127.0.0.1"}, DefaultMaxConns+76)
+		requireAnswered(t, addr, []string{"127.0.0.2"}, 5, 200, map[string]func(int) string{
+			"purchases": purchases("default")["purchases"], "/healthz probes": probes["/healthz probes"], "/readyz probes": probes["/readyz probes"]})
+	})
 }
 
 // TestHealthProbesWhileTheOverflowRefuses: with --max-conns 16 busy with
