@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/cli/internal/devstack"
+	"github.com/invledger/invledger/adapters/internal/console"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 )
 
@@ -93,6 +94,7 @@ func printDevBanner(w io.Writer, dir string, c Config, tokens, addr string) erro
 	env := devstack.Env("http://"+addr, c.RedisURL, c.DatabaseURL, tokens, c.SealKeys)
 	fmt.Fprintf(w, "\ninvledger dev is running. Ctrl-C stops it and both servers.\n\n")
 	fmt.Fprintf(w, "  API          http://%s\n", addr)
+	fmt.Fprintf(w, "  console      http://%s%s (sign in with an auditor's, operator's or approver's token)\n", addr, console.Root)
 	fmt.Fprintf(w, "  metrics      http://%s/metrics\n", addr)
 	fmt.Fprintf(w, "  Redis        %s\n", c.RedisURL)
 	fmt.Fprintf(w, "  PostgreSQL   %s\n", c.DatabaseURL)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,9 @@ func TestDevPrintsExportsAndKeepsItsPorts(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(env)), "\n")
 	if len(lines) != 3 || !strings.Contains(banner, string(env)) {
 		t.Fatalf("env file %q is not the three export lines of the banner:\n%s", env, banner)
+	}
+	if !regexp.MustCompile(`(?m)^  console +http://127\.0\.0\.1:\d+/console `).MatchString(banner) {
+		t.Errorf("the banner has no console URL:\n%s", banner)
 	}
 	tokens, err := os.ReadFile(filepath.Join(dir, "tokens"))
 	if err != nil {
