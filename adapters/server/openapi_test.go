@@ -176,7 +176,7 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	c.do(200, "POST", "/v1/skus/spec-1/warm", op, "")
 	c.doKey("create-spec-2", 201, "PUT", "/v1/skus/spec-2", op, `{"stock":1}`)
 	c.doKey("create-spec-2", 201, "PUT", "/v1/skus/spec-2", op, `{"stock":1}`)
-	c.doKey("create-spec-2", 400, "PUT", "/v1/skus/spec-2", op, `{"stock":2}`)
+	c.doKey("create-spec-2", 422, "PUT", "/v1/skus/spec-2", op, `{"stock":2}`)
 	c.do(200, "POST", "/v1/skus/spec-2/warm", op, "")
 
 	// Purchases.
@@ -185,7 +185,7 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	if replay.header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("a replay lacks Idempotent-Replayed: true: %v", replay.header)
 	}
-	c.doKey("r2", 200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2}`)
+	c.doKey("r2", 200, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2,"request_id":"r2"}`)
 	c.doKey("r2", 400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u2","qty":2,"request_id":"other"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u3","qty":0,"request_id":"r3"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/deduct", gw, `{"user_id":"u3","qty":1}`)
@@ -214,7 +214,7 @@ func TestEveryRouteAnswersAsTheOpenAPIDescriptionSays(t *testing.T) {
 	if again := c.do(201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h1","qty":1,"request_id":"h1","ttl_seconds":60}`); hold(again) != h1 || again.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("a retried reserve answered %v %s, want hold %s replayed", again.header, again.body, h1)
 	}
-	c.do(200, "POST", hold(c.doKey("hk", 201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"hk","qty":1}`))+"/cancel", gw, "")
+	c.do(200, "POST", hold(c.doKey("hk", 201, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"hk","qty":1,"request_id":"hk"}`))+"/cancel", gw, "")
 	c.doKey("other", 400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"hk","qty":1,"request_id":"hk"}`)
 	c.do(400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9","ttl_seconds":0}`)
 	c.do(400, "POST", "/v1/skus/spec-1/holds", gw, `{"user_id":"h9","qty":1,"request_id":"h9","ttl_seconds":3601}`)

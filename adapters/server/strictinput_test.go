@@ -130,8 +130,8 @@ func TestStrictInputIsRefusedNamingTheField(t *testing.T) {
 	if a := keyed("{ \"per_user_limit\": 1,\n \"stock\": 3 }"); a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("a re-serialised retry = %d %v %s, want the replayed 201", a.status, a.header, a.body)
 	}
-	if a := keyed(`{"stock":4,"per_user_limit":1}`); a.status != 400 {
-		t.Errorf("another request with the key = %d %s, want 400", a.status, a.body)
+	if a := keyed(`{"stock":4,"per_user_limit":1}`); a.status != 422 {
+		t.Errorf("another request with the key = %d %s, want 422", a.status, a.body)
 	}
 
 	// A key release 1.0.0 kept, fingerprinted over the raw body, still
