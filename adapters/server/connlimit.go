@@ -236,8 +236,9 @@ func (p *pool) admit(c net.Conn) *countedConn {
 	p.mu.Lock()
 	var victim *countedConn
 	overClient := p.perClient > 0 && p.byClient[client] >= p.perClient
-	full := overClient || p.open >= p.max
-	if full {
+	if overClient || p.open >= p.max {
+		// A client at its own cap takes no one else's place: only a
+		// full pool hurries the requests being read.
 		if p.open >= p.max {
 			p.noteFullLocked()
 		}
