@@ -251,7 +251,21 @@ final class Client
      */
     public function call(string $method, string $path, ?array $body = null, ?string $idempotencyKey = null): array
     {
+        if ($idempotencyKey !== null && !self::headerKey($idempotencyKey)) {
+            // Retried without a key the server holds, a write could apply twice.
+            throw new \InvalidArgumentException('invledger client: the idempotency key must be 1-128 visible ASCII characters, spaces only inside');
+        }
         return $this->send($method, $path, $body, $idempotencyKey, $idempotencyKey, $idempotencyKey !== null)[0];
+    }
+
+    /**
+     * headerKey says whether $key can be an Idempotency-Key: 1-128 visible
+     * ASCII characters, spaces inside but at neither end, as the server
+     * takes it (the IETF draft's Structured Field string).
+     */
+    private static function headerKey(string $key): bool
+    {
+        return preg_match('/^[!-~](?:[ -~]{0,126}[!-~])?$/D', $key) === 1;
     }
 
     /** newRequestId returns a random UUID (version 4) to use as a request id. */
@@ -339,7 +353,8 @@ final class Client
             if ($payload !== null) {
                 $req = $req->withHeader('Content-Type', 'application/json')->withBody($this->streams->createStream($payload));
             }
-            if ($key !== null) {
+            if ($key !== null && self::headerKey($key)) {
+                // A request_id the header cannot carry goes in the body alone.
                 $req = $req->withHeader('Idempotency-Key', $key);
             }
         } catch (\Throwable $e) {

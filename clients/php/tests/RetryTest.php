@@ -45,6 +45,26 @@ final class RetryTest extends TestCase
         }
     }
 
+    public function testARequestIdTheHeaderCannotCarryGoesInTheBodyAlone(): void
+    {
+        $ok = static fn () => new Response(200, ['Content-Type' => 'application/json'],
+            '{"status":"ok","seq":1,"remaining":9,"event_id":"0b0b0b0b-0000-4000-8000-000000000000"}');
+        $http = new CannedHttp([$ok(), $ok()]);
+        $inv = $this->client($http, new Options());
+        $inv->deduct('sku-1', 'ann', 1, 'café-1');
+        $inv->deduct('sku-1', 'ann', 1, 'plain-1');
+        self::assertFalse($http->sent[0]->hasHeader('Idempotency-Key'), 'the server takes visible ASCII keys only');
+        self::assertSame('{"user_id":"ann","qty":1,"request_id":"café-1"}', (string) $http->sent[0]->getBody());
+        self::assertSame('plain-1', $http->sent[1]->getHeaderLine('Idempotency-Key'));
+        try {
+            $inv->call('POST', '/v1/reconcile', ['sku' => 'sku-1'], 'clé');
+            self::fail('no exception');
+        } catch (\InvalidArgumentException $e) {
+            self::assertStringContainsString('visible ASCII', $e->getMessage());
+        }
+        self::assertCount(2, $http->sent, 'a call whose key the server would refuse is not sent');
+    }
+
     public function testAnAnswerPastTheDeadlineIsAnUnavailableExceptionWithTheRequestId(): void
     {
         $busy = static fn () => new Response(503, ['Retry-After' => '3'], '{"error":"recovering","detail":"checking the sku","trace_id":"t"}');

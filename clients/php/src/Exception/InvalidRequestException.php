@@ -5,7 +5,7 @@ declare(strict_types=1);
 namespace Invledger\Exception;
 
 /**
- * InvalidRequestException is 400 invalid_request: an input breaks its schema; $field names it. Nothing was stored; fix the input rather than retry.
+ * InvalidRequestException is invalid_request: 400 when an input breaks its schema, 422 when an idempotency key was used for another request; $field names it. Nothing was stored; fix the input rather than retry.
  */
 final class InvalidRequestException extends InvledgerException
 {
