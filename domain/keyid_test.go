@@ -2,6 +2,8 @@ package domain_test
 
 import (
 	"errors"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +11,7 @@ import (
 	"github.com/invledger/invledger/domain"
 )
 
-func mustKeys(t *testing.T, s string, retired ...string) domain.SealKeys {
+func mustKeys(t testing.TB, s string, retired ...string) domain.SealKeys {
 	t.Helper()
 	k, err := domain.ParseSealKeys(s)
 	if err != nil {
@@ -133,15 +135,37 @@ func TestCheckpointsAfterOneThatFailsAreChecked(t *testing.T) {
 	}
 }
 
-func TestRetiredKeyIDs(t *testing.T) {
-	t.Parallel()
-	keys := mustKeys(t, "k1:0123456789abcdef0123456789abcdef", "k0", "k0")
-	if !keys.Retired("k0") || keys.Retired("k1") || len(keys.RetiredIDs()) != 1 {
-		t.Errorf("retired %v", keys.RetiredIDs())
+// FuzzWithRetired checks the retired key ids' validation against its
+// rule: every id 1-32 of A-Z a-z 0-9 . _ -, none a configured key's;
+// repeats count once, and a refusal names the setting's subject.
+func FuzzWithRetired(f *testing.F) {
+	for _, s := range []string{"k0", "k0,k0", "k1", "k0,bad id", "", "é", "k0,,k2", strings.Repeat("k", 33)} {
+		f.Add(s)
 	}
-	for _, bad := range []string{"k1", "bad id", ""} {
-		if _, err := keys.WithRetired(bad); err == nil {
-			t.Errorf("WithRetired(%q): no error", bad)
+	rule := regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
+	keys := mustKeys(f, "k1:0123456789abcdef0123456789abcdef")
+	f.Fuzz(func(t *testing.T, s string) {
+		ids := strings.Split(s, ",")
+		valid := true
+		var want []string
+		for _, id := range ids {
+			valid = valid && rule.MatchString(id) && id != "k1"
+			if !slices.Contains(want, id) {
+				want = append(want, id)
+			}
 		}
-	}
+		got, err := keys.WithRetired(ids...)
+		if valid != (err == nil) {
+			t.Fatalf("WithRetired(%q) err = %v, want valid = %v", ids, err, valid)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "retired") {
+				t.Fatalf("WithRetired(%q) err = %v does not say what is refused", ids, err)
+			}
+			return
+		}
+		if !slices.Equal(got.RetiredIDs(), want) || got.Retired("k1") || !slices.Equal(got.IDs(), keys.IDs()) {
+			t.Fatalf("WithRetired(%q) = retired %v keys %v, want retired %v and the keys kept", ids, got.RetiredIDs(), got.IDs(), want)
+		}
+	})
 }
