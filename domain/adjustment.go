@@ -62,7 +62,7 @@ func NewAdjustmentRequest(sku string, delta int64, reason, requestedBy string) (
 		return AdjustmentRequest{}, err
 	}
 	if r.String() == "" {
-		return AdjustmentRequest{}, NewFieldError("reason", ErrInvalidReason)
+		return AdjustmentRequest{}, NewFieldError("reason", ErrMissingReason)
 	}
 	if requestedBy == "" {
 		return AdjustmentRequest{}, NewFieldError("requested_by", ErrInvalidActor)

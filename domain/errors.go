@@ -78,6 +78,9 @@ var (
 	// ErrMissingRequestID says why an absent request id is needed, rather
 	// than how a present one must look.
 	ErrMissingRequestID error = refinement{"is required: it is the idempotency key that makes a retry safe, never buying twice", ErrInvalidRequestID}
+	// ErrMissingReason is an adjustment's empty reason: its audit trail
+	// must say why the stock changed.
+	ErrMissingReason error = refinement{"is required: the audit trail says why the stock changed", ErrInvalidReason}
 )
 
 // refinement is a finer refusal with its own text that still matches the
