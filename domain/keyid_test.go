@@ -135,6 +135,17 @@ func TestCheckpointsAfterOneThatFailsAreChecked(t *testing.T) {
 	}
 }
 
+// TestARetiredKeyPastedWithItsSecretIsNotQuoted: a key pasted into the
+// retired ids by mistake is refused without showing its secret.
+func TestARetiredKeyPastedWithItsSecretIsNotQuoted(t *testing.T) {
+	t.Parallel()
+	const secret = "0123456789abcdef0123456789abcdef"
+	_, err := mustKeys(t, "k1:"+secret).WithRetired("k0", "k2:"+secret)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "entry 2") {
+		t.Errorf("WithRetired of an id:secret: %v, want entry 2 refused without its secret", err)
+	}
+}
+
 // FuzzWithRetired checks the retired key ids' validation against its
 // rule: every id 1-32 of A-Z a-z 0-9 . _ -, none a configured key's;
 // repeats count once, and a refusal names the setting's subject.

@@ -127,10 +127,11 @@ func (k SealKeys) IDs() []string {
 func (k SealKeys) WithRetired(ids ...string) (SealKeys, error) {
 	var errs []error
 	retired := append([]string(nil), k.retired...)
-	for _, id := range ids {
+	for n, id := range ids {
 		switch {
 		case !sealKeyID.MatchString(id):
-			errs = append(errs, fmt.Errorf("retired seal key id %q: a seal key id must be 1-32 of A-Z a-z 0-9 . _ -", id))
+			// Not quoted: a key pasted here by mistake holds its secret.
+			errs = append(errs, fmt.Errorf("retired seal key entry %d: a seal key id must be 1-32 of A-Z a-z 0-9 . _ -", n+1))
 		case k.hasKey(id):
 			errs = append(errs, fmt.Errorf("seal key id %q is given as a key and declared retired: a retired key is one whose secret is gone", id))
 		case !slices.Contains(retired, id):
