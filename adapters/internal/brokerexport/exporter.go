@@ -33,6 +33,13 @@ type Lag struct {
 	LastConfirmed time.Time
 }
 
+// Read asks for up to Limit events of SKU after seq After.
+type Read struct {
+	SKU   string
+	After int64
+	Limit int
+}
+
 // Store is what the export reads and records. *pgstore.PostgresExportStore
 // implements it.
 type Store interface {
@@ -41,9 +48,43 @@ type Store interface {
 	// EventsAfter returns up to limit events of sku after seq, stopping at
 	// the first gap.
 	EventsAfter(ctx context.Context, sku string, seq int64, limit int) ([]domain.Event, error)
-	// AdvanceCursor records that broker confirmed every event of sku up to
-	// seq; a cursor never moves back.
-	AdvanceCursor(ctx context.Context, broker, sku string, seq int64) error
+	// EventsAfterEach answers several reads of distinct SKUs at once, as
+	// EventsAfter each; out[i] answers reads[i].
+	EventsAfterEach(ctx context.Context, reads []Read) ([][]domain.Event, error)
+	// AdvanceCursors records, at once, that broker confirmed every event of
+	// each SKU of to up to its seq; a cursor never moves back.
+	AdvanceCursors(ctx context.Context, broker string, to map[string]int64) error
+}
+
+// Run is one SKU's part of a batch: the events that follow After, in
+// order and without a gap.
+type Run struct {
+	SKU   string
+	After int64
+	Msgs  []Message
+}
+
+// Outcome is what a broker holds of one Run's SKU after a batch.
+type Outcome struct {
+	// UpTo: the broker holds the SKU's events in order up to UpTo, at
+	// least the Run's After; after a failure, the part confirmed; for a
+	// publisher that reads what its broker holds, possibly past the Run's
+	// last message.
+	UpTo int64
+	// Err is why the rest of the Run was not confirmed.
+	Err error
+}
+
+// ErrConflict marks an Outcome's Err when the broker holds what the
+// export did not publish where a SKU's next event goes (another writer
+// published to its subject): the SKU is left out of batches for
+// Config.ConflictPause, with an alert, and the others go on.
+var ErrConflict = errors.New("another writer published to the SKU's subject")
+
+// Limits bound a batch.
+type Limits struct {
+	// Events is the most messages a batch holds; PerSKU the most of one SKU.
+	Events, PerSKU int
 }
 
 // Publisher publishes to one broker. Its errors name the setting to fix
@@ -52,14 +93,19 @@ type Publisher interface {
 	// Broker names the broker in cursors, metrics and logs: "nats" or "amqp".
 	Broker() string
 	// Connect connects, if not connected, and checks (or creates) what it
-	// publishes into: a stream, an exchange.
+	// publishes into: a stream, an exchange. It also chooses the path
+	// (Path) by what the broker supports.
 	Connect(ctx context.Context) error
-	// Publish publishes msgs, the events of sku that follow after without
-	// a gap, in order, each confirmed by the broker before the next is
-	// sent. It returns the seq up to which the broker holds sku's events
-	// in order: after an error, the part confirmed; and, for a publisher
-	// that reads what its broker holds, possibly more than msgs reach.
-	Publish(ctx context.Context, sku string, after int64, msgs []Message) (int64, error)
+	// Path names how batches are published, once connected, for the log
+	// and the metrics' path label: "atomic_batch", "per_sku", "window".
+	Path() string
+	// Limits bound the batches Publish takes, once connected.
+	Limits() Limits
+	// Publish publishes runs, of distinct SKUs, keeping each SKU's order:
+	// no event of a Run is held by the broker unless every earlier one of
+	// it is. It answers one Outcome per Run. The broker confirms what an
+	// Outcome's UpTo covers before Publish returns.
+	Publish(ctx context.Context, runs []Run) []Outcome
 	// Replay publishes msgs again without the order check, under the
 	// same de-duplication ids.
 	Replay(ctx context.Context, msgs []Message) error
@@ -78,12 +124,9 @@ type Publisher interface {
 type Config struct {
 	Store     Store
 	Publisher Publisher
-	// Workers is how many SKUs are published at once; each SKU's events go
-	// one after another. Default 64.
+	// Workers is how many batches, each of other SKUs, are published at
+	// once. Default 4.
 	Workers int
-	// Batch is how many events of a SKU are read at once; the cursor is
-	// recorded once per batch. Default 256.
-	Batch int
 	// Poll is how often the ledger is looked at again once everything was
 	// published. Default 100 ms.
 	Poll time.Duration
@@ -92,16 +135,17 @@ type Config struct {
 	// MinBackoff is the wait after a failure, doubled after each further
 	// one up to MaxBackoff. Defaults 100 ms and 10 s.
 	MinBackoff, MaxBackoff time.Duration
-	Metrics                *Metrics
-	Logger                 *slog.Logger
+	// ConflictPause is how long a SKU whose subject another writer
+	// published to stays out of batches before it is tried again (an
+	// operator may have cleaned the subject meanwhile). Default 1 min.
+	ConflictPause time.Duration
+	Metrics       *Metrics
+	Logger        *slog.Logger
 }
 
 func (c *Config) setDefaults() {
 	if c.Workers == 0 {
-		c.Workers = 64
-	}
-	if c.Batch == 0 {
-		c.Batch = 256
+		c.Workers = 4
 	}
 	if c.Poll == 0 {
 		c.Poll = 100 * time.Millisecond
@@ -114,6 +158,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBackoff == 0 {
 		c.MaxBackoff = 10 * time.Second
+	}
+	if c.ConflictPause == 0 {
+		c.ConflictPause = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -132,8 +179,8 @@ func (c Config) Validate() error {
 	if c.Metrics == nil {
 		errs = append(errs, errors.New("broker export: Metrics is required"))
 	}
-	if c.Workers < 1 || c.Batch < 1 || c.Poll <= 0 || c.Timeout <= 0 || c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff {
-		errs = append(errs, errors.New("broker export: Workers, Batch, Poll, Timeout and MinBackoff must be positive, MaxBackoff at least MinBackoff"))
+	if c.Workers < 1 || c.Poll <= 0 || c.Timeout <= 0 || c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff || c.ConflictPause <= 0 {
+		errs = append(errs, errors.New("broker export: Workers, Poll, Timeout, MinBackoff and ConflictPause must be positive, MaxBackoff at least MinBackoff"))
 	}
 	return errors.Join(errs...)
 }
@@ -148,6 +195,9 @@ type Exporter struct {
 
 	mu     sync.Mutex
 	status Status
+	// paused holds the SKUs left out of batches after a conflict, until
+	// when.
+	paused map[string]time.Time
 }
 
 // Status is the export's last outcome, for readiness and the console.
@@ -166,7 +216,7 @@ func New(cfg Config) (*Exporter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Exporter{cfg: cfg, broker: cfg.Publisher.Broker()}
+	e := &Exporter{cfg: cfg, broker: cfg.Publisher.Broker(), paused: map[string]time.Time{}}
 	e.status = Status{Broker: e.broker, Err: errors.New("not started")}
 	return e, nil
 }
@@ -218,6 +268,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 			// here: a broker that takes connections and refuses every
 			// publish must not look up between the two.
 			connected = true
+			e.cfg.Metrics.setPath(e.broker, e.cfg.Publisher.Path())
 		}
 		worked, failed := e.round(ctx)
 		switch {
@@ -247,8 +298,10 @@ func (e *Exporter) fail(ctx context.Context, what string, err error) {
 	e.cfg.Logger.Log(ctx, level, "broker export: "+what+"; the export waits, sales go on", "broker", e.broker, "err", err)
 }
 
-// round publishes every pending SKU, Workers at a time; worked reports
-// that something was pending, failed that a publish or a read failed.
+// round publishes every pending SKU's next events, in batches of
+// distinct SKUs, Workers batches at once; worked reports that something
+// was pending, failed that a publish or a read failed in a way that
+// calls for a new connection.
 func (e *Exporter) round(ctx context.Context) (worked, failed bool) {
 	pending, err := e.cfg.Store.Pending(ctx, e.broker)
 	if err != nil {
@@ -259,18 +312,22 @@ func (e *Exporter) round(ctx context.Context) (worked, failed bool) {
 	}
 	e.measureLag(pending)
 	var (
-		wg     sync.WaitGroup
-		sem    = make(chan struct{}, e.cfg.Workers)
-		anyErr atomic.Bool
-		moved  atomic.Bool
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, e.cfg.Workers)
+		anyErr   atomic.Bool
+		conflict atomic.Bool
+		moved    atomic.Bool
 	)
-	for _, c := range pending {
+	for _, reads := range e.plan(pending) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			progressed, err := e.exportSKU(ctx, c)
+			progressed, conflicted, err := e.exportBatch(ctx, reads)
 			if progressed {
 				moved.Store(true)
+			}
+			if conflicted {
+				conflict.Store(true)
 			}
 			if err != nil {
 				anyErr.Store(true)
@@ -281,67 +338,135 @@ func (e *Exporter) round(ctx context.Context) (worked, failed bool) {
 		})
 	}
 	wg.Wait()
-	if !anyErr.Load() {
+	if !anyErr.Load() && !conflict.Load() && e.pausedCount() == 0 {
 		e.setErr(nil)
 	}
 	return moved.Load(), anyErr.Load()
 }
 
-// roundBatches bounds the batches of one SKU in a round, so a SKU that
-// sells without pause does not keep the SKUs appearing after it waiting.
-const roundBatches = 8
+// plan splits the pending SKUs, leaving out those paused, into batches
+// within the publisher's limits: a SKU's reads go into one batch per
+// round, so a SKU that sells without pause does not keep the others
+// waiting.
+func (e *Exporter) plan(pending []Cursor) [][]Read {
+	limits := e.cfg.Publisher.Limits()
+	var (
+		out   [][]Read
+		batch []Read
+		size  int
+	)
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range pending {
+		if until, ok := e.paused[c.SKU]; ok {
+			if now.Before(until) {
+				continue
+			}
+			delete(e.paused, c.SKU)
+		}
+		n := int(min(c.LastSeq-c.Seq, int64(limits.PerSKU)))
+		if size+n > limits.Events && len(batch) > 0 {
+			out, batch, size = append(out, batch), nil, 0
+		}
+		n = min(n, limits.Events)
+		batch = append(batch, Read{SKU: c.SKU, After: c.Seq, Limit: n})
+		size += n
+	}
+	if len(batch) > 0 {
+		out = append(out, batch)
+	}
+	e.cfg.Metrics.paused.WithLabelValues(e.broker).Set(float64(len(e.paused)))
+	return out
+}
 
-// exportSKU publishes c.SKU's events after c.Seq in seq order, recording
-// the cursor after each batch.
-func (e *Exporter) exportSKU(ctx context.Context, c Cursor) (progressed bool, _ error) {
-	cursor := c.Seq
-	for range roundBatches {
-		if ctx.Err() != nil {
-			return progressed, nil
+// exportBatch reads the events of reads, publishes them as one batch and
+// records, in one write, the cursors the broker confirmed. conflicted
+// reports a SKU paused after a conflict; err the batch's other failures.
+func (e *Exporter) exportBatch(ctx context.Context, reads []Read) (progressed, conflicted bool, _ error) {
+	events, err := e.cfg.Store.EventsAfterEach(ctx, reads)
+	if err != nil {
+		return false, false, err
+	}
+	runs := make([]Run, 0, len(reads))
+	last := make([]int64, 0, len(reads)) // of each run, the last seq read
+	for i, r := range reads {
+		if len(events[i]) == 0 {
+			continue // its next event is still on its way to the ledger
 		}
-		events, err := e.cfg.Store.EventsAfter(ctx, c.SKU, cursor, e.cfg.Batch)
-		if err != nil || len(events) == 0 {
-			return progressed, err
+		msgs := make([]Message, len(events[i]))
+		for j, ev := range events[i] {
+			msgs[j] = NewMessage(ev)
 		}
-		msgs := make([]Message, len(events))
-		for i, ev := range events {
-			msgs[i] = NewMessage(ev)
+		runs = append(runs, Run{SKU: r.SKU, After: r.After, Msgs: msgs})
+		last = append(last, events[i][len(events[i])-1].Seq)
+	}
+	if len(runs) == 0 {
+		return false, false, nil
+	}
+	outcomes := e.cfg.Publisher.Publish(ctx, runs)
+	var (
+		moves = map[string]int64{}
+		errs  []error
+		now   = time.Now()
+	)
+	for i, o := range outcomes {
+		run := runs[i]
+		if errors.Is(o.Err, ErrConflict) {
+			e.pause(ctx, run.SKU, o.Err)
+			conflicted = true
+		} else if o.Err != nil {
+			errs = append(errs, o.Err)
 		}
-		upTo, pubErr := e.cfg.Publisher.Publish(ctx, c.SKU, cursor, msgs)
-		if last := events[len(events)-1].Seq; upTo > last {
+		if o.UpTo <= run.After {
+			continue
+		}
+		if o.UpTo > last[i] {
 			// The broker holds more of the SKU than was read: a previous
 			// exporter published it, so the ledger must hold it too. A
 			// stream left from another ledger (a database restored or
 			// recreated) would otherwise make the export skip events.
-			if err := e.checkHeld(ctx, c.SKU, upTo); err != nil {
-				return progressed, err
+			if err := e.checkHeld(ctx, run.SKU, o.UpTo); err != nil {
+				errs = append(errs, err)
+				continue
 			}
 		}
-		if upTo > cursor {
-			now := time.Now()
-			for _, ev := range events {
-				if ev.Seq <= upTo && ev.Seq > cursor {
-					e.cfg.Metrics.delay.WithLabelValues(e.broker).Observe(now.Sub(ev.OccurredAt).Seconds())
-				}
+		for _, ev := range events[i] {
+			if ev.Seq > run.After && ev.Seq <= o.UpTo {
+				e.cfg.Metrics.delay.WithLabelValues(e.broker).Observe(now.Sub(ev.OccurredAt).Seconds())
 			}
-			e.cfg.Metrics.published.WithLabelValues(e.broker).Add(float64(min(upTo, events[len(events)-1].Seq) - cursor))
-			// The cursor outlives ctx: what the broker confirmed is recorded even at shutdown.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Timeout)
-			err := e.cfg.Store.AdvanceCursor(rctx, e.broker, c.SKU, upTo)
-			cancel()
-			if err != nil {
-				return progressed, err
-			}
-			cursor, progressed = upTo, true
 		}
-		if pubErr != nil {
-			return progressed, pubErr
-		}
-		if len(events) < e.cfg.Batch {
-			return progressed, nil
+		e.cfg.Metrics.published.WithLabelValues(e.broker).Add(float64(min(o.UpTo, last[i]) - run.After))
+		moves[run.SKU] = o.UpTo
+	}
+	if len(moves) > 0 {
+		// The cursors outlive ctx: what the broker confirmed is recorded even at shutdown.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Timeout)
+		err := e.cfg.Store.AdvanceCursors(rctx, e.broker, moves)
+		cancel()
+		if err != nil {
+			return false, conflicted, err
 		}
 	}
-	return progressed, nil
+	return len(moves) > 0, conflicted, errors.Join(errs...)
+}
+
+// pause leaves sku out of batches for ConflictPause, and says so at
+// error level: the SKU's subject needs an operator.
+func (e *Exporter) pause(ctx context.Context, sku string, err error) {
+	e.mu.Lock()
+	e.paused[sku] = time.Now().Add(e.cfg.ConflictPause)
+	e.mu.Unlock()
+	e.cfg.Metrics.failures.WithLabelValues(e.broker).Inc()
+	e.setErr(err)
+	e.cfg.Logger.ErrorContext(ctx, "broker export: a SKU's subject holds messages the export did not publish; the SKU is left out of the export, the others go on",
+		"broker", e.broker, "sku", sku, "retry_in", e.cfg.ConflictPause, "err", err)
+}
+
+func (e *Exporter) pausedCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.paused)
 }
 
 // checkHeld checks that the ledger holds sku's events up to seq, which

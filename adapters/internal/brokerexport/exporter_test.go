@@ -49,11 +49,19 @@ func (s *memStore) EventsAfter(_ context.Context, _ string, seq int64, limit int
 	return out, nil
 }
 
-func (s *memStore) AdvanceCursor(_ context.Context, _, _ string, seq int64) error {
+func (s *memStore) EventsAfterEach(ctx context.Context, reads []Read) ([][]domain.Event, error) {
+	out := make([][]domain.Event, len(reads))
+	for i, r := range reads {
+		out[i], _ = s.EventsAfter(ctx, r.SKU, r.After, r.Limit)
+	}
+	return out, nil
+}
+
+func (s *memStore) AdvanceCursors(_ context.Context, _ string, to map[string]int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cursor = max(s.cursor, seq)
-	s.advances = append(s.advances, seq)
+	s.cursor = max(s.cursor, to["s"])
+	s.advances = append(s.advances, to["s"])
 	return nil
 }
 
@@ -75,19 +83,26 @@ func (p *flakyPublisher) Replay(context.Context, []Message) error {
 	return errors.New("not used")
 }
 
-func (p *flakyPublisher) Publish(_ context.Context, _ string, after int64, msgs []Message) (int64, error) {
+func (p *flakyPublisher) Path() string   { return "per_sku" }
+func (p *flakyPublisher) Limits() Limits { return Limits{Events: 256, PerSKU: 256} }
+
+func (p *flakyPublisher) Publish(_ context.Context, runs []Run) []Outcome {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	upTo := after
-	for _, m := range msgs {
-		if m.Seq == p.failAt {
-			p.failAt = 0
-			return upTo, &SettingError{Setting: SettingNATSStream, Err: errors.New("refused once")}
+	out := make([]Outcome, len(runs))
+	for i, r := range runs {
+		out[i].UpTo = r.After
+		for _, m := range r.Msgs {
+			if m.Seq == p.failAt {
+				p.failAt = 0
+				out[i].Err = &SettingError{Setting: SettingNATSStream, Err: errors.New("refused once")}
+				break
+			}
+			p.confirmed = append(p.confirmed, m.Seq)
+			out[i].UpTo = m.Seq
 		}
-		p.confirmed = append(p.confirmed, m.Seq)
-		upTo = m.Seq
 	}
-	return upTo, nil
+	return out
 }
 
 func sale(n int) []domain.Event {
@@ -118,7 +133,7 @@ func runUntil(t *testing.T, e *Exporter, cond func() bool) {
 func TestAFailureMidBatchKeepsTheConfirmedPartAndOrder(t *testing.T) {
 	store := &memStore{events: sale(700)}
 	pub := &flakyPublisher{failAt: 300}
-	e, err := New(Config{Store: store, Publisher: pub, Batch: 256, Poll: time.Millisecond, MinBackoff: time.Millisecond,
+	e, err := New(Config{Store: store, Publisher: pub, Poll: time.Millisecond, MinBackoff: time.Millisecond,
 		MaxBackoff: 2 * time.Millisecond, Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ type Metrics struct {
 	lagSeconds *prometheus.GaugeVec
 	delay      *prometheus.HistogramVec
 	up         *prometheus.GaugeVec
+	paused     *prometheus.GaugeVec
+	path       *prometheus.GaugeVec
 	leader     prometheus.Gauge
 }
 
@@ -29,10 +31,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"broker"}),
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "invledger_export_up",
 			Help: "1 when the broker export's last connect or publish succeeded, 0 when it failed, by broker."}, []string{"broker"}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "invledger_export_paused_skus",
+			Help: "SKUs left out of the broker export because their subject holds messages it did not publish, by broker."}, []string{"broker"}),
+		path: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "invledger_export_path",
+			Help: "1 for how the broker export publishes (atomic_batch, per_sku, window), by broker."}, []string{"broker", "path"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "invledger_export_leader",
 			Help: "1 while this process leads the broker export."}),
 	}
-	reg.MustRegister(m.published, m.failures, m.lagEvents, m.lagSeconds, m.delay, m.up, m.leader)
+	reg.MustRegister(m.published, m.failures, m.lagEvents, m.lagSeconds, m.delay, m.up, m.paused, m.path, m.leader)
 	return m
 }
 
@@ -43,4 +49,10 @@ func (m *Metrics) SetLeader(leading bool) {
 		v = 1
 	}
 	m.leader.Set(v)
+}
+
+// setPath records how broker's batches are published.
+func (m *Metrics) setPath(broker, path string) {
+	m.path.DeletePartialMatch(prometheus.Labels{"broker": broker})
+	m.path.WithLabelValues(broker, path).Set(1)
 }

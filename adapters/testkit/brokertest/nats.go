@@ -17,6 +17,9 @@ type NATSConfig struct {
 	// MaxFileStore bounds JetStream's file storage in bytes, to make it
 	// full; 0 leaves the server's default.
 	MaxFileStore int64
+	// Current runs the nats-server that go.mod requires (2.12.1 or later:
+	// it takes atomic batches) instead of the machine's (Debian's 2.9.10).
+	Current bool
 }
 
 // NATS is a private nats-server with JetStream.
@@ -35,8 +38,12 @@ type NATS struct {
 func StartNATS(t testing.TB, cfg NATSConfig) *NATS {
 	t.Helper()
 	skipShort(t)
-	n := &NATS{t: t, cfg: cfg, port: freePort(t), dir: t.TempDir(),
-		bin: lookPath(t, "nats-server", "nats-server", "/usr/bin/nats-server", "/usr/sbin/nats-server")}
+	n := &NATS{t: t, cfg: cfg, port: freePort(t), dir: t.TempDir()}
+	if cfg.Current {
+		n.bin = currentNATSServer(t)
+	} else {
+		n.bin = lookPath(t, "nats-server", "nats-server", "/usr/bin/nats-server", "/usr/sbin/nats-server")
+	}
 	n.logPath = filepath.Join(n.dir, "nats.log")
 	conf := fmt.Sprintf("listen: 127.0.0.1:%d\nserver_name: test_%d\njetstream {\n  store_dir: %q\n", n.port, n.port, filepath.Join(n.dir, "js"))
 	if cfg.MaxFileStore > 0 {

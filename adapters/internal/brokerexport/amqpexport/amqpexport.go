@@ -7,10 +7,12 @@
 // sets the message id only through a post-processing hook and does not
 // treat a returned message as a failure: here a message that no queue
 // takes comes back (mandatory) and fails the publish instead of being
-// confirmed silently, and each message of a SKU is confirmed before the
-// next is sent, so a failure never lets a later event pass an earlier one.
-// AMQP has no server-side de-duplication: consumers drop repeats by
-// message-id (the event id); a kill -9 repeats at most what was in flight.
+// confirmed silently. A batch is a window of up to Window messages
+// published on one confirm-mode channel without waiting between them;
+// each SKU's cursor then moves to its last message before the first one
+// not confirmed. AMQP has no server-side de-duplication: consumers drop
+// repeats by message-id (the event id); a kill -9, or a window that
+// failed in its middle, repeats at most one window per SKU.
 package amqpexport
 
 import (
@@ -18,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,7 +186,7 @@ func (p *Publisher) get() (*channel, error) {
 			done <- opened{err: fmt.Errorf("amqp export: open a channel in confirm mode: %w", err)}
 			return
 		}
-		done <- opened{c: &channel{conn: conn, ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 1))}}
+		done <- opened{c: &channel{conn: conn, ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, Window))}}
 	}()
 	select {
 	case o := <-done:
@@ -225,23 +228,52 @@ func (p *Publisher) stalled() error {
 	return fmt.Errorf("amqp export: the broker answered nothing within %s", p.cfg.Timeout)
 }
 
-// Publish publishes msgs one after another, each confirmed (and not
-// returned) before the next.
-func (p *Publisher) Publish(ctx context.Context, sku string, after int64, msgs []brokerexport.Message) (int64, error) {
-	c, err := p.get()
-	if err != nil {
-		return after, err
+// Window is the most messages published on a channel before their
+// confirmations are awaited.
+const Window = 1000
+
+// Path is "window": each batch is published on a confirm-mode channel of
+// its own without waiting between messages, then its confirmations are
+// awaited.
+func (p *Publisher) Path() string { return "window" }
+
+// Limits: a batch is one window, of one SKU or many.
+func (p *Publisher) Limits() brokerexport.Limits {
+	return brokerexport.Limits{Events: Window, PerSKU: Window}
+}
+
+// Publish publishes runs as one window and advances each to its last
+// message before the first one not confirmed: nacked, returned (no queue
+// took it) or not answered within Timeout. A message confirmed after one
+// that failed is published again with it, so the consumer's
+// de-duplication by message-id drops at most a window's repeats.
+func (p *Publisher) Publish(ctx context.Context, runs []brokerexport.Run) []brokerexport.Outcome {
+	out := make([]brokerexport.Outcome, len(runs))
+	var msgs []brokerexport.Message
+	for i, r := range runs {
+		out[i].UpTo = r.After
+		msgs = append(msgs, r.Msgs...)
 	}
-	upTo := after
-	for _, m := range msgs {
-		if err := p.publish(ctx, c, m); err != nil {
-			p.put(c, true)
-			return upTo, err
+	fails, err := p.window(ctx, msgs)
+	k := 0
+	for i, r := range runs {
+		for _, m := range r.Msgs {
+			if out[i].Err == nil {
+				if out[i].Err = fails[k]; out[i].Err == nil {
+					out[i].UpTo = m.Seq
+				}
+			}
+			k++
 		}
-		upTo = m.Seq
 	}
-	p.put(c, false)
-	return upTo, nil
+	if err != nil {
+		for i := range out {
+			if out[i].Err == nil && out[i].UpTo < runs[i].Msgs[len(runs[i].Msgs)-1].Seq {
+				out[i].Err = err
+			}
+		}
+	}
+	return out
 }
 
 // HeldBeyondLedger: an exchange keeps nothing to read back, so Publish
@@ -250,42 +282,87 @@ func (p *Publisher) HeldBeyondLedger(sku string, seq int64) error {
 	return fmt.Errorf("amqp export: confirmed %s up to seq %d, past the messages published", sku, seq)
 }
 
-// Replay publishes msgs again under their event ids.
+// Replay publishes msgs again under their event ids, a window at a time.
 func (p *Publisher) Replay(ctx context.Context, msgs []brokerexport.Message) error {
-	_, err := p.Publish(ctx, "", 0, msgs)
-	return err
-}
-
-func (p *Publisher) publish(ctx context.Context, c *channel, m brokerexport.Message) error {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
-	key := p.RoutingKey(m.SKU)
-	dc, err := c.ch.PublishWithDeferredConfirmWithContext(ctx, p.cfg.Exchange, key, true, false, amqp.Publishing{
-		MessageId: m.EventID, ContentType: "application/json", DeliveryMode: amqp.Persistent, Timestamp: time.Now(),
-		Headers: amqp.Table{brokerexport.HeaderSKU: m.SKU, brokerexport.HeaderSeq: m.Seq, brokerexport.HeaderSchema: brokerexport.Schema},
-		Body:    m.Body})
-	if err != nil {
-		return fmt.Errorf("amqp export: publish: %w", err)
-	}
-	select {
-	case <-dc.Done():
-	case <-ctx.Done():
-		p.abandon(c.conn)
-		return p.stalled()
-	}
-	// The broker sends a return before the confirmation, and the client
-	// hands it over before it marks the confirmation done.
-	select {
-	case r := <-c.returns:
-		return &brokerexport.SettingError{Setting: brokerexport.SettingAMQPExchange,
-			Err: fmt.Errorf("no queue takes routing key %q on exchange %q: %d %s (bind a queue to %s.#)", r.RoutingKey, r.Exchange,
-				r.ReplyCode, r.ReplyText, p.cfg.Prefix)}
-	default:
-	}
-	if !dc.Acked() {
-		return fmt.Errorf("amqp export: the broker refused message %s (nack)", m.EventID)
+	for chunk := range slices.Chunk(msgs, Window) {
+		fails, err := p.window(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		for _, f := range fails {
+			if f != nil {
+				return f
+			}
+		}
 	}
 	return nil
+}
+
+// window publishes msgs on one channel without waiting, then awaits their
+// confirmations: fails[i] is why msgs[i] is not confirmed, nil once it
+// is; err is a failure of the channel that left some unanswered.
+func (p *Publisher) window(ctx context.Context, msgs []brokerexport.Message) (fails []error, err error) {
+	fails = make([]error, len(msgs))
+	c, err := p.get()
+	if err != nil {
+		for i := range fails {
+			fails[i] = err
+		}
+		return fails, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	confirms := make([]*amqp.DeferredConfirmation, len(msgs))
+	for i, m := range msgs {
+		confirms[i], err = c.ch.PublishWithDeferredConfirmWithContext(ctx, p.cfg.Exchange, p.RoutingKey(m.SKU), true, false, amqp.Publishing{
+			MessageId: m.EventID, ContentType: "application/json", DeliveryMode: amqp.Persistent, Timestamp: time.Now(),
+			Headers: amqp.Table{brokerexport.HeaderSKU: m.SKU, brokerexport.HeaderSeq: m.Seq, brokerexport.HeaderSchema: brokerexport.Schema},
+			Body:    m.Body})
+		if err != nil {
+			err = fmt.Errorf("amqp export: publish: %w", err)
+			for j := i; j < len(msgs); j++ {
+				fails[j] = err
+			}
+			confirms = confirms[:i]
+			break
+		}
+	}
+	for i, dc := range confirms {
+		select {
+		case <-dc.Done():
+		case <-ctx.Done():
+			p.abandon(c.conn)
+			err = p.stalled()
+			for j := i; j < len(confirms); j++ {
+				fails[j] = err
+			}
+			return fails, err
+		}
+	}
+	// The broker sends a message's return before its confirmation, and the
+	// client hands the return over before it marks the confirmation done.
+	returned := map[string]amqp.Return{}
+	for more := true; more; {
+		select {
+		case r := <-c.returns:
+			returned[r.MessageId] = r
+		default:
+			more = false
+		}
+	}
+	failed := err != nil
+	for i, dc := range confirms {
+		if r, ok := returned[msgs[i].EventID]; ok {
+			fails[i] = &brokerexport.SettingError{Setting: brokerexport.SettingAMQPExchange,
+				Err: fmt.Errorf("no queue takes routing key %q on exchange %q: %d %s (bind a queue to %s.#)", r.RoutingKey, r.Exchange,
+					r.ReplyCode, r.ReplyText, p.cfg.Prefix)}
+		} else if !dc.Acked() {
+			fails[i] = fmt.Errorf("amqp export: the broker refused message %s (nack)", msgs[i].EventID)
+		}
+		failed = failed || fails[i] != nil
+	}
+	p.put(c, failed)
+	return fails, err
 }
 
 // Close disconnects.

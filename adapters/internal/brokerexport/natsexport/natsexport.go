@@ -109,6 +109,11 @@ type Publisher struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	known  map[string]state // by SKU
+	// atomic: the server and the stream take atomic batches (Path).
+	atomic bool
+	// direct: the stream answers direct gets, so the last messages of many
+	// subjects are read in one request.
+	direct bool
 }
 
 var _ brokerexport.Publisher = (*Publisher)(nil)
@@ -161,7 +166,10 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		s, err = p.js.CreateStream(ctx, jetstream.StreamConfig{Name: p.cfg.Stream, Subjects: []string{p.cfg.Prefix + ".>"},
 			Storage: jetstream.FileStorage, Duplicates: p.cfg.DuplicateWindow,
-			Description: "invledger's ledger events, a subject per SKU"})
+			Description: "invledger's ledger events, a subject per SKU",
+			// What the batch path needs: a server before 2.12 ignores
+			// allow_atomic, and one before 2.9 allow_direct.
+			AllowAtomicPublish: atomicServer(p.nc.ConnectedServerVersion()), AllowDirect: true})
 		if err != nil {
 			return &brokerexport.SettingError{Setting: brokerexport.SettingNATSStream, Err: fmt.Errorf("create stream %q: %w", p.cfg.Stream, err)}
 		}
@@ -179,8 +187,59 @@ func (p *Publisher) Connect(ctx context.Context) error {
 		p.cfg.Logger.Warn("nats export: the stream's de-duplication window is shorter than the one set; consumers must de-duplicate by event id beyond it",
 			"stream", p.cfg.Stream, "window", info.Config.Duplicates, "setting", brokerexport.SettingNATSDuplicates)
 	}
+	if s, err = p.enableBatches(ctx, s); err != nil {
+		return err
+	}
 	p.stream = s
 	return nil
+}
+
+// enableBatches chooses the path by what the server and the stream echo
+// back (a server before 2.12 accepts allow_atomic and ignores it): atomic
+// batches when both take them. On a current server, a stream the export
+// manages (not CheckStreamOnly) is updated to take them; one the
+// operator created without them is used on the per-SKU path, with a
+// warning naming the option.
+func (p *Publisher) enableBatches(ctx context.Context, s jetstream.Stream) (jetstream.Stream, error) {
+	version := p.nc.ConnectedServerVersion()
+	cfg := s.CachedInfo().Config
+	if atomicServer(version) && (!cfg.AllowAtomicPublish || !cfg.AllowDirect) && !p.cfg.CheckStreamOnly && cfg.Mirror == nil && cfg.PersistMode != jetstream.AsyncPersistMode {
+		cfg.AllowAtomicPublish, cfg.AllowDirect = true, true
+		updated, err := p.js.UpdateStream(ctx, cfg)
+		if err != nil {
+			p.cfg.Logger.Warn("nats export: could not turn on atomic batches on the stream; publishing per SKU", "stream", p.cfg.Stream, "err", err)
+		} else {
+			s = updated
+			p.cfg.Logger.Info("nats export: turned on allow_atomic and allow_direct on the stream", "stream", p.cfg.Stream)
+		}
+	}
+	cfg = s.CachedInfo().Config
+	atomic, direct := atomicServer(version) && cfg.AllowAtomicPublish, cfg.AllowDirect
+	switch {
+	case atomic:
+		p.cfg.Logger.Info("nats export: publishing atomic batches", "server", version, "stream", p.cfg.Stream, "path", pathAtomic)
+	case atomicServer(version):
+		p.cfg.Logger.Warn("nats export: the stream does not take atomic batches; publishing one event at a time per SKU, several times slower: "+
+			"set allow_atomic and allow_direct on it", "server", version, "stream", p.cfg.Stream, "path", pathPerSKU)
+	default:
+		p.cfg.Logger.Info("nats export: the server predates atomic batches (2.12.1); publishing one event at a time per SKU",
+			"server", version, "stream", p.cfg.Stream, "path", pathPerSKU)
+	}
+	if p.atomic != atomic {
+		p.known = map[string]state{}
+	}
+	p.atomic, p.direct = atomic, direct
+	return s, nil
+}
+
+// atomicServer reports whether a server of version takes atomic batches
+// that honour Nats-Msg-Id: 2.12.1 and later.
+func atomicServer(version string) bool {
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch); err != nil {
+		return false
+	}
+	return major > 2 || major == 2 && (minor > 12 || minor == 12 && patch >= 1)
 }
 
 // takes reports whether subjects cover every subject under prefix.
@@ -219,24 +278,81 @@ func (p *Publisher) set(sku string, st state, ok bool) {
 	}
 }
 
-// Publish publishes msgs one after another, each expecting the subject's
-// last stream sequence the one before left, and skips what the stream
-// already holds.
-func (p *Publisher) Publish(ctx context.Context, sku string, after int64, msgs []brokerexport.Message) (int64, error) {
+// Paths of Path.
+const (
+	pathAtomic = "atomic_batch"
+	pathPerSKU = "per_sku"
+)
+
+// Path is "atomic_batch" on a server (2.12.1 and later) and stream that
+// take atomic batches, "per_sku" otherwise.
+func (p *Publisher) Path() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.atomic {
+		return pathAtomic
+	}
+	return pathPerSKU
+}
+
+// maxAtomicBatch is the most messages a server takes in an atomic batch
+// by default (max_batch_size).
+const maxAtomicBatch = 1000
+
+// Per-SKU path: perSKUBatch events of a SKU at most in a batch, and
+// perSKUInFlight SKUs published at once in one.
+const (
+	perSKUBatch    = 256
+	perSKUInFlight = 16
+)
+
+// Limits: an atomic batch holds up to 1,000 messages, of one SKU or many;
+// on the per-SKU path, a batch is the SKUs published at once.
+func (p *Publisher) Limits() brokerexport.Limits {
+	if p.Path() == pathAtomic {
+		return brokerexport.Limits{Events: maxAtomicBatch, PerSKU: maxAtomicBatch}
+	}
+	return brokerexport.Limits{Events: perSKUInFlight * perSKUBatch, PerSKU: perSKUBatch}
+}
+
+// Publish publishes runs as one atomic batch, or, on the per-SKU path,
+// each run's messages one after another, perSKUInFlight runs at once.
+func (p *Publisher) Publish(ctx context.Context, runs []brokerexport.Run) []brokerexport.Outcome {
+	if p.Path() == pathAtomic {
+		return p.publishBatch(ctx, runs)
+	}
+	out := make([]brokerexport.Outcome, len(runs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, perSKUInFlight)
+	for i, r := range runs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = p.publishSKU(ctx, r)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// publishSKU publishes r's messages one after another, each expecting
+// the subject's last stream sequence the one before left, and skips what
+// the stream already holds.
+func (p *Publisher) publishSKU(ctx context.Context, r brokerexport.Run) brokerexport.Outcome {
 	js, stream, err := p.conn()
 	if err != nil {
-		return after, err
+		return brokerexport.Outcome{UpTo: r.After, Err: err}
 	}
-	subject := p.Subject(sku)
-	st, ok := p.get(sku)
+	subject := p.Subject(r.SKU)
+	st, ok := p.get(r.SKU)
 	if !ok {
 		if st, err = p.last(ctx, stream, subject); err != nil {
-			return after, err
+			return brokerexport.Outcome{UpTo: r.After, Err: err}
 		}
-		p.set(sku, st, true)
+		p.set(r.SKU, st, true)
 	}
-	upTo := max(after, st.ledgerSeq)
-	for _, m := range msgs {
+	upTo := max(r.After, st.ledgerSeq)
+	for _, m := range r.Msgs {
 		if m.Seq <= st.ledgerSeq {
 			continue
 		}
@@ -246,20 +362,20 @@ func (p *Publisher) Publish(ctx context.Context, sku string, after int64, msgs [
 		if err != nil {
 			// What the stream holds is read again before the next publish:
 			// this one may have been stored although its answer was lost.
-			p.set(sku, state{}, false)
-			return upTo, p.explain(err)
+			p.set(r.SKU, state{}, false)
+			return brokerexport.Outcome{UpTo: upTo, Err: p.explain(err)}
 		}
 		if ack.Duplicate {
 			// Stored before by a publish this process did not see answered
 			// (another exporter's, for up to a leader poll): read the stream again.
-			p.set(sku, state{}, false)
-			return upTo, nil
+			p.set(r.SKU, state{}, false)
+			return brokerexport.Outcome{UpTo: upTo}
 		}
 		st = state{streamSeq: ack.Sequence, ledgerSeq: m.Seq}
-		p.set(sku, st, true)
+		p.set(r.SKU, st, true)
 		upTo = m.Seq
 	}
-	return upTo, nil
+	return brokerexport.Outcome{UpTo: upTo}
 }
 
 // HeldBeyondLedger: Publish reads the last sequence the stream holds for a
@@ -312,12 +428,25 @@ func (p *Publisher) last(ctx context.Context, stream jetstream.Stream, subject s
 	if err != nil {
 		return state{}, p.explain(fmt.Errorf("read the last message of %s: %w", subject, err))
 	}
+	return p.stateOf(raw)
+}
+
+// stateOf is what raw, the last message of its subject, says the stream
+// holds of the subject's SKU.
+func (p *Publisher) stateOf(raw *jetstream.RawStreamMsg) (state, error) {
 	seq, err := strconv.ParseInt(raw.Header.Get(brokerexport.HeaderSeq), 10, 64)
 	if err != nil || seq < 1 {
-		return state{}, &brokerexport.SettingError{Setting: brokerexport.SettingPrefix,
-			Err: fmt.Errorf("subject %s of stream %q holds a message without %s, not published by invledger", subject, p.cfg.Stream, brokerexport.HeaderSeq)}
+		return state{}, p.foreign(raw.Subject)
 	}
 	return state{streamSeq: raw.Sequence, ledgerSeq: seq}, nil
+}
+
+// foreign is the error for subject, whose last message is not one the
+// export published.
+func (p *Publisher) foreign(subject string) error {
+	return &brokerexport.SettingError{Setting: brokerexport.SettingPrefix,
+		Err: fmt.Errorf("%w: subject %s of stream %q holds a message without %s, not published by invledger; remove it, or give the export a prefix of its own",
+			brokerexport.ErrConflict, subject, p.cfg.Stream, brokerexport.HeaderSeq)}
 }
 
 // explain names the setting that explains err, where one does.
@@ -345,6 +474,6 @@ func (p *Publisher) Close() error {
 	if p.nc != nil {
 		p.nc.Close()
 	}
-	p.nc, p.js, p.stream, p.known = nil, nil, nil, map[string]state{}
+	p.nc, p.js, p.stream, p.known, p.atomic = nil, nil, nil, map[string]state{}, false
 	return nil
 }

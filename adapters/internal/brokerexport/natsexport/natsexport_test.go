@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -49,7 +51,7 @@ func sell(t *testing.T, st *stacktest.Stack, skus []string, n int) {
 
 // runExporter runs an exporter with cfg (its URL n's unless set) until
 // the returned stop is called or the test ends.
-func runExporter(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, cfg natsexport.Config) (stop func(), exp *brokerexport.Exporter) {
+func runExporter(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, cfg natsexport.Config) (stop func(), exp *brokerexport.Exporter, pub *natsexport.Publisher) {
 	t.Helper()
 	if cfg.URL == "" {
 		cfg.URL = n.URL()
@@ -70,7 +72,7 @@ func runExporter(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, cfg nats
 	go func() { _ = exp.Run(ctx); close(done) }()
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
-	return stop, exp
+	return stop, exp, pub
 }
 
 // storedMsg is a message the stream holds.
@@ -87,6 +89,10 @@ func stored(t *testing.T, n *brokertest.NATS, stream string) []storedMsg {
 	for i, m := range brokertest.ReadStream(t, n.URL(), stream) {
 		sm := storedMsg{subject: m.Subject, id: m.Header.Get(jetstream.MsgIDHeader), sku: m.Header.Get(brokerexport.HeaderSKU)}
 		sm.seq, _ = strconv.ParseInt(m.Header.Get(brokerexport.HeaderSeq), 10, 64)
+		if sm.sku == "" {
+			out = append(out, sm) // not invledger's
+			continue
+		}
 		if err := json.Unmarshal(m.Data, &sm.payload); err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
@@ -135,39 +141,154 @@ func checkExactlyOnce(t *testing.T, st *stacktest.Stack, msgs []storedMsg, skus 
 	}
 }
 
+// servers are the two paths the exactly-once tests run on: Debian's
+// nats-server 2.9.10 publishes per SKU, the current one atomic batches.
+var servers = []struct {
+	name, path string
+	cfg        brokertest.NATSConfig
+}{
+	{"2.9.10", "per_sku", brokertest.NATSConfig{}},
+	{"current", "atomic_batch", brokertest.NATSConfig{Current: true}},
+}
+
+// waitPath waits until the exporter connected and checks the path it chose.
+func waitPath(t *testing.T, pub *natsexport.Publisher, want string) {
+	t.Helper()
+	localstacktest.WaitFor(t, "the exporter's path", 30*time.Second, func() bool { return pub.Path() == want })
+}
+
 // TestExportsExactlyOnceAcrossLostCursors exports a ledger, then forgets
 // every cursor, as a kill -9 between the broker's acknowledgements and
 // the cursor writes would, and exports again: the stream still holds each
-// event exactly once, and the cursors catch up from what it holds.
+// event exactly once, and the cursors catch up from what it holds. On
+// both paths.
 func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 	localstacktest.SkipShort(t)
+	for _, server := range servers {
+		t.Run(server.name, func(t *testing.T) {
+			t.Parallel()
+			st := stacktest.New(t)
+			n := brokertest.StartNATS(t, server.cfg)
+			skus := []string{"phone.x:1", "plain", "a..b"}
+			for i := range 40 { // more SKUs than a batch's reads of the stream
+				skus = append(skus, fmt.Sprintf("w%d", i))
+			}
+			sell(t, st, skus[:3], 150)
+			for _, sku := range skus[3:] {
+				st.SKU(t, sku, 30, 0)
+			}
+			buyEach(t, st, skus[3:], 0, 30)
+			want := 3*151 + 40*31
+			st.RunProjector(t)
+			stop, exp, pub := runExporter(t, st, n, natsexport.Config{})
+			waitPath(t, pub, server.path)
+			localstacktest.WaitFor(t, "the export", 60*time.Second, func() bool {
+				s := exp.Status()
+				return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) == want
+			})
+			stop()
+			if _, err := st.Pool.Exec(context.Background(), `DELETE FROM export_cursors`); err != nil {
+				t.Fatal(err)
+			}
+			sell(t, st, []string{"later"}, 20)
+			_, exp, _ = runExporter(t, st, n, natsexport.Config{})
+			localstacktest.WaitFor(t, "the export after the cursors were lost", 60*time.Second, func() bool {
+				s := exp.Status()
+				return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) >= want+21
+			})
+			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), append(skus, "later"), brokerexport.DefaultPrefix)
+			var cursors int
+			if err := st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM export_cursors WHERE broker = 'nats' AND seq > 0`).Scan(&cursors); err != nil {
+				t.Fatal(err)
+			}
+			if cursors != len(skus)+1 {
+				t.Fatalf("%d cursors recorded, want %d", cursors, len(skus)+1)
+			}
+		})
+	}
+}
+
+// TestAnotherWriterStopsOnlyItsSKU: while the export runs, another writer
+// publishes a message without invledger's headers to one SKU's subject.
+// The next atomic batch, which expected that subject's last sequence, is
+// refused whole; the export reads the SKUs again, leaves that one out
+// with an error naming it, and exports every other SKU once and in order,
+// storing nothing of the stopped SKU after the foreign message.
+func TestAnotherWriterStopsOnlyItsSKU(t *testing.T) {
+	localstacktest.SkipShort(t)
 	st := stacktest.New(t)
-	n := brokertest.StartNATS(t, brokertest.NATSConfig{})
-	skus := []string{"phone.x:1", "plain", "a..b"}
-	sell(t, st, skus, 150)
+	n := brokertest.StartNATS(t, brokertest.NATSConfig{Current: true})
+	skus := []string{"victim", "ok-1", "ok-2", "ok-3"}
+	for _, sku := range skus {
+		st.SKU(t, sku, 100, 0)
+	}
+	buyEach(t, st, skus, 0, 20)
 	st.RunProjector(t)
-	stop, exp := runExporter(t, st, n, natsexport.Config{})
-	localstacktest.WaitFor(t, "the export", 60*time.Second, func() bool {
-		s := exp.Status()
-		return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) == 3*151
+	_, exp, pub := runExporter(t, st, n, natsexport.Config{})
+	waitPath(t, pub, "atomic_batch")
+	localstacktest.WaitFor(t, "the first export", 30*time.Second, func() bool {
+		return len(stored(t, n, natsexport.DefaultStream)) == 4*21 && exp.Status().Err == nil
 	})
-	stop()
-	if _, err := st.Pool.Exec(context.Background(), `DELETE FROM export_cursors`); err != nil {
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
 		t.Fatal(err)
 	}
-	sell(t, st, []string{"later"}, 20)
-	_, exp = runExporter(t, st, n, natsexport.Config{})
-	localstacktest.WaitFor(t, "the export after the cursors were lost", 60*time.Second, func() bool {
-		s := exp.Status()
-		return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) >= 3*151+21
-	})
-	checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), append(skus, "later"), brokerexport.DefaultPrefix)
-	var cursors int
-	if err := st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM export_cursors WHERE broker = 'nats' AND seq > 0`).Scan(&cursors); err != nil {
+	defer nc.Close()
+	if err := nc.Publish(pub.Subject("victim"), []byte("not invledger's")); err != nil {
 		t.Fatal(err)
 	}
-	if cursors != 4 {
-		t.Fatalf("%d cursors recorded, want 4", cursors)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	buyEach(t, st, skus, 20, 10)
+	var got error
+	localstacktest.WaitFor(t, "the other SKUs exported, the victim stopped", 30*time.Second, func() bool {
+		got = exp.Status().Err
+		return len(stored(t, n, natsexport.DefaultStream)) == 4*21+1+3*10 && errors.Is(got, brokerexport.ErrConflict)
+	})
+	if !strings.Contains(got.Error(), pub.Subject("victim")) {
+		t.Fatalf("the export's error does not name the victim's subject: %v", got)
+	}
+	time.Sleep(300 * time.Millisecond) // three more polls: the victim stays out
+	var others, victim []storedMsg
+	for _, m := range stored(t, n, natsexport.DefaultStream) {
+		if m.subject == pub.Subject("victim") {
+			victim = append(victim, m)
+		} else {
+			others = append(others, m)
+		}
+	}
+	checkExactlyOnce(t, st, others, skus[1:], brokerexport.DefaultPrefix)
+	if len(victim) != 22 || victim[21].id != "" || victim[20].seq != 21 {
+		t.Fatalf("the victim's subject holds %d messages, want its 21 events then the foreign message, and nothing after it", len(victim))
+	}
+}
+
+// buyEach buys n more units of each of skus, users from on, the SKUs'
+// purchases concurrent.
+func buyEach(t *testing.T, st *stacktest.Stack, skus []string, from, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(skus))
+	for _, sku := range skus {
+		wg.Go(func() {
+			for i := from; i < from+n; i++ {
+				cmd, err := ledger.NewDeductCommand(sku, fmt.Sprintf("u%d", i), 1, fmt.Sprintf("r-%s-%d", sku, i))
+				if err == nil {
+					_, err = st.Service.Deduct(ctx, cmd)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -209,8 +330,10 @@ func TestRefusingBrokerNamesTheSetting(t *testing.T) {
 				for i := range msgs {
 					msgs[i] = brokerexport.Message{EventID: uuid.NewString(), SKU: "s1", Seq: int64(i + 1), Body: []byte("{}")}
 				}
-				if _, err := pub.Publish(context.Background(), "s1", 0, msgs); err != nil {
-					t.Fatal(err)
+				for _, o := range pub.Publish(context.Background(), []brokerexport.Run{{SKU: "s1", Msgs: msgs}}) {
+					if o.Err != nil || o.UpTo != 400 {
+						t.Fatalf("published s1 up to %d of 400: %v", o.UpTo, o.Err)
+					}
 				}
 			}},
 	}
@@ -220,7 +343,7 @@ func TestRefusingBrokerNamesTheSetting(t *testing.T) {
 			if c.prepare != nil {
 				c.prepare(t, n.URL())
 			}
-			stop, exp := runExporter(t, st, n, c.cfg(n.URL()))
+			stop, exp, _ := runExporter(t, st, n, c.cfg(n.URL()))
 			defer stop()
 			var got error
 			localstacktest.WaitFor(t, "the refusal", 30*time.Second, func() bool {

@@ -83,8 +83,8 @@ func TestOrderServiceCreatesEachOrderOnce(t *testing.T) {
 			msgs = append(msgs, brokerexport.NewMessage(domain.Event{ID: uuid.NewString(), SKU: sku, Seq: seq, Type: domain.EventDeducted,
 				Qty: 1, Delta: -1, Balance: 41 - seq, User: fmt.Sprintf("u%d", seq), OccurredAt: time.Now()}))
 		}
-		if _, err := pub.Publish(ctx, sku, 0, msgs); err != nil {
-			t.Fatal(err)
+		if o := pub.Publish(ctx, []brokerexport.Run{{SKU: sku, Msgs: msgs}})[0]; o.Err != nil || o.UpTo != 41 {
+			t.Fatalf("published %s up to %d of 41: %v", sku, o.UpTo, o.Err)
 		}
 		all = append(all, msgs...)
 	}

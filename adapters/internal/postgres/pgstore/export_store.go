@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,13 +62,67 @@ func (s *PostgresExportStore) EventsAfter(ctx context.Context, sku string, seq i
 	return s.events.EventsAfter(ctx, sku, seq, limit)
 }
 
-// AdvanceCursor records that broker confirmed every event of sku up to
-// seq. A cursor never moves back.
-func (s *PostgresExportStore) AdvanceCursor(ctx context.Context, broker, sku string, seq int64) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO export_cursors AS c (broker, sku, seq) VALUES ($1, $2, $3)
-ON CONFLICT (broker, sku) DO UPDATE SET seq = GREATEST(c.seq, EXCLUDED.seq), updated_at = now()`, broker, sku, seq)
+// EventsAfterEach reads, in one query, the events following each read's
+// After, up to its Limit, each SKU's stopping at its first gap (see
+// PostgresWebhookStore.EventsAfter); out[i] answers reads[i]. The reads'
+// SKUs are distinct.
+func (s *PostgresExportStore) EventsAfterEach(ctx context.Context, reads []brokerexport.Read) ([][]domain.Event, error) {
+	var (
+		out    = make([][]domain.Event, len(reads))
+		skus   = make([]string, len(reads))
+		afters = make([]int64, len(reads))
+		limits = make([]int32, len(reads))
+		index  = make(map[string]int, len(reads))
+		cut    = make([]bool, len(reads)) // a gap ended the read
+		ended  []string
+	)
+	for i, r := range reads {
+		skus[i], afters[i], limits[i], index[r.SKU] = r.SKU, r.After, int32(r.Limit), i
+	}
+	err := scanEvents(ctx, s.pool, func(e domain.Event) error {
+		i, ok := index[e.SKU]
+		if !ok || cut[i] {
+			return nil
+		}
+		if e.Seq != reads[i].After+int64(len(out[i]))+1 {
+			cut[i] = true
+			return nil
+		}
+		if e.HoldID != "" && e.ExpiresAt.IsZero() {
+			ended = append(ended, e.HoldID)
+		}
+		out[i] = append(out[i], e)
+		return nil
+	}, `SELECT `+eventColumns+` FROM unnest($1::text[], $2::bigint[], $3::int[]) WITH ORDINALITY AS r(sku, after, lim, i)
+CROSS JOIN LATERAL (SELECT * FROM ledger_entries l WHERE l.sku = r.sku AND l.seq > r.after ORDER BY l.seq LIMIT r.lim) e
+ORDER BY r.i, e.seq`, skus, afters, limits)
 	if err != nil {
-		return fmt.Errorf("advance export cursor: %w", translate(err))
+		return nil, err
+	}
+	if err := fillHoldDeadlines(ctx, s.pool, ended, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AdvanceCursors records, in one statement, that broker confirmed every
+// event of each SKU of to up to its seq. A cursor never moves back.
+func (s *PostgresExportStore) AdvanceCursors(ctx context.Context, broker string, to map[string]int64) error {
+	if len(to) == 0 {
+		return nil
+	}
+	// In SKU order, so that two writers (a leader that has not yet
+	// noticed it lost its lock, and its successor) lock rows in one order.
+	skus := slices.Sorted(maps.Keys(to))
+	seqs := make([]int64, len(skus))
+	for i, sku := range skus {
+		seqs[i] = to[sku]
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO export_cursors AS c (broker, sku, seq)
+SELECT $1, sku, seq FROM unnest($2::text[], $3::bigint[]) AS t(sku, seq)
+ON CONFLICT (broker, sku) DO UPDATE SET seq = GREATEST(c.seq, EXCLUDED.seq), updated_at = now()`, broker, skus, seqs)
+	if err != nil {
+		return fmt.Errorf("advance export cursors: %w", translate(err))
 	}
 	return nil
 }

@@ -139,13 +139,23 @@ func (s *PostgresWebhookStore) EventsAfter(ctx context.Context, sku string, seq 
 	if err != nil && !errors.Is(err, errGap) {
 		return nil, err
 	}
-	if len(ended) == 0 {
-		return out, nil
+	if err := fillHoldDeadlines(ctx, s.pool, ended, out); err != nil {
+		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT hold_id::text, expires_at FROM ledger_entries
+	return out, nil
+}
+
+// fillHoldDeadlines gives the end events of holds in lists (a hold's
+// confirmation, release or expiry, whose rows carry no deadline) the
+// deadline of the reservation that opened them; ended are their hold ids.
+func fillHoldDeadlines(ctx context.Context, q querier, ended []string, lists ...[]domain.Event) error {
+	if len(ended) == 0 {
+		return nil
+	}
+	rows, err := q.Query(ctx, `SELECT hold_id::text, expires_at FROM ledger_entries
 WHERE hold_id = ANY($1::uuid[]) AND type = 'reserved'`, ended)
 	if err != nil {
-		return nil, fmt.Errorf("read the deadlines of ended holds: %w", translate(err))
+		return fmt.Errorf("read the deadlines of ended holds: %w", translate(err))
 	}
 	deadlines := map[string]time.Time{}
 	var (
@@ -153,14 +163,16 @@ WHERE hold_id = ANY($1::uuid[]) AND type = 'reserved'`, ended)
 		at time.Time
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { deadlines[id] = at; return nil }); err != nil {
-		return nil, fmt.Errorf("read the deadlines of ended holds: %w", translate(err))
+		return fmt.Errorf("read the deadlines of ended holds: %w", translate(err))
 	}
-	for i := range out {
-		if out[i].HoldID != "" && out[i].ExpiresAt.IsZero() {
-			out[i].ExpiresAt = deadlines[out[i].HoldID]
+	for _, events := range lists {
+		for i := range events {
+			if events[i].HoldID != "" && events[i].ExpiresAt.IsZero() {
+				events[i].ExpiresAt = deadlines[events[i].HoldID]
+			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // errGap stops a scan at the first missing seq.
