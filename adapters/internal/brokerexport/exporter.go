@@ -109,6 +109,10 @@ type Publisher interface {
 	// Replay publishes msgs again without the order check, under the
 	// same de-duplication ids.
 	Replay(ctx context.Context, msgs []Message) error
+	// Down reports why the broker cannot take a publish now (its
+	// connection is down or stalled), nil while it is connected. It is
+	// cheap: readiness asks it on every probe.
+	Down() error
 	// HeldBeyondLedger is the error for a broker that Publish found
 	// holding sku's events up to seq, past the ledger's last: it holds
 	// another ledger's messages (left from a database restored or
@@ -120,12 +124,17 @@ type Publisher interface {
 	Close() error
 }
 
+// DefaultWorkers is Config.Workers' default: enough batches in flight to
+// keep a broker busy while the next ones are read, few enough that a
+// broker fault repeats little.
+const DefaultWorkers = 4
+
 // Config configures an Exporter.
 type Config struct {
 	Store     Store
 	Publisher Publisher
 	// Workers is how many batches, each of other SKUs, are published at
-	// once. Default 4.
+	// once. Default DefaultWorkers.
 	Workers int
 	// Poll is how often the ledger is looked at again once everything was
 	// published. Default 100 ms.
@@ -145,7 +154,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Workers == 0 {
-		c.Workers = 4
+		c.Workers = DefaultWorkers
 	}
 	if c.Poll == 0 {
 		c.Poll = 100 * time.Millisecond
@@ -221,11 +230,16 @@ func New(cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-// Status returns the export's last outcome.
+// Status returns the export's last outcome; a broker whose connection is
+// down is failing even while nothing waits to be published.
 func (e *Exporter) Status() Status {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.status
+	s := e.status
+	e.mu.Unlock()
+	if s.Err == nil {
+		s.Err = e.cfg.Publisher.Down()
+	}
+	return s
 }
 
 // setErr records the last outcome, and returns the one before.
@@ -278,6 +292,11 @@ func (e *Exporter) Run(ctx context.Context) error {
 			backoff = min(2*backoff, e.cfg.MaxBackoff)
 		case !worked:
 			backoff = e.cfg.MinBackoff
+			// Nothing waits: the broker is not asked, so its connection is.
+			if err := e.cfg.Publisher.Down(); err != nil && ctx.Err() == nil {
+				e.fail(ctx, "the broker's connection is down", err)
+				connected = false
+			}
 			sleep(ctx, e.cfg.Poll)
 		default:
 			backoff = e.cfg.MinBackoff

@@ -75,6 +75,7 @@ type flakyPublisher struct {
 
 func (p *flakyPublisher) Broker() string                { return "nats" }
 func (p *flakyPublisher) Connect(context.Context) error { return nil }
+func (p *flakyPublisher) Down() error                   { return nil }
 func (p *flakyPublisher) Close() error                  { return nil }
 func (p *flakyPublisher) HeldBeyondLedger(sku string, seq int64) error {
 	return &SettingError{Setting: SettingNATSStream, Err: fmt.Errorf("holds %s up to %d", sku, seq)}

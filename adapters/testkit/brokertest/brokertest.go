@@ -77,6 +77,15 @@ func (p *proc) stop(sig syscall.Signal, timeout time.Duration) {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
+// signal sends sig to the process group: SIGSTOP freezes a broker as a
+// stalled host would, without closing its sockets; SIGCONT thaws it.
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
+		t.Fatalf("brokertest: signal %v: %v", sig, err)
+	}
+}
+
 func (p *proc) exited() bool {
 	select {
 	case <-p.done:

@@ -90,3 +90,10 @@ func (n *NATS) Stop() {
 	n.p.stop(syscall.SIGTERM, 10*time.Second)
 	n.p = nil
 }
+
+// Freeze stops the server with SIGSTOP: its sockets stay open, and it
+// answers nothing until Thaw.
+func (n *NATS) Freeze() { n.p.signal(n.t, syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server.
+func (n *NATS) Thaw() { n.p.signal(n.t, syscall.SIGCONT) }

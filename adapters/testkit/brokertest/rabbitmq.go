@@ -161,6 +161,13 @@ func (r *RabbitMQ) Stop() {
 	r.node = nil
 }
 
+// Freeze stops the node with SIGSTOP: its sockets stay open, and it
+// answers nothing until Thaw.
+func (r *RabbitMQ) Freeze() { r.node.signal(r.t, syscall.SIGSTOP) }
+
+// Thaw resumes a frozen node.
+func (r *RabbitMQ) Thaw() { r.node.signal(r.t, syscall.SIGCONT) }
+
 // LogTail is the end of the node's output, for a failing test's message.
 func (r *RabbitMQ) LogTail() string {
 	b, _ := os.ReadFile(r.logPath)

@@ -123,7 +123,7 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	}
 	p.idle = nil
 	p.blocked.Store(new(string))
-	conn, err := amqp.DialConfig(p.cfg.URL, amqp.Config{Dial: amqp.DefaultDial(p.cfg.Timeout), Heartbeat: 10 * time.Second,
+	conn, err := amqp.DialConfig(p.cfg.URL, amqp.Config{Dial: amqp.DefaultDial(p.cfg.Timeout), Heartbeat: 5 * time.Second,
 		Properties: amqp.Table{"connection_name": "invledger export"}})
 	if err != nil {
 		return &brokerexport.SettingError{Setting: brokerexport.SettingAMQPURL, Err: brokerexport.RedactedError(err, p.cfg.URL)}
@@ -363,6 +363,21 @@ func (p *Publisher) window(ctx context.Context, msgs []brokerexport.Message) (fa
 	}
 	p.put(c, failed)
 	return fails, err
+}
+
+// Down reports a connection that is closed (the broker went away, or
+// missed its heartbeats) or that the broker blocks.
+func (p *Publisher) Down() error {
+	p.mu.Lock()
+	conn := p.conn
+	p.mu.Unlock()
+	if conn == nil || conn.IsClosed() {
+		return &brokerexport.SettingError{Setting: brokerexport.SettingAMQPURL, Err: errors.New("not connected to the broker")}
+	}
+	if r := p.blocked.Load(); r != nil && *r != "" {
+		return p.stalled()
+	}
+	return nil
 }
 
 // Close disconnects.

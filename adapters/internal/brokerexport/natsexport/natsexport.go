@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,6 +142,10 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	if p.nc == nil || p.nc.IsClosed() {
 		nc, err := nats.Connect(p.cfg.URL, nats.Name("invledger export"), nats.Timeout(p.cfg.Timeout),
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+			// A server that stops answering (stopped, or its host gone
+			// without closing the socket) is noticed within seconds, not
+			// the client's default of minutes, even while nothing is published.
+			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 				if err != nil {
 					p.cfg.Logger.Warn("nats export: disconnected; reconnecting", "err", err)
@@ -465,6 +470,19 @@ func (p *Publisher) explain(err error) error {
 		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: err}
 	}
 	return fmt.Errorf("nats export: %w", err)
+}
+
+// Down reports a connection that is down or reconnecting.
+func (p *Publisher) Down() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.nc == nil:
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: errors.New("not connected")}
+	case !p.nc.IsConnected():
+		return &brokerexport.SettingError{Setting: brokerexport.SettingNATSURL, Err: fmt.Errorf("the connection to the server is %s", strings.ToLower(p.nc.Status().String()))}
+	}
+	return nil
 }
 
 // Close disconnects.
