@@ -145,7 +145,7 @@ func (p *Publisher) Connect(ctx context.Context) error {
 			// A server that stops answering (stopped, or its host gone
 			// without closing the socket) is noticed within seconds, not
 			// the client's default of minutes, even while nothing is published.
-			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
+			nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 				if err != nil {
 					p.cfg.Logger.Warn("nats export: disconnected; reconnecting", "err", err)

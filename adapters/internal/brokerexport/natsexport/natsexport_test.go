@@ -216,6 +216,7 @@ func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 // storing nothing of the stopped SKU after the foreign message.
 func TestAnotherWriterStopsOnlyItsSKU(t *testing.T) {
 	localstacktest.SkipShort(t)
+	t.Parallel()
 	st := stacktest.New(t)
 	n := brokertest.StartNATS(t, brokertest.NATSConfig{Current: true})
 	skus := []string{"victim", "ok-1", "ok-2", "ok-3"}
@@ -292,10 +293,37 @@ func buyEach(t *testing.T, st *stacktest.Stack, skus []string, from, n int) {
 	}
 }
 
+// TestAServerDownIsReportedWhileNothingWaits: with everything exported,
+// a NATS server that stops is reported at once, and one that is frozen
+// (SIGSTOP, its socket open) within the client's pings; each is cleared
+// once the server is back.
+func TestAServerDownIsReportedWhileNothingWaits(t *testing.T) {
+	localstacktest.SkipShort(t)
+	t.Parallel()
+	st := stacktest.New(t)
+	n := brokertest.StartNATS(t, brokertest.NATSConfig{})
+	sell(t, st, []string{"idle"}, 3)
+	st.RunProjector(t)
+	_, exp, _ := runExporter(t, st, n, natsexport.Config{})
+	status := func(failing bool) func() bool {
+		return func() bool { s := exp.Status(); return s.LagEvents == 0 && (s.Err != nil) == failing }
+	}
+	localstacktest.WaitFor(t, "the export done", 30*time.Second, status(false))
+	n.Stop()
+	localstacktest.WaitFor(t, "a stopped server reported", 10*time.Second, status(true))
+	n.Start()
+	localstacktest.WaitFor(t, "the server back", 30*time.Second, status(false))
+	n.Freeze()
+	localstacktest.WaitFor(t, "a frozen server reported", 15*time.Second, status(true))
+	n.Thaw()
+	localstacktest.WaitFor(t, "the server thawed", 30*time.Second, status(false))
+}
+
 // TestRefusingBrokerNamesTheSetting: bad credentials, a missing stream
 // and a full store are each reported naming the setting to fix.
 func TestRefusingBrokerNamesTheSetting(t *testing.T) {
 	localstacktest.SkipShort(t)
+	t.Parallel()
 	st := stacktest.New(t)
 	sell(t, st, []string{"s1"}, 300)
 	st.RunProjector(t)
