@@ -399,16 +399,88 @@ func (e *Exporter) plan(pending []Cursor) [][]Read {
 	return out
 }
 
-// exportBatch reads the events of reads, publishes them as one batch and
-// records, in one write, the cursors the broker confirmed. conflicted
-// reports a SKU paused after a conflict; err the batch's other failures.
-func (e *Exporter) exportBatch(ctx context.Context, reads []Read) (progressed, conflicted bool, _ error) {
+// roundBatches bounds the batches a worker publishes for the same SKUs
+// in a round: the SKUs of a full batch (a hot SKU during a sale) go on
+// without waiting for the next round's listing, and the SKUs listed
+// after them still get their turn.
+const roundBatches = 8
+
+// exportBatch publishes reads as one batch, then, while some SKUs filled
+// their part and were confirmed whole, the next events of those SKUs, up
+// to roundBatches batches. The next events are read while a batch is
+// being published, so a hot SKU's export waits on the broker and on
+// PostgreSQL at once rather than in turn. conflicted reports a SKU paused
+// after a conflict; err the batches' other failures.
+func (e *Exporter) exportBatch(ctx context.Context, reads []Read) (progressed, conflicted bool, err error) {
 	events, err := e.cfg.Store.EventsAfterEach(ctx, reads)
 	if err != nil {
 		return false, false, err
 	}
+	for range roundBatches {
+		ahead := readAhead(reads, events, e.cfg.Publisher.Limits())
+		var prefetch chan prefetched
+		if len(ahead) > 0 {
+			prefetch = make(chan prefetched, 1)
+			go func() {
+				ev, err := e.cfg.Store.EventsAfterEach(ctx, ahead)
+				prefetch <- prefetched{ev, err}
+			}()
+		}
+		moved, paused, whole, err := e.exportOnce(ctx, reads, events)
+		progressed, conflicted = progressed || moved, conflicted || paused
+		if prefetch == nil {
+			return progressed, conflicted, err
+		}
+		got := <-prefetch
+		if err != nil || ctx.Err() != nil || got.err != nil || !allWhole(ahead, whole) {
+			// What was read ahead assumed every full part confirmed whole.
+			return progressed, conflicted, err
+		}
+		reads, events = ahead, got.events
+	}
+	return progressed, conflicted, nil
+}
+
+type prefetched struct {
+	events [][]domain.Event
+	err    error
+}
+
+// readAhead are the reads that follow reads, answered by events, for the
+// SKUs whose part was full: what the next batch holds if the broker
+// confirms this one whole. They share a batch's room, however few events
+// each SKU had when the round listed it (a hot SKU that the export keeps
+// up with).
+func readAhead(reads []Read, events [][]domain.Event, limits Limits) []Read {
+	var out []Read
+	for i, r := range reads {
+		if n := len(events[i]); n > 0 && n == r.Limit {
+			out = append(out, Read{SKU: r.SKU, After: events[i][n-1].Seq})
+		}
+	}
+	for i := range out {
+		out[i].Limit = max(1, min(limits.PerSKU, limits.Events/len(out)))
+	}
+	return out
+}
+
+// allWhole reports whether every SKU of reads was confirmed whole.
+func allWhole(reads []Read, whole map[string]bool) bool {
+	for _, r := range reads {
+		if !whole[r.SKU] {
+			return false
+		}
+	}
+	return true
+}
+
+// exportOnce publishes events, read for reads, as one batch and records,
+// in one write, the cursors the broker confirmed. whole holds the SKUs
+// whose part the broker confirmed whole.
+func (e *Exporter) exportOnce(ctx context.Context, reads []Read, events [][]domain.Event) (progressed, conflicted bool, whole map[string]bool, _ error) {
 	runs := make([]Run, 0, len(reads))
 	last := make([]int64, 0, len(reads)) // of each run, the last seq read
+	whole = make(map[string]bool, len(reads))
 	for i, r := range reads {
 		if len(events[i]) == 0 {
 			continue // its next event is still on its way to the ledger
@@ -421,7 +493,7 @@ func (e *Exporter) exportBatch(ctx context.Context, reads []Read) (progressed, c
 		last = append(last, events[i][len(events[i])-1].Seq)
 	}
 	if len(runs) == 0 {
-		return false, false, nil
+		return false, false, nil, nil
 	}
 	outcomes := e.cfg.Publisher.Publish(ctx, runs)
 	var (
@@ -457,6 +529,9 @@ func (e *Exporter) exportBatch(ctx context.Context, reads []Read) (progressed, c
 		}
 		e.cfg.Metrics.published.WithLabelValues(e.broker).Add(float64(min(o.UpTo, last[i]) - run.After))
 		moves[run.SKU] = o.UpTo
+		if o.Err == nil && o.UpTo == last[i] {
+			whole[run.SKU] = true
+		}
 	}
 	if len(moves) > 0 {
 		// The cursors outlive ctx: what the broker confirmed is recorded even at shutdown.
@@ -464,10 +539,10 @@ func (e *Exporter) exportBatch(ctx context.Context, reads []Read) (progressed, c
 		err := e.cfg.Store.AdvanceCursors(rctx, e.broker, moves)
 		cancel()
 		if err != nil {
-			return false, conflicted, err
+			return false, conflicted, nil, err
 		}
 	}
-	return len(moves) > 0, conflicted, errors.Join(errs...)
+	return len(moves) > 0, conflicted, whole, errors.Join(errs...)
 }
 
 // pause leaves sku out of batches for ConflictPause, and says so at

@@ -26,7 +26,7 @@ func BenchmarkExportBacklogToJetStream(b *testing.B) {
 		name string
 		cfg  brokertest.NATSConfig
 	}{{"2.9.10", brokertest.NATSConfig{}}, {"current", brokertest.NATSConfig{Current: true}}} {
-		for _, skus := range []int{64, 1000} {
+		for _, skus := range []int{1, 64, 1000} {
 			b.Run(fmt.Sprintf("server=%s/skus=%d", server.name, skus), func(b *testing.B) { benchDrain(b, server.cfg, skus) })
 		}
 	}
