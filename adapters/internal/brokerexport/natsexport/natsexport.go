@@ -55,6 +55,10 @@ type Config struct {
 	DuplicateWindow time.Duration
 	// Timeout bounds a connect, a publish and a read of the stream. Default 5 s.
 	Timeout time.Duration
+	// Path, if set, is how batches are published when the server and the
+	// stream allow it: "atomic_batch", "pipeline" or "per_sku" (see
+	// Publisher.Path). Unset, the stream decides.
+	Path string
 	Logger  *slog.Logger
 }
 
@@ -91,6 +95,9 @@ func (c Config) Validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, errors.New("nats export: Timeout must be positive"))
 	}
+	if c.Path != "" && c.Path != pathAtomic && c.Path != pathPipeline && c.Path != pathPerSKU {
+		errs = append(errs, fmt.Errorf("nats export: Path %q is none of %s, %s, %s", c.Path, pathAtomic, pathPipeline, pathPerSKU))
+	}
 	return errors.Join(errs...)
 }
 
@@ -115,6 +122,15 @@ type Publisher struct {
 	// direct: the stream answers direct gets, so the last messages of many
 	// subjects are read in one request.
 	direct bool
+	// pipeline: the server takes no atomic batches and the stream has one
+	// replica (Path).
+	pipeline bool
+
+	// sendMu holds a pipelined batch's sending and acknowledgements;
+	// streamLast is the stream's last sequence plus one after the last
+	// pipelined batch, 0 when it must be read again.
+	sendMu     sync.Mutex
+	streamLast uint64
 }
 
 var _ brokerexport.Publisher = (*Publisher)(nil)
@@ -219,22 +235,43 @@ func (p *Publisher) enableBatches(ctx context.Context, s jetstream.Stream) (jets
 		}
 	}
 	cfg = s.CachedInfo().Config
-	atomic, direct := atomicServer(version) && cfg.AllowAtomicPublish, cfg.AllowDirect
-	switch {
-	case atomic:
-		p.cfg.Logger.Info("nats export: publishing atomic batches", "server", version, "stream", p.cfg.Stream, "path", pathAtomic)
-	case atomicServer(version):
-		p.cfg.Logger.Warn("nats export: the stream does not take atomic batches; publishing one event at a time per SKU, several times slower: "+
-			"set allow_atomic and allow_direct on it", "server", version, "stream", p.cfg.Stream, "path", pathPerSKU)
-	default:
-		p.cfg.Logger.Info("nats export: the server predates atomic batches (2.12.1); publishing one event at a time per SKU",
-			"server", version, "stream", p.cfg.Stream, "path", pathPerSKU)
+	canAtomic := atomicServer(version) && cfg.AllowAtomicPublish
+	path, why := choosePath(p.cfg.Path, canAtomic, cfg.Replicas)
+	level := slog.LevelInfo
+	if path == pathPerSKU && atomicServer(version) {
+		level, why = slog.LevelWarn, why+"; set allow_atomic and allow_direct on the stream for atomic batches"
 	}
-	if p.atomic != atomic {
+	p.cfg.Logger.Log(ctx, level, "nats export: publishing "+path+": "+why, "server", version, "stream", p.cfg.Stream,
+		"replicas", cfg.Replicas, "allow_atomic", cfg.AllowAtomicPublish, "path", path)
+	atomic, pipeline := path == pathAtomic, path == pathPipeline
+	if p.atomic != atomic || p.pipeline != pipeline {
 		p.known = map[string]state{}
 	}
-	p.atomic, p.direct = atomic, direct
+	p.atomic, p.direct, p.pipeline, p.streamLast = atomic, cfg.AllowDirect, pipeline, 0
 	return s, nil
+}
+
+// choosePath chooses how batches are published: want if it can run, else
+// by the stream. A stream of one replica takes the predicted-sequence
+// pipeline, which measured fastest on a hot SKU (see
+// docs/benchmarks/2026-12-04-broker-export-batches.md); a replicated one,
+// whose leader refuses a second conditional publish to a subject in
+// flight, atomic batches where the server and stream take them, else one
+// publish at a time per SKU.
+func choosePath(want string, canAtomic bool, replicas int) (path, why string) {
+	switch {
+	case want == pathAtomic && canAtomic:
+		return pathAtomic, "as set"
+	case want == pathPipeline && replicas <= 1:
+		return pathPipeline, "as set"
+	case want == pathPerSKU:
+		return pathPerSKU, "as set"
+	case replicas <= 1:
+		return pathPipeline, "a stream of one replica stores one connection's messages in the order sent"
+	case canAtomic:
+		return pathAtomic, "a replicated stream that takes atomic batches"
+	}
+	return pathPerSKU, "a replicated stream without atomic batches"
 }
 
 // atomicServer reports whether a server of version takes atomic batches
@@ -285,17 +322,23 @@ func (p *Publisher) set(sku string, st state, ok bool) {
 
 // Paths of Path.
 const (
-	pathAtomic = "atomic_batch"
-	pathPerSKU = "per_sku"
+	pathAtomic   = "atomic_batch"
+	pathPipeline = "pipeline"
+	pathPerSKU   = "per_sku"
 )
 
-// Path is "atomic_batch" on a server (2.12.1 and later) and stream that
-// take atomic batches, "per_sku" otherwise.
+// Path is how batches are published, once connected: "pipeline" on a
+// stream of one replica; on a replicated one, "atomic_batch" where the
+// server (2.12.1 and later) and the stream take atomic batches, "per_sku"
+// otherwise (see choosePath and Config.Path).
 func (p *Publisher) Path() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.atomic {
+	switch {
+	case p.atomic:
 		return pathAtomic
+	case p.pipeline:
+		return pathPipeline
 	}
 	return pathPerSKU
 }
@@ -311,20 +354,28 @@ const (
 	perSKUInFlight = 16
 )
 
-// Limits: an atomic batch holds up to 1,000 messages, of one SKU or many;
-// on the per-SKU path, a batch is the SKUs published at once.
+// Limits: an atomic batch holds up to 1,000 messages, a pipelined one
+// 2,000, of one SKU or many; on the per-SKU path, a batch is the SKUs
+// published at once.
 func (p *Publisher) Limits() brokerexport.Limits {
-	if p.Path() == pathAtomic {
+	switch p.Path() {
+	case pathAtomic:
 		return brokerexport.Limits{Events: maxAtomicBatch, PerSKU: maxAtomicBatch}
+	case pathPipeline:
+		return brokerexport.Limits{Events: pipelineBatch, PerSKU: pipelineBatch}
 	}
 	return brokerexport.Limits{Events: perSKUInFlight * perSKUBatch, PerSKU: perSKUBatch}
 }
 
-// Publish publishes runs as one atomic batch, or, on the per-SKU path,
-// each run's messages one after another, perSKUInFlight runs at once.
+// Publish publishes runs as one atomic or pipelined batch, or, on the
+// per-SKU path, each run's messages one after another, perSKUInFlight
+// runs at once.
 func (p *Publisher) Publish(ctx context.Context, runs []brokerexport.Run) []brokerexport.Outcome {
-	if p.Path() == pathAtomic {
+	switch p.Path() {
+	case pathAtomic:
 		return p.publishBatch(ctx, runs)
+	case pathPipeline:
+		return p.publishPipeline(ctx, runs)
 	}
 	out := make([]brokerexport.Outcome, len(runs))
 	var wg sync.WaitGroup
@@ -492,6 +543,6 @@ func (p *Publisher) Close() error {
 	if p.nc != nil {
 		p.nc.Close()
 	}
-	p.nc, p.js, p.stream, p.known, p.atomic = nil, nil, nil, map[string]state{}, false
+	p.nc, p.js, p.stream, p.known, p.atomic, p.pipeline = nil, nil, nil, map[string]state{}, false, false
 	return nil
 }

@@ -141,21 +141,30 @@ func checkExactlyOnce(t *testing.T, st *stacktest.Stack, msgs []storedMsg, skus 
 	}
 }
 
-// servers are the two paths the exactly-once tests run on: Debian's
-// nats-server 2.9.10 publishes per SKU, the current one atomic batches.
+// servers are the paths the exactly-once tests run on: the pipeline,
+// which a stream of one replica takes on any server (here Debian's
+// nats-server 2.9.10), atomic batches on the current server (chosen by
+// Config.Path, since a single server's streams have one replica), and one
+// publish at a time per SKU, a replicated stream's path without atomic
+// batches.
 var servers = []struct {
 	name, path string
 	cfg        brokertest.NATSConfig
 }{
-	{"2.9.10", "per_sku", brokertest.NATSConfig{}},
-	{"current", "atomic_batch", brokertest.NATSConfig{Current: true}},
+	{"pipeline on 2.9.10", "pipeline", brokertest.NATSConfig{}},
+	{"atomic batches on the current server", "atomic_batch", brokertest.NATSConfig{Current: true}},
+	{"per SKU on 2.9.10", "per_sku", brokertest.NATSConfig{}},
 }
 
-// waitPath waits until the exporter connected and checks the path it chose.
-func waitPath(t *testing.T, pub *natsexport.Publisher, want string) {
+// waitPath waits until the exporter published, on the path want.
+func waitPath(t *testing.T, exp *brokerexport.Exporter, pub *natsexport.Publisher, want string) {
 	t.Helper()
-	localstacktest.WaitFor(t, "the exporter's path", 30*time.Second, func() bool { return pub.Path() == want })
+	localstacktest.WaitFor(t, "the export on path "+want, 30*time.Second, func() bool { return exp.Status().Err == nil && pub.Path() == want })
 }
+
+// batchPaths are the paths of servers that batch, which the fault tests
+// run on; the per-SKU path's order is each SKU's own publishes'.
+var batchPaths = servers[:2]
 
 // TestExportsExactlyOnceAcrossLostCursors exports a ledger, then forgets
 // every cursor, as a kill -9 between the broker's acknowledgements and
@@ -180,8 +189,8 @@ func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 			buyEach(t, st, skus[3:], 0, 30)
 			want := 3*151 + 40*31
 			st.RunProjector(t)
-			stop, exp, pub := runExporter(t, st, n, natsexport.Config{})
-			waitPath(t, pub, server.path)
+			stop, exp, pub := runExporter(t, st, n, natsexport.Config{Path: server.path})
+			waitPath(t, exp, pub, server.path)
 			localstacktest.WaitFor(t, "the export", 60*time.Second, func() bool {
 				s := exp.Status()
 				return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) == want
@@ -191,7 +200,7 @@ func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 				t.Fatal(err)
 			}
 			sell(t, st, []string{"later"}, 20)
-			_, exp, _ = runExporter(t, st, n, natsexport.Config{})
+			_, exp, _ = runExporter(t, st, n, natsexport.Config{Path: server.path})
 			localstacktest.WaitFor(t, "the export after the cursors were lost", 60*time.Second, func() bool {
 				s := exp.Status()
 				return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) >= want+21
@@ -210,23 +219,33 @@ func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 
 // TestAnotherWriterStopsOnlyItsSKU: while the export runs, another writer
 // publishes a message without invledger's headers to one SKU's subject.
-// The next atomic batch, which expected that subject's last sequence, is
-// refused whole; the export reads the SKUs again, leaves that one out
-// with an error naming it, and exports every other SKU once and in order,
-// storing nothing of the stopped SKU after the foreign message.
+// The next batch, whose expectations it broke (the SKU's on the atomic
+// path; every predicted sequence after it on the pipeline), is refused;
+// the export reads the SKUs again, leaves that one out with an error
+// naming it, and exports every other SKU once and in order, storing
+// nothing of the stopped SKU after the foreign message. On the pipeline
+// and atomic batches.
 func TestAnotherWriterStopsOnlyItsSKU(t *testing.T) {
 	localstacktest.SkipShort(t)
-	t.Parallel()
+	for _, server := range batchPaths {
+		t.Run(server.name, func(t *testing.T) {
+			t.Parallel()
+			testAnotherWriter(t, server.cfg, server.path)
+		})
+	}
+}
+
+func testAnotherWriter(t *testing.T, cfg brokertest.NATSConfig, path string) {
 	st := stacktest.New(t)
-	n := brokertest.StartNATS(t, brokertest.NATSConfig{Current: true})
+	n := brokertest.StartNATS(t, cfg)
 	skus := []string{"victim", "ok-1", "ok-2", "ok-3"}
 	for _, sku := range skus {
 		st.SKU(t, sku, 100, 0)
 	}
 	buyEach(t, st, skus, 0, 20)
 	st.RunProjector(t)
-	_, exp, pub := runExporter(t, st, n, natsexport.Config{})
-	waitPath(t, pub, "atomic_batch")
+	_, exp, pub := runExporter(t, st, n, natsexport.Config{Path: path})
+	waitPath(t, exp, pub, path)
 	localstacktest.WaitFor(t, "the first export", 30*time.Second, func() bool {
 		return len(stored(t, n, natsexport.DefaultStream)) == 4*21 && exp.Status().Err == nil
 	})
@@ -242,10 +261,18 @@ func TestAnotherWriterStopsOnlyItsSKU(t *testing.T) {
 		t.Fatal(err)
 	}
 	buyEach(t, st, skus, 20, 10)
-	var got error
+	var (
+		got  error
+		held int
+	)
+	defer func() {
+		if t.Failed() {
+			t.Logf("the stream holds %d messages, want %d; the export reports %v", held, 4*21+1+3*10, got)
+		}
+	}()
 	localstacktest.WaitFor(t, "the other SKUs exported, the victim stopped", 30*time.Second, func() bool {
-		got = exp.Status().Err
-		return len(stored(t, n, natsexport.DefaultStream)) == 4*21+1+3*10 && errors.Is(got, brokerexport.ErrConflict)
+		got, held = exp.Status().Err, len(stored(t, n, natsexport.DefaultStream))
+		return held == 4*21+1+3*10 && errors.Is(got, brokerexport.ErrConflict)
 	})
 	if !strings.Contains(got.Error(), pub.Subject("victim")) {
 		t.Fatalf("the export's error does not name the victim's subject: %v", got)
@@ -290,6 +317,49 @@ func buyEach(t *testing.T, st *stacktest.Stack, skus []string, from, n int) {
 	close(errs)
 	if err := <-errs; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExportsExactlyOnceAcrossBrokerFaults: a sale of 20 SKUs goes on
+// while the export runs, and the NATS server is restarted, then frozen
+// (SIGSTOP) for a second, mid-export: the stream holds every event once,
+// in seq order per SKU, on the pipeline and atomic batches. (TestBrokerExport in the server
+// package kills the exporting process with kill -9 mid-batch; the lost
+// cursors above are what such a kill leaves.)
+func TestExportsExactlyOnceAcrossBrokerFaults(t *testing.T) {
+	localstacktest.SkipShort(t)
+	for _, server := range batchPaths {
+		t.Run(server.name, func(t *testing.T) {
+			t.Parallel()
+			st := stacktest.New(t)
+			n := brokertest.StartNATS(t, server.cfg)
+			skus := make([]string, 20)
+			for i := range skus {
+				skus[i] = fmt.Sprintf("f%d", i)
+				st.SKU(t, skus[i], 300, 0)
+			}
+			st.RunProjector(t)
+			_, exp, pub := runExporter(t, st, n, natsexport.Config{Path: server.path, Timeout: time.Second})
+			waitPath(t, exp, pub, server.path)
+			sold := make(chan struct{})
+			go func() { defer close(sold); buyEach(t, st, skus, 0, 300) }()
+			holds := func(atLeast int) func() bool {
+				return func() bool { return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= atLeast }
+			}
+			localstacktest.WaitFor(t, "500 events exported", 30*time.Second, holds(500))
+			n.Stop()
+			n.Start()
+			localstacktest.WaitFor(t, "2,000 events exported", 30*time.Second, holds(2000))
+			n.Freeze()
+			time.Sleep(time.Second)
+			n.Thaw()
+			<-sold
+			want := len(skus) * 301
+			localstacktest.WaitFor(t, "the whole sale exported", 60*time.Second, func() bool {
+				return exp.Status().LagEvents == 0 && holds(want)()
+			})
+			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
+		})
 	}
 }
 
