@@ -344,8 +344,11 @@ func (p *Publisher) window(ctx context.Context, msgs []brokerexport.Message) (fa
 	returned := map[string]amqp.Return{}
 	for more := true; more; {
 		select {
-		case r := <-c.returns:
-			returned[r.MessageId] = r
+		case r, open := <-c.returns:
+			// A channel the broker closed closes its returns too.
+			if more = open; open {
+				returned[r.MessageId] = r
+			}
 		default:
 			more = false
 		}

@@ -58,8 +58,8 @@ type Config struct {
 	// Path, if set, is how batches are published when the server and the
 	// stream allow it: "atomic_batch", "pipeline" or "per_sku" (see
 	// Publisher.Path). Unset, the stream decides.
-	Path string
-	Logger  *slog.Logger
+	Path   string
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {

@@ -65,6 +65,7 @@ func (o *flakyOrders) count() int {
 // order per SKU, and nothing else does.
 func TestOrderServiceCreatesEachOrderOnce(t *testing.T) {
 	localstacktest.SkipShort(t)
+	t.Parallel()
 	n := brokertest.StartNATS(t, brokertest.NATSConfig{})
 	pub, err := natsexport.New(natsexport.Config{URL: n.URL(), DuplicateWindow: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
