@@ -62,7 +62,7 @@ func buildCurrentNATSServer() (string, error) {
 	_ = tmp.Close()
 	defer os.Remove(tmp.Name())
 	cmd := exec.Command("go", "build", "-o", tmp.Name(), natsServerModule)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=") // a plain build, whatever flags the tests run with
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s@%s: %w\n%s", natsServerModule, version, err, b)
 	}
