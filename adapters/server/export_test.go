@@ -161,21 +161,30 @@ func TestBrokerExport(t *testing.T) {
 	t.Run("replay", func(t *testing.T) { testReplay(t, st, n, rabbit, skus[0]) })
 	t.Run("refusals", func(t *testing.T) { testAMQPRefusals(t, st, rabbit) })
 	t.Run("a broker stopped while nothing waits", func(t *testing.T) {
-		exps, err := exporters(st.App, ExportConfig{AMQPURL: rabbit.URL(), MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = exps[0].Run(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		exp := runExporter(t, st, ExportConfig{AMQPURL: rabbit.URL()})
 		status := func(failing bool) func() bool {
-			return func() bool { s := exps[0].Status(); return s.LagEvents == 0 && (s.Err != nil) == failing }
+			return func() bool { s := exp.Status(); return s.LagEvents == 0 && (s.Err != nil) == failing }
 		}
 		localstacktest.WaitFor(t, "everything exported", 30*time.Second, status(false))
 		rabbit.Stop()
 		localstacktest.WaitFor(t, "the stopped node reported", 30*time.Second, status(true))
 	})
+}
+
+// runExporter runs, in this process, the export to the one broker ec sets,
+// retrying quickly, until the test ends.
+func runExporter(t *testing.T, st *stacktest.Stack, ec ExportConfig) *brokerexport.Exporter {
+	t.Helper()
+	ec.MinBackoff, ec.MaxBackoff = 10*time.Millisecond, 200*time.Millisecond
+	exps, err := exporters(st.App, ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = exps[0].Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return exps[0]
 }
 
 // testExportSurvivesFaults sells 20,000 units over 8 SKUs while the broker
@@ -517,19 +526,11 @@ func testAMQPRefusals(t *testing.T, st *stacktest.Stack, rabbit *brokertest.Rabb
 	}
 	expect := func(t *testing.T, ec ExportConfig, setting string) {
 		t.Helper()
-		ec.MinBackoff, ec.MaxBackoff = 10*time.Millisecond, 200*time.Millisecond
-		exps, err := exporters(st.App, ec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = exps[0].Run(ctx); close(done) }()
-		defer func() { cancel(); <-done }()
+		exp := runExporter(t, st, ec)
 		var got error
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			var se *brokerexport.SettingError
-			if got = exps[0].Status().Err; errors.As(got, &se) && se.Setting == setting {
+			if got = exp.Status().Err; errors.As(got, &se) && se.Setting == setting {
 				break
 			}
 			if time.Now().After(deadline) {
