@@ -2,16 +2,21 @@
 // JetStream, a subject per SKU (<prefix>.<token>, see brokerexport.Token)
 // in one stream.
 //
-// It publishes with nats.go's jetstream API, not Watermill's JetStream
-// publisher, which discards the publish acknowledgement: each publish
-// carries the event id as Nats-Msg-Id and expects the subject's last
-// stream sequence (Nats-Expected-Last-Subject-Sequence) that the previous
-// acknowledgement gave, so the server refuses a publish out of order
-// instead of storing it. Before a SKU's first publish, and after any
-// failure, it reads the subject's last message, whose Invledger-Seq says
-// how far the stream holds the SKU: a kill -9 between the broker's
-// acknowledgement and the cursor's write stores nothing twice, even once
-// the de-duplication window has passed.
+// It publishes with nats.go's jetstream API (and orbit.go's jetstreamext
+// for atomic batches), not Watermill's JetStream publisher, which discards
+// the publish acknowledgement: each message carries the event id as
+// Nats-Msg-Id, and each SKU's next message expects the subject's last
+// stream sequence (Nats-Expected-Last-Subject-Sequence), so the server
+// refuses a publish out of order instead of storing it. Before a SKU's
+// first publish, and after any failure, it reads the subject's last
+// message, whose Invledger-Seq says how far the stream holds the SKU: a
+// kill -9 between the broker's acknowledgement and the cursor's write
+// stores nothing twice, even once the de-duplication window has passed.
+//
+// A batch goes out on one of three paths (Publisher.Path, choosePath): the
+// predicted-sequence pipeline (pipeline.go) on a stream of one replica,
+// atomic batches (batch.go) on a replicated stream that takes them, one
+// publish at a time per SKU otherwise.
 package natsexport
 
 import (
@@ -119,11 +124,10 @@ type Publisher struct {
 	known  map[string]state // by SKU
 	// atomic: the server and the stream take atomic batches (Path).
 	atomic bool
-	// direct: the stream answers direct gets, so the last messages of many
-	// subjects are read in one request.
+	// direct: the server and the stream answer a direct get of many
+	// subjects' last messages in one request.
 	direct bool
-	// pipeline: the server takes no atomic batches and the stream has one
-	// replica (Path).
+	// pipeline: the stream has one replica, or Config.Path asks for it (Path).
 	pipeline bool
 
 	// sendMu holds a pipelined batch's sending and acknowledgements;
@@ -215,12 +219,12 @@ func (p *Publisher) Connect(ctx context.Context) error {
 	return nil
 }
 
-// enableBatches chooses the path by what the server and the stream echo
-// back (a server before 2.12 accepts allow_atomic and ignores it): atomic
-// batches when both take them. On a current server, a stream the export
-// manages (not CheckStreamOnly) is updated to take them; one the
-// operator created without them is used on the per-SKU path, with a
-// warning naming the option.
+// enableBatches chooses the path (choosePath) by what the server and the
+// stream echo back, since a server before 2.12 accepts allow_atomic and
+// ignores it. On a current server, a stream the export manages (not
+// CheckStreamOnly) is first updated to take atomic batches and direct
+// gets; a replicated stream the operator created without them takes the
+// per-SKU path, with a warning naming the option.
 func (p *Publisher) enableBatches(ctx context.Context, s jetstream.Stream) (jetstream.Stream, error) {
 	version := p.nc.ConnectedServerVersion()
 	cfg := s.CachedInfo().Config
@@ -228,7 +232,7 @@ func (p *Publisher) enableBatches(ctx context.Context, s jetstream.Stream) (jets
 		cfg.AllowAtomicPublish, cfg.AllowDirect = true, true
 		updated, err := p.js.UpdateStream(ctx, cfg)
 		if err != nil {
-			p.cfg.Logger.Warn("nats export: could not turn on atomic batches on the stream; publishing per SKU", "stream", p.cfg.Stream, "err", err)
+			p.cfg.Logger.Warn("nats export: could not turn on atomic batches on the stream; choosing a path without them", "stream", p.cfg.Stream, "err", err)
 		} else {
 			s = updated
 			p.cfg.Logger.Info("nats export: turned on allow_atomic and allow_direct on the stream", "stream", p.cfg.Stream)
@@ -247,7 +251,9 @@ func (p *Publisher) enableBatches(ctx context.Context, s jetstream.Stream) (jets
 	if p.atomic != atomic || p.pipeline != pipeline {
 		p.known = map[string]state{}
 	}
-	p.atomic, p.direct, p.pipeline, p.streamLast = atomic, cfg.AllowDirect, pipeline, 0
+	// The last messages of many subjects in one direct get came with 2.11;
+	// a server that takes atomic batches answers it.
+	p.atomic, p.direct, p.pipeline, p.streamLast = atomic, cfg.AllowDirect && atomicServer(version), pipeline, 0
 	return s, nil
 }
 

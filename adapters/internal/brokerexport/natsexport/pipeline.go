@@ -65,16 +65,15 @@ func (p *Publisher) publishPipeline(ctx context.Context, runs []brokerexport.Run
 		next   = p.streamLast - 1
 		broken error
 	)
+	if _, err := p.readStates(ctx, js, stream, runs, out); err != nil {
+		return failAll(out, err)
+	}
 send:
 	for i, r := range runs {
-		st, ok := p.get(r.SKU)
-		if !ok {
-			if st, err = p.last(ctx, stream, p.Subject(r.SKU)); err != nil {
-				out[i].Err = err
-				continue
-			}
-			p.set(r.SKU, st, true)
+		if out[i].Err != nil {
+			continue
 		}
+		st, _ := p.get(r.SKU)
 		out[i].UpTo = max(r.After, st.ledgerSeq)
 		expect := st.streamSeq
 		for _, m := range r.Msgs {
