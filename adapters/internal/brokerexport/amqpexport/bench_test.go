@@ -31,7 +31,7 @@ func BenchmarkExportBacklogToRabbitMQ(b *testing.B) {
 	localstacktest.SkipShort(b)
 	rabbit := brokertest.StartRabbitMQ(b, brokertest.RabbitMQConfig{})
 	st := stacktest.New(b)
-	exporttest.WriteBacklog(b, st, b.N, 1000)
+	exporttest.WriteBacklog(b, st.Pool, b.N, 1000)
 	conn, err := amqp.Dial(rabbit.URL())
 	if err != nil {
 		b.Fatal(err)
@@ -54,7 +54,7 @@ func BenchmarkExportBacklogToRabbitMQ(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rate, path := exporttest.Drain(b, st, pub, b.N)
+	rate, path := exporttest.Drain(b, st.Pool, pub, b.N)
 	q, err := ch.QueueDeclarePassive("orders", true, false, false, false, nil)
 	if err != nil || q.Messages < b.N {
 		b.Fatalf("the queue holds %d messages for %d events (%v)", q.Messages, b.N, err)

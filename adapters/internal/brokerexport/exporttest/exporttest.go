@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/invledger/invledger/adapters/internal/brokerexport"
 	"github.com/invledger/invledger/adapters/internal/postgres/pgstore"
-	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 )
 
@@ -24,12 +24,12 @@ import (
 const MinBacklog = 1000
 
 // WriteBacklog writes events purchases spread evenly over skus SKUs
-// straight into st's ledger, as a projector that ran ahead of the export
-// would leave them.
-func WriteBacklog(b *testing.B, st *stacktest.Stack, events, skus int) {
+// straight into the ledger of pool, as a projector that ran ahead of the
+// export would leave them.
+func WriteBacklog(b *testing.B, pool *pgxpool.Pool, events, skus int) {
 	b.Helper()
 	ctx := context.Background()
-	store := pgstore.NewPostgresProjectionStore(st.Pool)
+	store := pgstore.NewPostgresProjectionStore(pool)
 	seqs := make([]int64, skus)
 	batch := make([]domain.Event, 0, 1000)
 	at := time.Now()
@@ -49,12 +49,12 @@ func WriteBacklog(b *testing.B, st *stacktest.Stack, events, skus int) {
 }
 
 // Drain runs an exporter through pub from the first poll until its
-// cursors cover the events of st's ledger, timing just that, and returns
-// the rate in events/s and the path the publisher took.
-func Drain(b *testing.B, st *stacktest.Stack, pub brokerexport.Publisher, events int) (rate float64, path string) {
+// cursors cover the events of the ledger of pool, timing just that, and
+// returns the rate in events/s and the path the publisher took.
+func Drain(b *testing.B, pool *pgxpool.Pool, pub brokerexport.Publisher, events int) (rate float64, path string) {
 	b.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	exp, err := brokerexport.New(brokerexport.Config{Store: pgstore.NewPostgresExportStore(st.Pool), Publisher: pub,
+	exp, err := brokerexport.New(brokerexport.Config{Store: pgstore.NewPostgresExportStore(pool), Publisher: pub,
 		Metrics: brokerexport.NewMetrics(prometheus.NewRegistry()), Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
@@ -66,7 +66,7 @@ func Drain(b *testing.B, st *stacktest.Stack, pub brokerexport.Publisher, events
 	go func() { _ = exp.Run(ctx); close(done) }()
 	for deadline := start.Add(10 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		var confirmed int
-		if err := st.Pool.QueryRow(ctx, `SELECT COALESCE(sum(seq), 0) FROM export_cursors WHERE broker = $1`, pub.Broker()).Scan(&confirmed); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(seq), 0) FROM export_cursors WHERE broker = $1`, pub.Broker()).Scan(&confirmed); err != nil {
 			b.Fatal(err)
 		}
 		if confirmed == events {

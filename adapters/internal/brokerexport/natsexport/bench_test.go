@@ -47,12 +47,12 @@ func benchDrain(b *testing.B, cfg brokertest.NATSConfig, path string, skus int) 
 	localstacktest.SkipShort(b)
 	st := stacktest.New(b)
 	n := brokertest.StartNATS(b, cfg)
-	exporttest.WriteBacklog(b, st, b.N, skus)
+	exporttest.WriteBacklog(b, st.Pool, b.N, skus)
 	pub, err := natsexport.New(natsexport.Config{URL: n.URL(), Path: path, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rate, took := exporttest.Drain(b, st, pub, b.N)
+	rate, took := exporttest.Drain(b, st.Pool, pub, b.N)
 	if got := brokertest.StreamCount(n.URL(), natsexport.DefaultStream); got != b.N {
 		b.Fatalf("the stream holds %d messages for %d events", got, b.N)
 	}
