@@ -24,8 +24,9 @@ var current struct {
 // currentNATSServer returns a nats-server binary built, once per machine
 // and version, from the version of natsServerModule that go.mod requires:
 // the same server a Go test could embed, as a process that can be killed,
-// stopped and restarted. The first build takes about 20 s; later ones come
-// from the user's cache directory.
+// stopped and restarted. scripts/install-deps.sh test (make test's
+// deps-test) builds it beforehand into the user's cache directory; a test
+// run without it builds it there once, in about 20 s.
 func currentNATSServer(t testing.TB) string {
 	t.Helper()
 	current.once.Do(func() { current.bin, current.err = buildCurrentNATSServer() })

@@ -161,6 +161,13 @@ func (r *RabbitMQ) Stop() {
 	r.node = nil
 }
 
+// Kill kills the node with SIGKILL, as a crash would; its data stays for
+// Start, which recovers what it had confirmed.
+func (r *RabbitMQ) Kill() {
+	r.node.stop(syscall.SIGKILL, 10*time.Second)
+	r.node = nil
+}
+
 // Freeze stops the node with SIGSTOP: its sockets stay open, and it
 // answers nothing until Thaw.
 func (r *RabbitMQ) Freeze() { r.node.signal(r.t, syscall.SIGSTOP) }
