@@ -23,10 +23,13 @@ import (
 // measures the exporter's start, not its rate.
 const MinBacklog = 1000
 
+// SKU is the id of the i-th SKU of a backlog WriteBacklog wrote.
+func SKU(i int) string { return fmt.Sprintf("bench-%04d", i) }
+
 // WriteBacklog writes events purchases spread evenly over skus SKUs
 // straight into the ledger of pool, as a projector that ran ahead of the
 // export would leave them.
-func WriteBacklog(b *testing.B, pool *pgxpool.Pool, events, skus int) {
+func WriteBacklog(b testing.TB, pool *pgxpool.Pool, events, skus int) {
 	b.Helper()
 	ctx := context.Background()
 	store := pgstore.NewPostgresProjectionStore(pool)
@@ -36,7 +39,7 @@ func WriteBacklog(b *testing.B, pool *pgxpool.Pool, events, skus int) {
 	for i := range events {
 		s := i % skus
 		seqs[s]++
-		batch = append(batch, domain.Event{ID: uuid.NewString(), SKU: fmt.Sprintf("bench-%04d", s), Seq: seqs[s],
+		batch = append(batch, domain.Event{ID: uuid.NewString(), SKU: SKU(s), Seq: seqs[s],
 			Type: domain.EventDeducted, Qty: 1, Delta: -1, Balance: 1_000_000 - seqs[s], User: fmt.Sprintf("u%d", i),
 			RequestID: fmt.Sprintf("r%d", i), OccurredAt: at})
 		if len(batch) == cap(batch) || i == events-1 {

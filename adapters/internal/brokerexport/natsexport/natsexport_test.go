@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/invledger/invledger/adapters/internal/brokerexport"
+	"github.com/invledger/invledger/adapters/internal/brokerexport/exporttest"
 	"github.com/invledger/invledger/adapters/internal/brokerexport/natsexport"
 	"github.com/invledger/invledger/adapters/internal/postgres/pgstore"
 	"github.com/invledger/invledger/adapters/testkit/brokertest"
@@ -368,6 +371,51 @@ func TestExportsExactlyOnceAcrossBrokerFaults(t *testing.T) {
 			localstacktest.WaitFor(t, "the whole sale exported", 60*time.Second, func() bool {
 				return exp.Status().LagEvents == 0 && holds(want)()
 			})
+			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
+		})
+	}
+}
+
+// TestExportsExactlyOnceAcrossAKill: an exporter process is killed with
+// -9 in the middle of an 8,000-event backlog over 20 SKUs, and another
+// exporter goes on from the cursors it left: the stream holds every
+// event once, in seq order per SKU, on every path. (TestBrokerExport in
+// the server package kills serve's export component the same way, on the
+// path its stream takes.)
+func TestExportsExactlyOnceAcrossAKill(t *testing.T) {
+	localstacktest.SkipShort(t)
+	t.Parallel()
+	for _, server := range servers {
+		t.Run(server.name, func(t *testing.T) {
+			t.Parallel()
+			st := stacktest.New(t)
+			n := brokertest.StartNATS(t, server.cfg)
+			const events, skuCount = 8_000, 20
+			exporttest.WriteBacklog(t, st.Pool, events, skuCount)
+			child := exec.Command(os.Args[0], "-test.run=^$")
+			child.Env = append(os.Environ(), envChildDatabase+"="+st.DatabaseURL, envChildNATS+"="+n.URL(), envChildPath+"="+server.path)
+			child.Stderr = os.Stderr
+			if err := child.Start(); err != nil {
+				t.Fatal(err)
+			}
+			localstacktest.WaitFor(t, "the exporter process midway", 60*time.Second, func() bool {
+				return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events/4
+			})
+			if err := child.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = child.Wait()
+			if held := brokertest.StreamCount(n.URL(), natsexport.DefaultStream); held >= events {
+				t.Fatalf("the stream held all %d events when the exporter was killed: the kill was not midway", held)
+			}
+			_, exp, _ := runExporter(t, st, n, natsexport.Config{Path: server.path})
+			localstacktest.WaitFor(t, "the rest exported", 60*time.Second, func() bool {
+				return exp.Status().Err == nil && exp.Status().LagEvents == 0 && brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events
+			})
+			skus := make([]string, skuCount)
+			for i := range skus {
+				skus[i] = exporttest.SKU(i)
+			}
 			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
 		})
 	}
