@@ -377,7 +377,7 @@ func TestExportsExactlyOnceAcrossBrokerFaults(t *testing.T) {
 }
 
 // TestExportsExactlyOnceAcrossAKill: an exporter process is killed with
-// -9 in the middle of an 8,000-event backlog over 20 SKUs, and another
+// -9 in the middle of an 8,000-event backlog over 16 SKUs, and another
 // exporter goes on from the cursors it left: the stream holds every
 // event once, in seq order per SKU, on every path. (TestBrokerExport in
 // the server package kills serve's export component the same way, on the
@@ -390,7 +390,7 @@ func TestExportsExactlyOnceAcrossAKill(t *testing.T) {
 			t.Parallel()
 			st := stacktest.New(t)
 			n := brokertest.StartNATS(t, server.cfg)
-			const events, skuCount = 8_000, 20
+			const events, skuCount = 8_000, 16
 			exporttest.WriteBacklog(t, st.Pool, events, skuCount)
 			child := exec.Command(os.Args[0], "-test.run=^$")
 			child.Env = append(os.Environ(), envChildDatabase+"="+st.DatabaseURL, envChildNATS+"="+n.URL(), envChildPath+"="+server.path)
@@ -399,7 +399,7 @@ func TestExportsExactlyOnceAcrossAKill(t *testing.T) {
 				t.Fatal(err)
 			}
 			localstacktest.WaitFor(t, "the exporter process midway", 60*time.Second, func() bool {
-				return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events/4
+				return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events/8
 			})
 			if err := child.Process.Kill(); err != nil {
 				t.Fatal(err)
