@@ -24,10 +24,7 @@ import (
 
 // publishBatch publishes runs as one atomic batch.
 func (p *Publisher) publishBatch(ctx context.Context, runs []brokerexport.Run) []brokerexport.Outcome {
-	out := make([]brokerexport.Outcome, len(runs))
-	for i, r := range runs {
-		out[i].UpTo = r.After
-	}
+	out := unpublished(runs)
 	js, stream, err := p.conn()
 	if err != nil {
 		return failAll(out, err)

@@ -333,9 +333,7 @@ func buyEachErr(st *stacktest.Stack, skus []string, from, n int) error {
 // TestExportsExactlyOnceAcrossBrokerFaults: a sale of 10 SKUs goes on
 // while the export runs, and the NATS server is restarted, then frozen
 // (SIGSTOP) for a second, mid-export: the stream holds every event once,
-// in seq order per SKU, on the pipeline and atomic batches. (TestBrokerExport in the server
-// package kills the exporting process with kill -9 mid-batch; the lost
-// cursors above are what such a kill leaves.)
+// in seq order per SKU, on the pipeline and atomic batches.
 func TestExportsExactlyOnceAcrossBrokerFaults(t *testing.T) {
 	localstacktest.SkipShort(t)
 	t.Parallel()

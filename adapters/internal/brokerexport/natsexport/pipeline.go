@@ -35,10 +35,7 @@ const pipelineBatch = 2000
 
 // publishPipeline publishes runs as one pipelined batch.
 func (p *Publisher) publishPipeline(ctx context.Context, runs []brokerexport.Run) []brokerexport.Outcome {
-	out := make([]brokerexport.Outcome, len(runs))
-	for i, r := range runs {
-		out[i].UpTo = r.After
-	}
+	out := unpublished(runs)
 	js, stream, err := p.conn()
 	if err != nil {
 		return failAll(out, err)

@@ -96,6 +96,16 @@ func (p *Publisher) directReads() bool {
 	return p.direct
 }
 
+// unpublished are runs' outcomes before anything is published: each at
+// its After.
+func unpublished(runs []brokerexport.Run) []brokerexport.Outcome {
+	out := make([]brokerexport.Outcome, len(runs))
+	for i, r := range runs {
+		out[i].UpTo = r.After
+	}
+	return out
+}
+
 func failAll(out []brokerexport.Outcome, err error) []brokerexport.Outcome {
 	for i := range out {
 		if out[i].Err == nil {
