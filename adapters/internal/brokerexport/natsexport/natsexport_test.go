@@ -144,16 +144,19 @@ func checkExactlyOnce(t *testing.T, st *stacktest.Stack, msgs []storedMsg, skus 
 	}
 }
 
+// natsPath is a NATS path and the server a test runs it on.
+type natsPath struct {
+	name, path string
+	cfg        brokertest.NATSConfig
+}
+
 // servers are the paths the exactly-once tests run on: the pipeline,
 // which a stream of one replica takes on any server (here Debian's
 // nats-server 2.9.10), atomic batches on the current server (chosen by
 // Config.Path, since a single server's streams have one replica), and one
 // publish at a time per SKU, a replicated stream's path without atomic
 // batches.
-var servers = []struct {
-	name, path string
-	cfg        brokertest.NATSConfig
-}{
+var servers = []natsPath{
 	{"pipeline on 2.9.10", "pipeline", brokertest.NATSConfig{}},
 	{"atomic batches on the current server", "atomic_batch", brokertest.NATSConfig{Current: true}},
 	{"per SKU on 2.9.10", "per_sku", brokertest.NATSConfig{}},
@@ -163,6 +166,18 @@ var servers = []struct {
 func waitPath(t *testing.T, exp *brokerexport.Exporter, pub *natsexport.Publisher, want string) {
 	t.Helper()
 	localstacktest.WaitFor(t, "the export on path "+want, 30*time.Second, func() bool { return exp.Status().Err == nil && pub.Path() == want })
+}
+
+// onEachPath runs test on each of paths at once, each with a stack and a
+// NATS server of its own.
+func onEachPath(t *testing.T, paths []natsPath, test func(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, path string)) {
+	t.Helper()
+	for _, server := range paths {
+		t.Run(server.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, stacktest.New(t), brokertest.StartNATS(t, server.cfg), server.path)
+		})
+	}
 }
 
 // batchPaths are the paths of servers that batch, which the fault tests
@@ -177,48 +192,43 @@ var batchPaths = servers[:2]
 func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 	localstacktest.SkipShort(t)
 	t.Parallel()
-	for _, server := range servers {
-		t.Run(server.name, func(t *testing.T) {
-			t.Parallel()
-			st := stacktest.New(t)
-			n := brokertest.StartNATS(t, server.cfg)
-			skus := []string{"phone.x:1", "plain", "a..b"}
-			for i := range 40 { // more SKUs than the per-SKU path takes in a batch
-				skus = append(skus, fmt.Sprintf("w%d", i))
-			}
-			sell(t, st, skus[:3], 60)
-			for _, sku := range skus[3:] {
-				st.SKU(t, sku, 10, 0)
-			}
-			buyEach(t, st, skus[3:], 0, 10)
-			want := 3*61 + 40*11
-			st.RunProjector(t)
-			stop, exp, pub := runExporter(t, st, n, natsexport.Config{Path: server.path})
-			waitPath(t, exp, pub, server.path)
-			localstacktest.WaitFor(t, "the export", 60*time.Second, func() bool {
-				s := exp.Status()
-				return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) == want
-			})
-			stop()
-			if _, err := st.Pool.Exec(context.Background(), `DELETE FROM export_cursors`); err != nil {
-				t.Fatal(err)
-			}
-			sell(t, st, []string{"later"}, 20)
-			_, exp, _ = runExporter(t, st, n, natsexport.Config{Path: server.path})
-			localstacktest.WaitFor(t, "the export after the cursors were lost", 60*time.Second, func() bool {
-				s := exp.Status()
-				return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) >= want+21
-			})
-			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), append(skus, "later"), brokerexport.DefaultPrefix)
-			var cursors int
-			if err := st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM export_cursors WHERE broker = 'nats' AND seq > 0`).Scan(&cursors); err != nil {
-				t.Fatal(err)
-			}
-			if cursors != len(skus)+1 {
-				t.Fatalf("%d cursors recorded, want %d", cursors, len(skus)+1)
-			}
+	onEachPath(t, servers, func(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, path string) {
+		skus := []string{"phone.x:1", "plain", "a..b"}
+		for i := range 40 { // more SKUs than the per-SKU path takes in a batch
+			skus = append(skus, fmt.Sprintf("w%d", i))
+		}
+		sell(t, st, skus[:3], 60)
+		for _, sku := range skus[3:] {
+			st.SKU(t, sku, 10, 0)
+		}
+		buyEach(t, st, skus[3:], 0, 10)
+		want := 3*61 + 40*11
+		st.RunProjector(t)
+		stop, exp, pub := runExporter(t, st, n, natsexport.Config{Path: path})
+		waitPath(t, exp, pub, path)
+		localstacktest.WaitFor(t, "the export", 60*time.Second, func() bool {
+			s := exp.Status()
+			return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) == want
 		})
-	}
+		stop()
+		if _, err := st.Pool.Exec(context.Background(), `DELETE FROM export_cursors`); err != nil {
+			t.Fatal(err)
+		}
+		sell(t, st, []string{"later"}, 20)
+		_, exp, _ = runExporter(t, st, n, natsexport.Config{Path: path})
+		localstacktest.WaitFor(t, "the export after the cursors were lost", 60*time.Second, func() bool {
+			s := exp.Status()
+			return s.Err == nil && s.LagEvents == 0 && len(stored(t, n, natsexport.DefaultStream)) >= want+21
+		})
+		checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), append(skus, "later"), brokerexport.DefaultPrefix)
+		var cursors int
+		if err := st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM export_cursors WHERE broker = 'nats' AND seq > 0`).Scan(&cursors); err != nil {
+			t.Fatal(err)
+		}
+		if cursors != len(skus)+1 {
+			t.Fatalf("%d cursors recorded, want %d", cursors, len(skus)+1)
+		}
+	})
 }
 
 // TestAnotherWriterStopsOnlyItsSKU: while the export runs, another writer
@@ -232,17 +242,10 @@ func TestExportsExactlyOnceAcrossLostCursors(t *testing.T) {
 func TestAnotherWriterStopsOnlyItsSKU(t *testing.T) {
 	localstacktest.SkipShort(t)
 	t.Parallel()
-	for _, server := range batchPaths {
-		t.Run(server.name, func(t *testing.T) {
-			t.Parallel()
-			testAnotherWriter(t, server.cfg, server.path)
-		})
-	}
+	onEachPath(t, batchPaths, testAnotherWriter)
 }
 
-func testAnotherWriter(t *testing.T, cfg brokertest.NATSConfig, path string) {
-	st := stacktest.New(t)
-	n := brokertest.StartNATS(t, cfg)
+func testAnotherWriter(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, path string) {
 	skus := []string{"victim", "ok-1", "ok-2", "ok-3"}
 	for _, sku := range skus {
 		st.SKU(t, sku, 100, 0)
@@ -337,41 +340,36 @@ func buyEachErr(st *stacktest.Stack, skus []string, from, n int) error {
 func TestExportsExactlyOnceAcrossBrokerFaults(t *testing.T) {
 	localstacktest.SkipShort(t)
 	t.Parallel()
-	for _, server := range batchPaths {
-		t.Run(server.name, func(t *testing.T) {
-			t.Parallel()
-			st := stacktest.New(t)
-			n := brokertest.StartNATS(t, server.cfg)
-			skus := make([]string, 10)
-			for i := range skus {
-				skus[i] = fmt.Sprintf("f%d", i)
-				st.SKU(t, skus[i], 200, 0)
-			}
-			st.RunProjector(t)
-			_, exp, pub := runExporter(t, st, n, natsexport.Config{Path: server.path, Timeout: time.Second})
-			waitPath(t, exp, pub, server.path)
-			sold := make(chan error, 1)
-			go func() { sold <- buyEachErr(st, skus, 0, 200) }()
-			holds := func(atLeast int) func() bool {
-				return func() bool { return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= atLeast }
-			}
-			localstacktest.WaitFor(t, "300 events exported", 30*time.Second, holds(300))
-			n.Stop()
-			n.Start()
-			localstacktest.WaitFor(t, "1,000 events exported", 30*time.Second, holds(1000))
-			n.Freeze()
-			time.Sleep(time.Second)
-			n.Thaw()
-			if err := <-sold; err != nil {
-				t.Fatal(err)
-			}
-			want := len(skus) * 201
-			localstacktest.WaitFor(t, "the whole sale exported", 60*time.Second, func() bool {
-				return exp.Status().LagEvents == 0 && holds(want)()
-			})
-			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
+	onEachPath(t, batchPaths, func(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, path string) {
+		skus := make([]string, 10)
+		for i := range skus {
+			skus[i] = fmt.Sprintf("f%d", i)
+			st.SKU(t, skus[i], 200, 0)
+		}
+		st.RunProjector(t)
+		_, exp, pub := runExporter(t, st, n, natsexport.Config{Path: path, Timeout: time.Second})
+		waitPath(t, exp, pub, path)
+		sold := make(chan error, 1)
+		go func() { sold <- buyEachErr(st, skus, 0, 200) }()
+		holds := func(atLeast int) func() bool {
+			return func() bool { return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= atLeast }
+		}
+		localstacktest.WaitFor(t, "300 events exported", 30*time.Second, holds(300))
+		n.Stop()
+		n.Start()
+		localstacktest.WaitFor(t, "1,000 events exported", 30*time.Second, holds(1000))
+		n.Freeze()
+		time.Sleep(time.Second)
+		n.Thaw()
+		if err := <-sold; err != nil {
+			t.Fatal(err)
+		}
+		want := len(skus) * 201
+		localstacktest.WaitFor(t, "the whole sale exported", 60*time.Second, func() bool {
+			return exp.Status().LagEvents == 0 && holds(want)()
 		})
-	}
+		checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
+	})
 }
 
 // TestExportsExactlyOnceAcrossAKill: an exporter process is killed with
@@ -383,40 +381,35 @@ func TestExportsExactlyOnceAcrossBrokerFaults(t *testing.T) {
 func TestExportsExactlyOnceAcrossAKill(t *testing.T) {
 	localstacktest.SkipShort(t)
 	t.Parallel()
-	for _, server := range servers {
-		t.Run(server.name, func(t *testing.T) {
-			t.Parallel()
-			st := stacktest.New(t)
-			n := brokertest.StartNATS(t, server.cfg)
-			const events, skuCount = 8_000, 16
-			exporttest.WriteBacklog(t, st.Pool, events, skuCount)
-			child := exec.Command(os.Args[0], "-test.run=^$")
-			child.Env = append(os.Environ(), envChildDatabase+"="+st.DatabaseURL, envChildNATS+"="+n.URL(), envChildPath+"="+server.path)
-			child.Stderr = os.Stderr
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			localstacktest.WaitFor(t, "the exporter process midway", 60*time.Second, func() bool {
-				return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events/8
-			})
-			if err := child.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = child.Wait()
-			if held := brokertest.StreamCount(n.URL(), natsexport.DefaultStream); held >= events {
-				t.Fatalf("the stream held all %d events when the exporter was killed: the kill was not midway", held)
-			}
-			_, exp, _ := runExporter(t, st, n, natsexport.Config{Path: server.path})
-			localstacktest.WaitFor(t, "the rest exported", 60*time.Second, func() bool {
-				return exp.Status().Err == nil && exp.Status().LagEvents == 0 && brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events
-			})
-			skus := make([]string, skuCount)
-			for i := range skus {
-				skus[i] = exporttest.SKU(i)
-			}
-			checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
+	onEachPath(t, servers, func(t *testing.T, st *stacktest.Stack, n *brokertest.NATS, path string) {
+		const events, skuCount = 8_000, 16
+		exporttest.WriteBacklog(t, st.Pool, events, skuCount)
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), envChildDatabase+"="+st.DatabaseURL, envChildNATS+"="+n.URL(), envChildPath+"="+path)
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		localstacktest.WaitFor(t, "the exporter process midway", 60*time.Second, func() bool {
+			return brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events/8
 		})
-	}
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		if held := brokertest.StreamCount(n.URL(), natsexport.DefaultStream); held >= events {
+			t.Fatalf("the stream held all %d events when the exporter was killed: the kill was not midway", held)
+		}
+		_, exp, _ := runExporter(t, st, n, natsexport.Config{Path: path})
+		localstacktest.WaitFor(t, "the rest exported", 60*time.Second, func() bool {
+			return exp.Status().Err == nil && exp.Status().LagEvents == 0 && brokertest.StreamCount(n.URL(), natsexport.DefaultStream) >= events
+		})
+		skus := make([]string, skuCount)
+		for i := range skus {
+			skus[i] = exporttest.SKU(i)
+		}
+		checkExactlyOnce(t, st, stored(t, n, natsexport.DefaultStream), skus, brokerexport.DefaultPrefix)
+	})
 }
 
 // TestAServerDownIsReportedWhileNothingWaits: with everything exported,
