@@ -56,37 +56,57 @@
 --                                  holds a live field or a buyer's count that does not parse;
 --                                  nothing written for it
 --   {-21, kind, message}           a malformed record (kind receipt or hold): nothing written for it
-local per_event = ARGV[1] == 'e'
-if not per_event and ARGV[1] ~= 'c' then
-  error('batch.lua: ARGV[1] is ' .. tostring(ARGV[1]) .. ', want c or e')
+local argv, format = ARGV, string.format
+local per_event = argv[1] == 'e'
+if not per_event and argv[1] ~= 'c' then
+  error('batch.lua: ARGV[1] is ' .. tostring(argv[1]) .. ', want c or e')
 end
 local expiry_key, stream_key = KEYS[#KEYS - 1], KEYS[#KEYS]
--- A call pays per table it builds, so the ones most calls never need are
--- made on first use: expiries (the ZADD of the call's reserves) at the
--- first reserve, and a group's writes at its first sale. writes holds the
--- HSETs of every group, in order, run after the ZADD and the XADD.
-local answers, events, writes = {}, {}, {}
-local expiries
+
+-- A call pays for every table, string and number conversion it makes
+-- (docs/benchmarks, "the lean call"), so an attempt is not copied into a
+-- table of its own: it is read where it sits in ARGV, at its position
+-- (its kind; then user, qty, request_id, event_id and the kind's fields).
+-- The tables most calls never need are made on first use: expiries (the
+-- ZADD of the call's reserves) at the first reserve, and a group's writes
+-- at its first sale. writes holds the HSETs of every group, in order, run
+-- after the ZADD and the XADD. The call's events are three columns: the
+-- text of field e, the position of the attempt that made it, and a
+-- reserve's deadline.
+local answers, writes, event_e, event_at = {}, {}, {}, {}
+local expiries, event_expires
 local run, now
+
+-- read_each reads, with one HMGET of key, the field at offset off of each
+-- attempt at positions; a key of the wrong type comes back as pcall's
+-- failure, for the caller to confine to its group.
+local function read_each(key, positions, off)
+  if #positions == 1 then
+    return pcall(redis.call, 'HMGET', key, argv[positions[1] + off])
+  end
+  local fields = {'HMGET', key}
+  for k, p in ipairs(positions) do
+    fields[k + 2] = argv[p + off]
+  end
+  return pcall(redis.call, unpack(fields))
+end
+
 local at = 2
 for g = 0, (#KEYS - 2) / 3 - 1 do
   local sku_key, buyers_key, requests_key = KEYS[3 * g + 1], KEYS[3 * g + 2], KEYS[3 * g + 3]
-  local sku, first = ARGV[at], #answers + 1
-  local attempts, requests, users = {}, {'HMGET', requests_key}, {'HMGET', buyers_key}
-  local reserves = false
+  local sku, first = argv[at], #answers + 1
+  local positions, reserves = {}, false
   at = at + 2
-  for k = 1, tonumber(ARGV[at - 1]) do
-    local a = {kind = ARGV[at], user = ARGV[at + 1], qty = tonumber(ARGV[at + 2]), request_id = ARGV[at + 3],
-      event_id = ARGV[at + 4]}
-    if a.kind == 'd' then
-      a.tp, at = ARGV[at + 5], at + 6
-    elseif a.kind == 'r' then
-      a.ttl_ms, a.hold_id, a.order_id, at = tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7], at + 8
-      reserves = true
+  for k = 1, tonumber(argv[at - 1]) do
+    positions[k] = at
+    local kind = argv[at]
+    if kind == 'd' then
+      at = at + 6
+    elseif kind == 'r' then
+      at, reserves = at + 8, true
     else
-      error('batch.lua: attempt ' .. k .. ' of ' .. tostring(sku) .. ' has kind ' .. tostring(a.kind) .. ', want d or r')
+      error('batch.lua: attempt ' .. k .. ' of ' .. tostring(sku) .. ' has kind ' .. tostring(kind) .. ', want d or r')
     end
-    attempts[k], requests[k + 2], users[k + 2] = a, a.request_id, a.user
   end
 
   -- The reads of the group. A key of the wrong type is the group's fault;
@@ -94,6 +114,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   -- write.
   local refused, failed, failed_key
   local stock, limit, status, seq, held, holds
+  local requests, users
   -- Only a group with a reserve reads the open-hold counts: each field
   -- read costs the call, and only a reserve writes them.
   local ok, live
@@ -117,11 +138,11 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     elseif live[4] ~= run then
       refused = {-4}
     else
-      ok, requests = pcall(redis.call, unpack(requests))
+      ok, requests = read_each(requests_key, positions, 3)
       if not ok then
         failed, failed_key = requests, requests_key
       else
-        ok, users = pcall(redis.call, unpack(users))
+        ok, users = read_each(buyers_key, positions, 1)
         if not ok then
           failed, failed_key = users, buyers_key
         end
@@ -138,47 +159,54 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   end
 
   if refused then
-    for k = 1, #attempts do
+    for k = 1, #positions do
       answers[first + k - 1] = refused
     end
   else
     -- receipts and counted start as Redis holds them and take what each
     -- attempt of the call makes, so that a later one reads it.
     local receipts, counted = {}, {}
-    for k, a in ipairs(attempts) do
-      if receipts[a.request_id] == nil then
-        receipts[a.request_id] = requests[k] or false
+    for k, p in ipairs(positions) do
+      local request_id, user = argv[p + 3], argv[p + 1]
+      if receipts[request_id] == nil then
+        receipts[request_id] = requests[k] or false
       end
-      if counted[a.user] == nil then
-        counted[a.user] = tonumber(users[k] or '0') or false
+      if counted[user] == nil then
+        counted[user] = tonumber(users[k] or '0') or false
       end
     end
+    -- The group's last sale's seq and stock as text: the text each was
+    -- joined into its event as, written to the SKU hash as it is.
+    local seq_text, stock_text
     local new_receipts, buyers, new_holds
-    for k, a in ipairs(attempts) do
+    for k, p in ipairs(positions) do
+      local kind, user, qty_text, request_id, event_id = argv[p], argv[p + 1], argv[p + 2], argv[p + 3], argv[p + 4]
+      local qty = tonumber(qty_text)
       local answer
-      local prior = receipts[a.request_id]
-      if prior and a.kind == 'd' then
+      local prior = receipts[request_id]
+      if prior and kind == 'd' then
         -- A retry (go-redis retries commands, callers retry on timeouts)
         -- returns the original outcome, never buys a second time. A
-        -- hold's request id (p.hold_id) is never a deduction's.
-        local read, p = pcall(read_receipt, prior)
+        -- hold's request id (its hold id) is never a deduction's.
+        local read, r = pcall(read_receipt, prior)
         if not read then
-          answer = {-21, 'receipt', p}
-        elseif p.user ~= a.user or p.qty ~= a.qty then
+          answer = {-21, 'receipt', r}
+        elseif r.user ~= user or r.qty ~= qty then
           answer = {-6}
         else
-          answer = {2, p.event_id, p.seq, p.remaining, p.released and 1 or 0}
+          answer = {2, r.event_id, r.seq, r.remaining, r.released and 1 or 0}
         end
       elseif prior then
         -- A retry of a reserve returns the original hold, in its state now.
-        local raw = new_holds and new_holds[a.hold_id] or redis.call('HGET', sku_key, 'hold:' .. a.hold_id)
+        local hold_id = argv[p + 6]
+        local raw = new_holds and new_holds[hold_id] or redis.call('HGET', sku_key, 'hold:' .. hold_id)
         local read, h = true, nil
         if raw then
           read, h = pcall(read_hold, raw)
         end
         if not read then
           answer = {-21, 'hold', h}
-        elseif not h or h.user ~= a.user or h.qty ~= a.qty or h.order_id ~= a.order_id then
+        elseif not h or h.user ~= user or h.qty ~= qty or h.order_id ~= argv[p + 7] then
           answer = {-6}
         else
           now = now or now_ms()
@@ -186,54 +214,57 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         end
       elseif status == 'closed' then
         answer = {-5}
-      elseif a.qty > limit then
+      elseif qty > limit then
         answer = {-3}
-      elseif not counted[a.user] then
-        answer = {-20, buyers_key, 'malformed sku state: the count of buyer ' .. a.user .. ' is "' .. users[k] .. '"'}
-      elseif counted[a.user] + a.qty > limit then
+      elseif not counted[user] then
+        answer = {-20, buyers_key, 'malformed sku state: the count of buyer ' .. user .. ' is "' .. users[k] .. '"'}
+      elseif counted[user] + qty > limit then
         answer = {-2}
-      elseif stock < a.qty then
+      elseif stock < qty then
         answer = {0, stock}
       else
-        -- Judged: the attempt sells or holds, in this table until the
-        -- writes at the end.
-        seq, stock = seq + 1, stock - a.qty
+        -- Judged: the attempt sells or holds, in these tables until the
+        -- writes at the end. Numbers become text once each, by %d, which
+        -- costs half of tostring's %.14g and writes the same digits for
+        -- integers this size; the Go side sends qty as an integer's text.
+        seq, stock = seq + 1, stock - qty
+        seq_text, stock_text = format('%d', seq), format('%d', stock)
         if not new_receipts then
           new_receipts, buyers = {'HSET', requests_key}, {}
         end
-        if not buyers[a.user] then
-          buyers[a.user], buyers[#buyers + 1] = true, a.user
+        if not buyers[user] then
+          buyers[user], buyers[#buyers + 1] = true, user
         end
-        counted[a.user] = counted[a.user] + a.qty
-        -- The event and the receipt share the text of each number: a
-        -- number costs a conversion each time it is joined to a string.
-        local seq_text, stock_text, qty_text = tostring(seq), tostring(stock), tostring(a.qty)
-        local ev = {e = entry(a.event_id, a.kind == 'd' and 'deducted' or 'reserved', sku, seq_text, qty_text,
-          stock_text), user = a.user, request_id = a.request_id, tp = a.tp}
-        if a.kind == 'd' then
-          receipts[a.request_id] = write_receipt(seq_text, stock_text, qty_text, a.event_id, a.user)
-          answer = {1, a.event_id, seq, stock}
+        counted[user] = counted[user] + qty
+        local e = #event_e + 1
+        event_at[e] = p
+        if kind == 'd' then
+          event_e[e] = entry(event_id, 'deducted', sku, seq_text, qty_text, stock_text)
+          receipts[request_id] = write_receipt(seq_text, stock_text, qty_text, event_id, user)
+          answer = {1, event_id, seq, stock}
         else
+          local hold_id = argv[p + 6]
           now = now or now_ms()
-          local h = {status = 'held', expires = now + a.ttl_ms, seq = seq, remaining = stock, qty = a.qty,
-            event_id = a.event_id, end_seq = 0, end_event_id = '', request_id = a.request_id, order_id = a.order_id,
-            user = a.user}
-          receipts[a.request_id] = 'H' .. a.hold_id
+          local h = {status = 'held', expires = now + tonumber(argv[p + 5]), seq = seq, remaining = stock, qty = qty,
+            event_id = event_id, end_seq = 0, end_event_id = '', request_id = request_id, order_id = argv[p + 7],
+            user = user}
+          event_e[e] = entry(event_id, 'reserved', sku, seq_text, qty_text, stock_text)
+          receipts[request_id] = 'H' .. hold_id
           new_holds = new_holds or {}
-          new_holds[a.hold_id], held, holds = write_hold(h), held + a.qty, holds + 1
-          new_holds[#new_holds + 1] = a.hold_id
+          new_holds[hold_id], held, holds = write_hold(h), held + qty, holds + 1
+          new_holds[#new_holds + 1] = hold_id
           expiries = expiries or {'ZADD', expiry_key}
-          expiries[#expiries + 1], expiries[#expiries + 2] = h.expires, sku .. ' ' .. a.hold_id
-          ev.hold_id, ev.expires_at, ev.order_id = a.hold_id, string.format('%.0f', h.expires), a.order_id
+          expiries[#expiries + 1], expiries[#expiries + 2] = h.expires, sku .. ' ' .. hold_id
+          event_expires = event_expires or {}
+          event_expires[e] = string.format('%.0f', h.expires)
           answer = hold_reply(1, h, now, requests_key)
         end
-        new_receipts[#new_receipts + 1], new_receipts[#new_receipts + 2] = a.request_id, receipts[a.request_id]
-        events[#events + 1] = ev
+        new_receipts[#new_receipts + 1], new_receipts[#new_receipts + 2] = request_id, receipts[request_id]
       end
       answers[first + k - 1] = answer
     end
     if new_receipts then
-      local set = {'HSET', sku_key, 'stock', stock, 'seq', seq}
+      local set = {'HSET', sku_key, 'stock', stock_text, 'seq', seq_text}
       if new_holds then
         set[7], set[8], set[9], set[10] = 'held', held, 'holds', holds
         for _, hold_id in ipairs(new_holds) do
@@ -242,52 +273,68 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       end
       local counts = {'HSET', buyers_key}
       for _, user in ipairs(buyers) do
-        counts[#counts + 1], counts[#counts + 2] = user, counted[user]
+        counts[#counts + 1], counts[#counts + 2] = user, format('%d', counted[user])
       end
       writes[#writes + 1], writes[#writes + 2], writes[#writes + 3] = new_receipts, counts, set
     end
   end
 end
-if at ~= #ARGV + 1 then
-  error('batch.lua: ' .. #ARGV .. ' arguments, the groups name ' .. (at - 1))
+if at ~= #argv + 1 then
+  error('batch.lua: ' .. #argv .. ' arguments, the groups name ' .. (at - 1))
 end
 
 -- The writes, the ones that can fail first (see the header).
 if expiries then
   redis.call(unpack(expiries))
 end
-if per_event or #events == 1 then
+-- column returns field c of event i's stream entry, '' where its kind has
+-- none: after its position p, an attempt holds user at p+1, request_id at
+-- p+3, a deduct's tp at p+5, a reserve's hold_id and order_id at p+6, p+7.
+local function column(c, i)
+  local p = event_at[i]
+  local reserve = argv[p] == 'r'
+  if c == 'user' then
+    return argv[p + 1]
+  elseif c == 'request_id' then
+    return argv[p + 3]
+  elseif c == 'tp' then
+    return reserve and '' or argv[p + 5]
+  elseif not reserve then
+    return ''
+  elseif c == 'hold_id' then
+    return argv[p + 6]
+  elseif c == 'expires_at' then
+    return event_expires[i]
+  end
+  return argv[p + 7]
+end
+if per_event or #event_e == 1 then
   -- The 1.0.0 format, which an entry of one event is too: its fields in
   -- 1.0.0's order, tp only in a sampled trace, and a reserve's order_id
   -- even when it is empty.
-  for _, ev in ipairs(events) do
-    local tp = ev.tp ~= '' and ev.tp or nil
-    if ev.hold_id then
-      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id,
-        'hold_id', ev.hold_id, 'expires_at', ev.expires_at, 'order_id', ev.order_id)
-    elseif tp then
-      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id, 'tp', tp)
+  for i, e in ipairs(event_e) do
+    local p = event_at[i]
+    if argv[p] == 'r' then
+      redis.call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3],
+        'hold_id', argv[p + 6], 'expires_at', event_expires[i], 'order_id', argv[p + 7])
+    elseif argv[p + 5] ~= '' then
+      redis.call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3], 'tp', argv[p + 5])
     else
-      redis.call('XADD', stream_key, '*', 'e', ev.e, 'user', ev.user, 'request_id', ev.request_id)
+      redis.call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3])
     end
   end
-elseif #events > 0 then
+elseif #event_e > 0 then
   -- columns are the entry's fields after e, in the order the 1.0.0 entries
   -- had them; a column none of the call's events has is left out, and a
   -- call that holds a reserve has order_id even when every one is empty.
-  local columns = {'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}
-  local add, lines, reserved = {'XADD', stream_key, '*', 'e'}, {}, false
-  for i, ev in ipairs(events) do
-    lines[i], reserved = ev.e, reserved or ev.hold_id ~= nil
-  end
-  add[5] = table.concat(lines, '\n')
-  for _, c in ipairs(columns) do
+  local add, lines = {'XADD', stream_key, '*', 'e', table.concat(event_e, '\n')}, {}
+  for _, c in ipairs({'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}) do
     local present = false
-    for i, ev in ipairs(events) do
-      local v = ev[c] or ''
+    for i = 1, #event_e do
+      local v = column(c, i)
       present, lines[i] = present or v ~= '', v
     end
-    if present or (c == 'order_id' and reserved) then
+    if present or (c == 'order_id' and event_expires) then
       add[#add + 1], add[#add + 2] = c, table.concat(lines, '\n')
     end
   end

@@ -377,13 +377,13 @@ func TestTheDifferentialTestCatchesABrokenBatchScript(t *testing.T) {
 	source := redisinventory.BatchScriptSource()
 	for _, m := range []struct{ name, from, to string }{
 		{"per-user limit checked once per SKU group",
-			"elseif counted[a.user] + a.qty > limit then",
-			"elseif tonumber(users[k] or '0') + a.qty > limit then"},
+			"elseif counted[user] + qty > limit then",
+			"elseif tonumber(users[k] or '0') + qty > limit then"},
 		{"stock read once per SKU group",
-			"elseif stock < a.qty then",
-			"elseif tonumber(live[1]) < a.qty then"},
+			"elseif stock < qty then",
+			"elseif tonumber(live[1]) < qty then"},
 		{"receipts read before the call's earlier writes",
-			"local prior = receipts[a.request_id]",
+			"local prior = receipts[request_id]",
 			"local prior = requests[k]"},
 	} {
 		t.Run(m.name, func(t *testing.T) {

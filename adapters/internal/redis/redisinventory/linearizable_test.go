@@ -49,7 +49,7 @@ func linearConfig() InventoryConfig {
 // answers like the real one until a SKU runs out. One substitution of the
 // script's source, so it is re-pointed in one place when the script changes.
 const (
-	brokenStockCheckFrom = "elseif stock < a.qty then"
+	brokenStockCheckFrom = "elseif stock < qty then"
 	brokenStockCheckTo   = "elseif false then"
 )
 
