@@ -490,7 +490,7 @@ func TestChartSettingsReachThePods(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"INVLEDGER_PARTITIONS", "INVLEDGER_WEBHOOK_ALLOW_NETS", "INVLEDGER_DURABILITY",
-		"INVLEDGER_STREAM_RETENTION", "INVLEDGER_STREAM_ENTRIES", "INVLEDGER_RECONCILE_INTERVAL", "INVLEDGER_HOLD_MAX_TTL"} {
+		"INVLEDGER_STREAM_RETENTION", "INVLEDGER_STREAM_ENTRIES", "INVLEDGER_SKU_LAYOUT", "INVLEDGER_RECONCILE_INTERVAL", "INVLEDGER_HOLD_MAX_TTL"} {
 		api, _ := envOf(objs, "Deployment", name)
 		proj, _ := envOf(objs, "StatefulSet", name)
 		if api.Value == "" || api.Value != proj.Value {

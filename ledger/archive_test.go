@@ -5,8 +5,11 @@ import (
 	"errors"
 	"maps"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
@@ -48,21 +51,56 @@ func ledgerBuyers(t *testing.T, s *stacktest.Stack, sku string) map[string]int64
 	return st.Buyers
 }
 
+// TestCloseAndArchiveBuyers, in both layouts of a SKU's records (the
+// buyers hash of the 1.0 layout never exists in the other, so both are
+// read where the SKU's layout keeps them too: readRedisSKU).
+// plantBuyer writes user's count of qty where sku's layout keeps it,
+// counting it in a one-hash SKU as the scripts would: a buyer the ledger
+// does not know, in an otherwise sound SKU.
+func plantBuyer(t *testing.T, s *stacktest.Stack, sku, user string, qty int64) {
+	t.Helper()
+	ctx := context.Background()
+	key := s.Keyspace.SKUKey(sku)
+	layout, err := s.RedisClient.HGet(ctx, key, "layout").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	if layout == "" {
+		if err := s.RedisClient.HSet(ctx, s.Keyspace.BuyersKey(sku), user, qty).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if added, err := s.RedisClient.HSet(ctx, key, "u:"+user, qty).Result(); err != nil || added != 1 {
+		t.Fatalf("plant %s: %d %v", user, added, err)
+	}
+	if err := s.RedisClient.HIncrBy(ctx, key, "buyers", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCloseAndArchiveBuyers(t *testing.T) {
 	t.Parallel()
-	s := stacktest.New(t)
+	forEachSKULayout(t, testCloseAndArchiveBuyers)
+}
+
+func testCloseAndArchiveBuyers(t *testing.T, s *stacktest.Stack, layout string) {
 	ctx := context.Background()
 	const sku = "arch-1"
 	s.SKU(t, sku, 100, 3)
 	sell(t, s, sku, 40, 120, func(i int) int64 { return int64(1 + i%3) })
 	arch := s.Archiver(t)
 	buyersKey := s.Keyspace.BuyersKey(sku)
+	sold := readRedisSKU(t, s, sku)
+	if sold.hash["layout"] != layout || len(sold.buyers) == 0 {
+		t.Fatalf("sold in layout %q to %d buyers, want layout %q", sold.hash["layout"], len(sold.buyers), layout)
+	}
 
 	// Open: refused, nothing changes.
 	if _, err := arch.ArchiveBuyers(ctx, sku); !errors.Is(err, ledger.ErrSKUOpen) || !errors.Is(err, domain.ErrConflict) {
 		t.Fatalf("archive of an open sku: %v, want ErrSKUOpen", err)
 	}
-	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 1 {
+	if !maps.Equal(readRedisSKU(t, s, sku).buyers, sold.buyers) {
 		t.Fatal("a refused archive dropped the buyers")
 	}
 
@@ -87,16 +125,16 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 	}
 	s.ProjectStreams(t)
 
-	redisBuyers, err := s.RedisClient.HGetAll(ctx, buyersKey).Result()
-	if err != nil || len(redisBuyers) == 0 {
-		t.Fatalf("buyers before the archive: %v %v", redisBuyers, err)
+	redisBuyers := readRedisSKU(t, s, sku).buyers
+	if len(redisBuyers) == 0 {
+		t.Fatalf("buyers before the archive: %v", redisBuyers)
 	}
 	res, err := arch.ArchiveBuyers(ctx, sku)
 	if err != nil {
 		t.Fatalf("archive: %v", err)
 	}
-	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 {
-		t.Fatal("the buyers key survived the archive")
+	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 || len(readRedisSKU(t, s, sku).buyers) != 0 {
+		t.Fatal("the buyers survived the archive")
 	}
 	archived := archivedBuyers(t, s, sku)
 	var units int64
@@ -134,8 +172,8 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 	if rel, err := s.Service.Release(ctx, ledger.MustReleaseCommand(sku, user, req, "")); err != nil || rel.AlreadyReleased {
 		t.Fatalf("release after the archive: %+v %v", rel, err)
 	}
-	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 {
-		t.Fatal("a release after the archive recreated the buyers key")
+	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 || len(readRedisSKU(t, s, sku).buyers) != 0 {
+		t.Fatal("a release after the archive recreated a buyer's count")
 	}
 
 	// A restore after a wipe brings the SKU back closed and archived,
@@ -147,12 +185,14 @@ func TestCloseAndArchiveBuyers(t *testing.T) {
 	if err := s.Recovery(t).RestoreSKU(ctx, sku); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 {
+	restored := readRedisSKU(t, s, sku)
+	if n, _ := s.RedisClient.Exists(ctx, buyersKey).Result(); n != 0 || len(restored.buyers) != 0 {
 		t.Fatal("restore brought archived buyers back")
 	}
-	hash, err := s.RedisClient.HGetAll(ctx, s.Keyspace.SKUKey(sku)).Result()
-	if err != nil || hash["status"] != "closed" || hash["archived_at"] == "" || hash["closed_at"] != strconv.FormatInt(closed.ClosedAt.UnixMicro(), 10) {
-		t.Fatalf("sku hash after restore: %v %v", hash, err)
+	hash := restored.hash
+	if hash["status"] != "closed" || hash["archived_at"] == "" || hash["closed_at"] != strconv.FormatInt(closed.ClosedAt.UnixMicro(), 10) ||
+		hash["layout"] != layout {
+		t.Fatalf("sku hash after restore: %v", hash)
 	}
 }
 
@@ -179,8 +219,8 @@ func TestArchiveClosedArchivesOnlySalesClosedLongEnough(t *testing.T) {
 	if res, err := arch.ArchiveClosed(ctx, 0); err != nil || len(res) != 0 {
 		t.Fatalf("second pass: %+v %v, want nothing left", res, err)
 	}
-	if n, _ := s.RedisClient.Exists(ctx, s.Keyspace.BuyersKey("ac-open")).Result(); n != 1 {
-		t.Fatal("the open sale's buyers were dropped")
+	if n := len(readRedisSKU(t, s, "ac-open").buyers); n != 5 {
+		t.Fatalf("the open sale has %d buyers left, want its 5", n)
 	}
 	if _, err := arch.CloseSKU(ctx, "never-defined"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("close of an undefined sku: %v, want ErrNotFound", err)
@@ -192,7 +232,10 @@ func TestArchiveClosedArchivesOnlySalesClosedLongEnough(t *testing.T) {
 // are archived from the ledger fold.
 func TestArchiveTrustsOnlyTheLedger(t *testing.T) {
 	t.Parallel()
-	s := stacktest.New(t)
+	forEachSKULayout(t, testArchiveTrustsOnlyTheLedger)
+}
+
+func testArchiveTrustsOnlyTheLedger(t *testing.T, s *stacktest.Stack, _ string) {
 	ctx := context.Background()
 	arch := s.Archiver(t)
 	for _, sku := range []string{"trust-drift", "trust-dropped"} {
@@ -204,13 +247,11 @@ func TestArchiveTrustsOnlyTheLedger(t *testing.T) {
 	}
 	s.ProjectStreams(t)
 
-	if err := s.RedisClient.HSet(ctx, s.Keyspace.BuyersKey("trust-drift"), "ghost", 1).Err(); err != nil {
-		t.Fatal(err)
-	}
+	plantBuyer(t, s, "trust-drift", "ghost", 1)
 	if _, err := arch.ArchiveBuyers(ctx, "trust-drift"); !errors.Is(err, ledger.ErrBuyersMismatch) {
 		t.Fatalf("archive with a ghost buyer: %v, want ErrBuyersMismatch", err)
 	}
-	if n, _ := s.RedisClient.HLen(ctx, s.Keyspace.BuyersKey("trust-drift")).Result(); n != 5 {
+	if n := len(readRedisSKU(t, s, "trust-drift").buyers); n != 5 {
 		t.Fatalf("a refused archive left %d buyers, want all 5", n)
 	}
 
@@ -231,5 +272,103 @@ func TestArchiveTrustsOnlyTheLedger(t *testing.T) {
 	}
 	if got := archivedBuyers(t, s, "trust-dropped"); !maps.Equal(got, ledgerBuyers(t, s, "trust-dropped")) {
 		t.Fatalf("archive %v, ledger %v", got, ledgerBuyers(t, s, "trust-dropped"))
+	}
+}
+
+// dropPageFailer fails the failAt-th drop_buyers.lua call on one SKU (the
+// only script called with its hash and buyers hash alone) that carries a
+// page of its buyers' counts, as a connection lost midway would.
+type dropPageFailer struct {
+	skuKey, buyersKey string
+
+	mu     sync.Mutex
+	pages  int
+	failAt int
+}
+
+func (d *dropPageFailer) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (d *dropPageFailer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (d *dropPageFailer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		// evalsha, sha, 2, both keys, seq, then the page
+		if name := cmd.Name(); (name == "evalsha" || name == "eval") && args[2] == 2 && args[3] == d.skuKey &&
+			args[4] == d.buyersKey && len(args) > 6 {
+			d.mu.Lock()
+			d.pages++
+			fail := d.pages == d.failAt
+			d.mu.Unlock()
+			if fail {
+				err := errors.New("connection lost")
+				cmd.SetErr(err)
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (d *dropPageFailer) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failAt = 0
+}
+
+// TestArchiveResumesADropStoppedMidway: a one-hash SKU's buyers leave Redis
+// a page at a time. A drop that stops midway commits no archive and leaves
+// the SKU unfit to retire; the next run archives the ledger's fold (what
+// Redis has left is no longer offered as the buyers, so it cannot differ),
+// finishes the drop, and the SKU retires.
+func TestArchiveResumesADropStoppedMidway(t *testing.T) {
+	t.Parallel()
+	s := stacktest.New(t, stacktest.WithAppConfig(skuLayouts[0].config))
+	ctx := context.Background()
+	const sku = "arch-resume"
+	s.SKU(t, sku, 1500, 1)
+	sellOnePerUser(t, s, sku, 1500)
+	arch := s.Archiver(t)
+	if _, err := arch.CloseSKU(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, s)
+	if sold := readRedisSKU(t, s, sku); sold.hash["layout"] != "one-hash" || len(sold.buyers) != 1500 {
+		t.Fatalf("sold in layout %q to %d buyers, want one-hash and 1,500", sold.hash["layout"], len(sold.buyers))
+	}
+
+	failer := &dropPageFailer{skuKey: s.Keyspace.SKUKey(sku), buyersKey: s.Keyspace.BuyersKey(sku), failAt: 2}
+	s.RedisClient.AddHook(failer)
+	if _, err := arch.ArchiveBuyers(ctx, sku); err == nil {
+		t.Fatal("an archive whose drop lost its second page succeeded")
+	}
+	if n := len(readRedisSKU(t, s, sku).buyers); n == 0 || n == 1500 { // and counted exactly
+		t.Fatalf("a drop stopped at its second page left %d of 1,500 buyers, want some gone", n)
+	}
+	if got := archivedBuyers(t, s, sku); len(got) != 0 {
+		t.Fatalf("a drop stopped midway committed an archive of %d buyers", len(got))
+	}
+	if _, err := arch.RetireSKU(ctx, sku); !errors.Is(err, ledger.ErrNotArchived) {
+		t.Fatalf("retire after a drop stopped midway: %v, want ErrNotArchived", err)
+	}
+
+	failer.stop()
+	res, err := arch.ArchiveBuyers(ctx, sku)
+	if err != nil || res.AlreadyArchived || res.Buyers != 1500 || res.Units != 1500 {
+		t.Fatalf("archive after a drop stopped midway: %+v %v, want 1,500 buyers archived now", res, err)
+	}
+	if got := archivedBuyers(t, s, sku); len(got) != 1500 || !maps.Equal(got, ledgerBuyers(t, s, sku)) {
+		t.Fatalf("archived %d buyers, not the ledger's 1,500", len(got))
+	}
+	after := readRedisSKU(t, s, sku)
+	if len(after.buyers) != 0 || after.hash["archived_at"] == "" || after.hash["archiving"] != "" {
+		t.Fatalf("after the archive Redis holds %d buyers, sku hash %v", len(after.buyers), after.hash)
+	}
+	if res, err := arch.RetireSKU(ctx, sku); err != nil || res.AlreadyRetired {
+		t.Fatalf("retire: %+v %v", res, err)
+	}
+	if keys := skuKeys(t, s, sku); len(keys) != 0 || !tombstoned(t, s, sku) {
+		t.Fatalf("after retirement Redis holds %v", keys)
 	}
 }

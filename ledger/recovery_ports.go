@@ -152,10 +152,10 @@ type InventoryArchiver interface {
 	// was closed before, and nothing is appended then. Unknown SKUs are
 	// domain.ErrNotWarmed.
 	CloseSKU(ctx context.Context, sku domain.SKUID, eventID, actor string) (closedAt time.Time, already bool, err error)
-	// Buyers reads the SKU's buyers hash. archived is true when the hash was
-	// already dropped by DropBuyers.
+	// Buyers reads the SKU's buyers' counts. archived is true when they
+	// were already dropped by DropBuyers.
 	Buyers(ctx context.Context, sku domain.SKUID) (buyers map[string]int64, archived bool, err error)
-	// DropBuyers deletes the buyers hash of a closed SKU and marks it
+	// DropBuyers deletes the buyers' counts of a closed SKU and marks it
 	// archived, provided its seq is still seq (else ErrSeqMoved). Dropping
 	// an archived SKU's buyers again succeeds without writing.
 	DropBuyers(ctx context.Context, sku domain.SKUID, seq int64) error

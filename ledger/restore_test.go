@@ -8,11 +8,13 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
@@ -51,13 +53,17 @@ func sell(t *testing.T, s *stacktest.Stack, sku string, users, attempts int, qty
 }
 
 // redisSKU is what Redis holds for one SKU, minus the fence stamp, which a
-// restore renews by design.
+// restore renews by design: its hash's other fields, and its buyers'
+// counts and receipts wherever its layout keeps them (a one-hash SKU's u:
+// and r: fields, or the buyers and requests hashes of the 1.0 layout).
 type redisSKU struct {
 	hash     map[string]string
 	buyers   map[string]string
 	requests map[string]string
 }
 
+// readRedisSKU reads sku as redisSKU. It fails the test when a one-hash
+// SKU holds records in the 1.0 hashes too, or counts its own wrongly.
 func readRedisSKU(t *testing.T, s *stacktest.Stack, sku string) redisSKU {
 	t.Helper()
 	ctx := context.Background()
@@ -75,6 +81,25 @@ func readRedisSKU(t *testing.T, s *stacktest.Stack, sku string) redisSKU {
 	requests, err := s.RedisClient.HGetAll(ctx, s.Keyspace.RequestsKey(sku)).Result()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hash["layout"] == "" {
+		return redisSKU{hash: hash, buyers: buyers, requests: requests}
+	}
+	if len(buyers)+len(requests) > 0 {
+		t.Fatalf("one-hash sku %s has %d buyers and %d requests in the 1.0 hashes", sku, len(buyers), len(requests))
+	}
+	for field, v := range hash {
+		if req, ok := strings.CutPrefix(field, "r:"); ok {
+			requests[req] = v
+			delete(hash, field)
+		} else if user, ok := strings.CutPrefix(field, "u:"); ok {
+			buyers[user] = v
+			delete(hash, field)
+		}
+	}
+	if hash["receipts"] != strconv.Itoa(len(requests)) || hash["buyers"] != strconv.Itoa(len(buyers)) {
+		t.Fatalf("one-hash sku %s counts %s receipts and %s buyers, holds %d and %d",
+			sku, hash["receipts"], hash["buyers"], len(requests), len(buyers))
 	}
 	return redisSKU{hash: hash, buyers: buyers, requests: requests}
 }
@@ -104,7 +129,37 @@ func assertSameRedisSKU(t *testing.T, sku string, before, after redisSKU) {
 // buyers are still refused, and the sale and its projection go on.
 func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	t.Parallel()
-	s := stacktest.New(t)
+	forEachSKULayout(t, testRestoreRedisFromTheLedgerAfterAWipe)
+}
+
+// skuLayouts are the layouts of a SKU's records in Redis (the --sku-layout
+// of the application), each with its own stack's configuration.
+var skuLayouts = []struct {
+	name   string
+	config func(*app.Config)
+}{
+	{"one-hash", func(c *app.Config) { c.SKULayout = "one-hash" }},
+	{"three-hashes", func(c *app.Config) { c.SKULayout = "three-hashes" }},
+}
+
+// forEachSKULayout runs test, in parallel, on a stack of each layout,
+// which it names as a SKU hash's layout field does ("" for the 1.0
+// layout, which has none).
+func forEachSKULayout(t *testing.T, test func(t *testing.T, s *stacktest.Stack, layout string)) {
+	t.Helper()
+	for _, layout := range skuLayouts {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			field := layout.name
+			if field == "three-hashes" {
+				field = ""
+			}
+			test(t, stacktest.New(t, stacktest.WithAppConfig(layout.config)), field)
+		})
+	}
+}
+
+func testRestoreRedisFromTheLedgerAfterAWipe(t *testing.T, s *stacktest.Stack, layout string) {
 	ctx := context.Background()
 	skus := []string{"rs-big", "rs-small", "rs-closed", "rs-live"}
 	s.SKU(t, "rs-big", 300, 2)
@@ -191,6 +246,9 @@ func TestRestoreRedisFromTheLedgerAfterAWipe(t *testing.T) {
 	}
 
 	for _, sku := range []string{"rs-big", "rs-small", "rs-closed"} {
+		if before[sku].hash["layout"] != layout {
+			t.Fatalf("%s sold in layout %q, want %q", sku, before[sku].hash["layout"], layout)
+		}
 		assertSameRedisSKU(t, sku, before[sku], readRedisSKU(t, s, sku))
 		st, err := s.Inventory.State(ctx, mustSKU(t, sku))
 		if err != nil || !st.Verified {

@@ -141,6 +141,7 @@ func New(ctx context.Context, cfg Config) (*Application, error) {
 	if a.parts.Keys, err = redisinventory.NewKeyspace(cfg.Partitions); err != nil {
 		return nil, err
 	}
+	a.parts.Keys = a.parts.Keys.WithLayout(redisinventory.SKULayout(cfg.SKULayout))
 	if a.SealKeys, err = cfg.sealKeys(); err != nil {
 		return nil, err
 	}

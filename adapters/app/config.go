@@ -104,6 +104,12 @@ type Config struct {
 	// EntriesPerEvent, the format of 1.0.0, while a 1.0.0 process still
 	// reads the streams during a rolling upgrade.
 	StreamEntries streamentry.StreamEntries
+	// SKULayout is where the SKUs warmed or restored from now on keep
+	// their receipts and buyers' counts: "one-hash" (the default) or
+	// "three-hashes", the layout of 1.0, while a 1.0 process still serves
+	// during a rolling upgrade (docs/deploy.md, docs/storage.md). Every
+	// process reads both.
+	SKULayout string
 	// Holds bounds the ttl of holds: MaxTTL (default 1h) and DefaultTTL
 	// (default 15m).
 	Holds domain.HoldConfig
@@ -137,6 +143,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.StreamEntries == "" {
 		c.StreamEntries = streamentry.EntriesPerCall
+	}
+	if c.SKULayout == "" {
+		c.SKULayout = string(redisinventory.DefaultSKULayout)
 	}
 	if c.RedisPoolSize == 0 {
 		c.RedisPoolSize = 64*runtime.GOMAXPROCS(0) + 256
@@ -206,6 +215,11 @@ func (c Config) Validate() error {
 	if c.StreamEntries != "" {
 		if err := c.StreamEntries.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--stream-entries (INVLEDGER_STREAM_ENTRIES): %w", err))
+		}
+	}
+	if c.SKULayout != "" {
+		if err := redisinventory.SKULayout(c.SKULayout).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--sku-layout (INVLEDGER_SKU_LAYOUT): %w", err))
 		}
 	}
 	if c.RedisPoolSize < 0 {

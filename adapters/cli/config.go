@@ -37,6 +37,8 @@ type Config struct {
 	BatchesInFlight int
 	// StreamEntries is --stream-entries, per-call or per-event.
 	StreamEntries string
+	// SKULayout is --sku-layout, one-hash or three-hashes.
+	SKULayout string
 	// Durability is serve's --durability; other commands run strict.
 	Durability string
 	Holds      domain.HoldConfig // --hold-max-ttl, --hold-default-ttl
@@ -67,7 +69,8 @@ func (c Config) AppConfig() app.Config {
 	return app.Config{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, RedisSentinels: c.RedisSentinels,
 		RedisSentinelMaster: c.RedisSentinelMaster, DatabaseURL: c.DatabaseURL,
 		Partitions: c.Partitions, Durability: c.Durability, RedisTimeout: c.RedisTimeout, MaxBatch: c.MaxBatch,
-		BatchesInFlight: c.BatchesInFlight, StreamEntries: streamentry.StreamEntries(c.StreamEntries), Holds: c.Holds, SealKeys: c.SealKeys, Logger: c.Logger()}
+		BatchesInFlight: c.BatchesInFlight, StreamEntries: streamentry.StreamEntries(c.StreamEntries),
+		SKULayout: c.SKULayout, Holds: c.Holds, SealKeys: c.SealKeys, Logger: c.Logger()}
 }
 
 // Logger logs to stderr as --log-level and --log-format say; Validate

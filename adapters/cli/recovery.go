@@ -110,7 +110,7 @@ func newArchiveBuyersCmd(withApp appRunner) *cobra.Command {
 		Short: "Move a closed sale's buyers from Redis to SQL",
 		Long: `archive-buyers moves the buyers of a closed sale out of Redis, where the set
 would otherwise grow without bound, into the buyer_archives tables, and
-deletes the Redis buyers hash. Receipts of past requests stay, so retries and
+deletes them from Redis (a page at a time). Receipts of past requests stay, so retries and
 releases keep working.
 
 It only archives what the ledger vouches for. It refuses a SKU that is still

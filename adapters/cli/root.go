@@ -69,6 +69,8 @@ Every flag can also be set with the environment variable named in its help.`,
 		"purchase script calls in flight (1 to 64): one per partition with purchases waiting, and up to this many for a partition while fewer are in flight in all")
 	env.String(&cfg.StreamEntries, "stream-entries", "INVLEDGER_STREAM_ENTRIES", string(streamentry.EntriesPerCall),
 		"per-call: one stream entry per purchase script call; per-event: one per event, the format of 1.0.0, while a 1.0.0 process still reads the streams")
+	env.String(&cfg.SKULayout, "sku-layout", "INVLEDGER_SKU_LAYOUT", string(redisinventory.DefaultSKULayout),
+		"where SKUs warmed or restored from now on keep their receipts and buyers: one-hash, in the SKU's hash; three-hashes, the layout of 1.0, while a 1.0 process still serves (docs/deploy.md)")
 	env.Duration(&cfg.Holds.MaxTTL, "hold-max-ttl", "INVLEDGER_HOLD_MAX_TTL", domain.DefaultHoldMaxTTL, "longest ttl_seconds a hold may ask for")
 	env.Secret(&cfg.SealKeys, "seal-keys", "INVLEDGER_SEAL_KEYS",
 		"keys of the ledger's seals, id:secret comma-separated (secrets of 32+ bytes), the signing key first, older ones after it to verify what they sealed; kept outside PostgreSQL (unset: unkeyed seals, which resist no database superuser)")

@@ -30,7 +30,8 @@ func TestACorruptRecordAnswers503WithRetryAfterUntilItIsRebuilt(t *testing.T) {
 	}{
 		{"deduct", "/v1/skus/mended/deduct", `{"user_id":"u1","qty":1,"request_id":"r1"}`, 200,
 			func(map[string]any) error {
-				return st.RedisClient.HSet(ctx, st.Keyspace.RequestsKey("mended"), "r1", "garbage").Err()
+				key, field := st.ReceiptAt(t, "mended", "r1")
+				return st.RedisClient.HSet(ctx, key, field, "garbage").Err()
 			}, []string{"seq", "event_id", "remaining"}},
 		{"reserve", "/v1/skus/mended/holds", `{"user_id":"u2","qty":1,"request_id":"h1","ttl_seconds":600}`, 201,
 			func(first map[string]any) error {

@@ -138,7 +138,7 @@ func classify(c check) (Class, []Finding) {
 	// Buyers are compared only when nothing is in flight: the ledger's
 	// holders are exact then, and a sale in progress cannot look like drift.
 	if len(c.inFlight) == 0 && !c.live.TailTruncated && redisSide == ClassOK && !c.live.Archived && c.live.Buyers != c.ledger.Holders {
-		add(ClassBuyersDrift, "Redis buyers hash has %d users, the ledger has %d holders", c.live.Buyers, c.ledger.Holders)
+		add(ClassBuyersDrift, "Redis has %d buyers, the ledger has %d holders", c.live.Buyers, c.ledger.Holders)
 	}
 	switch {
 	case len(findings) > 0:

@@ -48,8 +48,17 @@ var stateCorruptions = []stateCorruption{
 	{sku: "bad-seq", damage: setField("seq", "xyz")},
 	{sku: "bad-limit", damage: setField("limit", "lots")},
 	{sku: "bad-buyer", buyer: "pre-0", damage: func(ctx context.Context, s *stacktest.Stack, sku string) error {
-		return s.RedisClient.HSet(ctx, s.Keyspace.BuyersKey(sku), "pre-0", "xx").Err()
+		v, err := s.RedisClient.HMGet(ctx, s.Keyspace.SKUKey(sku), "layout").Result()
+		if err != nil {
+			return err
+		}
+		layout, _ := v[0].(string) // nil: the 1.0 layout
+		key, field := s.Keyspace.CountAt(sku, layout, "pre-0")
+		return s.RedisClient.HSet(ctx, key, field, "xx").Err()
 	}},
+	// A one-hash SKU's own fields (docs/storage.md).
+	{sku: "bad-layout", damage: setField("layout", "two-hashes")},
+	{sku: "bad-count", damage: setField("buyers", "many")},
 }
 
 // unavailable tells a refusal that says "retry": HTTP 503 with Retry-After.
@@ -330,14 +339,15 @@ func TestReconcileNamingASKUFindsABadBuyerCount(t *testing.T) {
 	}
 	s.RunProjector(t)
 	waitCaughtUp(t, s, "counted")
-	if err := s.RedisClient.HSet(ctx, s.Keyspace.BuyersKey("counted"), "u1", "xx").Err(); err != nil {
+	key, field := s.CountAt(t, "counted", "u1")
+	if err := s.RedisClient.HSet(ctx, key, field, "xx").Err(); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := newReconciler(t, s, &alertSink{}).Run(ctx, reconcile.Options{SKUs: []string{"counted"}, Repair: true, Trigger: "cli"})
-	if err != nil || len(rep.Repaired) != 1 || rep.Repaired[0].Class != reconcile.ClassCorruptRecord || rep.Repaired[0].Key != s.Keyspace.BuyersKey("counted") {
+	if err != nil || len(rep.Repaired) != 1 || rep.Repaired[0].Class != reconcile.ClassCorruptRecord || rep.Repaired[0].Key != key {
 		t.Fatalf("reconcile --sku counted: %+v, %v; want its buyers' key repaired as corrupt_record", rep.Drifts, err)
 	}
-	if got, err := s.RedisClient.HGet(ctx, s.Keyspace.BuyersKey("counted"), "u1").Result(); err != nil || got != "1" {
+	if got, err := s.RedisClient.HGet(ctx, key, field).Result(); err != nil || got != "1" {
 		t.Fatalf("u1's count after the repair: %q, %v; want the ledger's 1", got, err)
 	}
 	if _, err := s.Service.Deduct(ctx, ledger.MustDeductCommand("counted", "u1", 1, "r3")); err != nil {

@@ -31,12 +31,11 @@ const (
 	// mode) before they were projected. They cannot be restored; the buyers
 	// hold receipts for units that were never deducted, and nothing is oversold.
 	ClassLostAcknowledged Class = "lost_acknowledged"
-	// ClassBuyersDrift means Redis's buyers hash disagrees with the ledger's
-	// holders, e.g. after a DEL of the buyers key.
+	// ClassBuyersDrift means Redis's count of buyers disagrees with the
+	// ledger's holders, e.g. after Redis lost a SKU's buyers.
 	ClassBuyersDrift Class = "buyers_drift"
-	// ClassReceiptsMissing means Redis's requests hash holds fewer receipts
-	// than the ledger has deductions, e.g. after Redis evicted or lost the
-	// key: a retry of a lost receipt would buy again, and its release would
+	// ClassReceiptsMissing means Redis holds fewer receipts of a SKU than
+	// the ledger has deductions, e.g. after Redis evicted or lost them: a retry of a lost receipt would buy again, and its release would
 	// answer not found.
 	ClassReceiptsMissing Class = "receipts_missing"
 	// ClassHeldDrift means the units Redis counts as held differ from the
@@ -84,7 +83,7 @@ type Figures struct {
 	RedisStock  *int64
 	RedisSeq    *int64
 	RedisBuyers *int64
-	// RedisReceipts is the size of Redis's requests hash; LedgerDeductions
+	// RedisReceipts is how many receipts Redis holds; LedgerDeductions
 	// the ledger's distinct deduction request ids.
 	RedisReceipts    *int64
 	LedgerDeductions int64

@@ -83,6 +83,35 @@ const (
 	catchUpLimit = 3 * time.Minute
 )
 
+// dropRecords deletes every receipt (receipts true) or every buyer's count
+// of sku where its layout keeps them (docs/storage.md), as a Redis that
+// lost them would: the 1.0 layout's hash of that kind, or a one-hash SKU's
+// fields of that kind with their count.
+func dropRecords(t testing.TB, s *stacktest.Stack, sku string, receipts bool) {
+	t.Helper()
+	ctx := context.Background()
+	key, prefix := s.CountAt(t, sku, "")
+	records, counter := s.Counts(t, sku), "buyers"
+	if receipts {
+		key, prefix = s.ReceiptAt(t, sku, "")
+		records, counter = s.Receipts(t, sku), "receipts"
+	}
+	if prefix == "" {
+		if err := s.RedisClient.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for id := range records {
+		if err := s.RedisClient.HDel(ctx, key, prefix+id).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RedisClient.HSet(ctx, key, counter, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func buy(t testing.TB, s *stacktest.Stack, sku string, n int) {
 	t.Helper()
 	for i := range n {
@@ -127,7 +156,7 @@ func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
 	must(rdb.HIncrBy(ctx, s.Keyspace.SKUKey("tamper-down"), "stock", -2).Err())
 	_, err := s.Pool.Exec(ctx, `UPDATE balances SET balance = balance + 7 WHERE sku = 'tamper-balance'`)
 	must(err)
-	must(rdb.Del(ctx, s.Keyspace.BuyersKey("tamper-buyers")).Err())
+	dropRecords(t, s, "tamper-buyers", false)
 
 	alerts := &alertSink{}
 	rec := newReconciler(t, s, alerts)
@@ -157,7 +186,7 @@ func TestTamperingIsDetectedRecordedAndRepaired(t *testing.T) {
 	if stored != 4 {
 		t.Fatalf("%d repaired findings stored for run %d, want 4", stored, rep.RunID)
 	}
-	if n := rdb.HLen(ctx, s.Keyspace.BuyersKey("tamper-buyers")).Val(); n != 5 {
+	if n := len(s.Counts(t, "tamper-buyers")); n != 5 {
 		t.Fatalf("buyers key has %d users after repair, want 5", n)
 	}
 	// The repaired SKUs are clean now, and still sell.

@@ -42,7 +42,8 @@ func sellBoth(t *testing.T, s *stacktest.Stack, sku string) (ledger.DeductComman
 func corrupt(t *testing.T, s *stacktest.Stack, sku string, hold domain.Hold) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.RedisClient.HSet(ctx, s.Keyspace.RequestsKey(sku), "r1", "garbage").Err(); err != nil {
+	key, field := s.ReceiptAt(t, sku, "r1")
+	if err := s.RedisClient.HSet(ctx, key, field, "garbage").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RedisClient.HSet(ctx, s.Keyspace.SKUKey(sku), "hold:"+hold.HoldID, "garbage").Err(); err != nil {
@@ -101,6 +102,7 @@ func TestACorruptRecordAnswersUnavailableUntilTheLedgerRebuildsIt(t *testing.T) 
 	s.SKU(t, "mend", 10, 1)
 	deduct, receipt, reserve, hold := sellBoth(t, s, "mend")
 	corrupt(t, s, "mend", hold)
+	receiptKey, receiptField := s.ReceiptAt(t, "mend", "r1")
 
 	// No projector yet: the ledger holds none of the events, so the repair
 	// waits, and every retry answers unavailable meanwhile.
@@ -113,7 +115,7 @@ func TestACorruptRecordAnswersUnavailableUntilTheLedgerRebuildsIt(t *testing.T) 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got, err := s.RedisClient.HGet(ctx, s.Keyspace.RequestsKey("mend"), "r1").Result(); err != nil || got != "garbage" {
+	if got, err := s.RedisClient.HGet(ctx, receiptKey, receiptField).Result(); err != nil || got != "garbage" {
 		t.Fatalf("the receipt was rewritten to %q (%v) before the ledger held its event", got, err)
 	}
 
@@ -212,6 +214,7 @@ func TestCloseStopsTheRecordRepairsItStarted(t *testing.T) {
 	s.SKU(t, "closing", 10, 1)
 	deduct, _, _, hold := sellBoth(t, s, "closing")
 	corrupt(t, s, "closing", hold)
+	receiptKey, receiptField := s.ReceiptAt(t, "closing", "r1")
 	// No projector: the repair this starts waits for the ledger.
 	if _, err := s.Service.Deduct(ctx, deduct); !errors.Is(err, domain.ErrCorruptRecord) {
 		t.Fatalf("deduct retry over a corrupt receipt: %v, want a corrupt record", err)
@@ -227,7 +230,7 @@ func TestCloseStopsTheRecordRepairsItStarted(t *testing.T) {
 	if _, err := s.Service.Deduct(ctx, deduct); !errors.Is(err, domain.ErrCorruptRecord) {
 		t.Fatalf("deduct retry after Close: %v, want a corrupt record", err)
 	}
-	if got, err := s.RedisClient.HGet(ctx, s.Keyspace.RequestsKey("closing"), "r1").Result(); err != nil || got != "garbage" {
+	if got, err := s.RedisClient.HGet(ctx, receiptKey, receiptField).Result(); err != nil || got != "garbage" {
 		t.Fatalf("the receipt became %q (%v): a repair ran though the ledger does not hold its event", got, err)
 	}
 	if err := testutil.GatherAndCompare(s.App.Metrics.Registry, strings.NewReader(`

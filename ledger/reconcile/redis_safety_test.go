@@ -74,9 +74,7 @@ func TestReconcilerReportsMissingReceipts(t *testing.T) {
 		buy(t, s, sku, 3)
 		waitCaughtUp(t, s, sku)
 	}
-	if err := s.RedisClient.Del(ctx, s.Keyspace.RequestsKey("evicted")).Err(); err != nil {
-		t.Fatal(err)
-	}
+	dropRecords(t, s, "evicted", true)
 	rec := newReconciler(t, s, &alertSink{})
 	rep, err := rec.Run(ctx, reconcile.Options{Trigger: "test"})
 	if err != nil {

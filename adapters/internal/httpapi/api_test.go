@@ -59,9 +59,14 @@ func expectError(t testing.TB, r response, status int, code string, detail ...st
 }
 
 // redisFootprint is everything a deduction would change in Redis.
+// redisFootprint is what a purchase would change of a SKU in Redis:
+// fields counts every field of its hash, where a one-hash SKU keeps its
+// receipts and buyers (docs/storage.md), and buyers and requests the
+// hashes of the 1.0 layout.
 type redisFootprint struct {
 	stock, seq, limit string
 	streamLen         int64
+	fields            int64
 	buyers, requests  int64
 }
 
@@ -77,6 +82,9 @@ func (s *stack) footprint(t testing.TB, sku string) redisFootprint {
 	f.seq, _ = v[1].(string)
 	f.limit, _ = v[2].(string)
 	if f.streamLen, err = s.rdb.XLen(ctx, s.keys.SKUStreamKey(sku)).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if f.fields, err = s.rdb.HLen(ctx, s.keys.SKUKey(sku)).Result(); err != nil {
 		t.Fatal(err)
 	}
 	if f.buyers, err = s.rdb.HLen(ctx, s.keys.BuyersKey(sku)).Result(); err != nil {

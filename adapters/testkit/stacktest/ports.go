@@ -27,6 +27,11 @@ type Keys interface {
 	StreamKey(partition int) string
 	SKUStreamKey(sku string) string
 	StreamKeys() []string
+	// ReceiptAt and CountAt are where a SKU whose hash's layout field
+	// reads layout keeps a receipt or a buyer's count (docs/storage.md);
+	// Stack.ReceiptAt and Stack.CountAt read the layout.
+	ReceiptAt(sku, layout, req string) (key, field string)
+	CountAt(sku, layout, user string) (key, field string)
 }
 
 // NodeRunWatch tells when the application's Redis client met a node run it

@@ -2,7 +2,9 @@ package stacktest
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -261,4 +263,71 @@ func (s *Stack) MasterOf(t testing.TB, sku string) *localstack.RedisServer {
 		t.Fatalf("master of %s: %v", sku, err)
 	}
 	return node
+}
+
+// ReceiptAt is the key and field of request id req's receipt in sku, where
+// the layout its hash names keeps it: for tests that read or break it.
+func (s *Stack) ReceiptAt(t testing.TB, sku, req string) (key, field string) {
+	t.Helper()
+	return s.Keyspace.ReceiptAt(sku, s.layoutOf(t, sku), req)
+}
+
+// CountAt is the key and field of user's count of units held in sku, as
+// ReceiptAt.
+func (s *Stack) CountAt(t testing.TB, sku, user string) (key, field string) {
+	t.Helper()
+	return s.Keyspace.CountAt(sku, s.layoutOf(t, sku), user)
+}
+
+func (s *Stack) layoutOf(t testing.TB, sku string) string {
+	t.Helper()
+	layout, err := s.App.Redis.HGet(context.Background(), s.Keyspace.SKUKey(sku), "layout").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("read the layout of %s: %v", sku, err)
+	}
+	return layout
+}
+
+// Receipts reads sku's receipts, request id to receipt, where the layout
+// its hash names keeps them (docs/storage.md); a one-hash SKU's count of
+// them must match, or the test fails.
+func (s *Stack) Receipts(t testing.TB, sku string) map[string]string {
+	t.Helper()
+	key, prefix := s.ReceiptAt(t, sku, "")
+	return s.records(t, sku, key, prefix, "receipts")
+}
+
+// Counts reads sku's buyers' counts, user to units held, as Receipts.
+func (s *Stack) Counts(t testing.TB, sku string) map[string]string {
+	t.Helper()
+	key, prefix := s.CountAt(t, sku, "")
+	return s.records(t, sku, key, prefix, "buyers")
+}
+
+// records reads the fields of key that start with prefix, prefix cut; a
+// prefix means a one-hash SKU, whose field counter counts them.
+func (s *Stack) records(t testing.TB, sku, key, prefix, counter string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	match := ""
+	if prefix != "" {
+		match = prefix + "*"
+	}
+	it := s.App.Redis.HScan(ctx, key, 0, match, 1000).Iterator()
+	for it.Next(ctx) {
+		field := it.Val()
+		if it.Next(ctx) {
+			out[strings.TrimPrefix(field, prefix)] = it.Val()
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("read the %s of %s: %v", counter, sku, err)
+	}
+	if prefix != "" {
+		if n, err := s.App.Redis.HGet(ctx, key, counter).Int(); err != nil || n != len(out) {
+			t.Fatalf("%s counts %d %s (%v), and holds %d", sku, n, counter, err, len(out))
+		}
+	}
+	return out
 }

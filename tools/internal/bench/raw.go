@@ -61,10 +61,12 @@ func (h *scriptCapture) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 type rawScenario struct {
 	sku, skuKey, benchStream string
 	args                     []string // EVALSHA sha numkeys keys... argv...
-	// bulky are the keys the run fills (buyers, receipts, the redirected
-	// stream), deleted afterwards so later targets do not pay for them in
-	// AOF rewrites. This leaves the raw SKUs half in Redis, which is fine
-	// only on --compare's throwaway stack.
+	// bulky are the keys the run fills (the SKU hash, which holds a
+	// one-hash SKU's buyers and receipts, the buyers and requests hashes of
+	// the 1.0 layout, the redirected stream), deleted afterwards so later
+	// targets do not pay for them in AOF rewrites. This leaves the raw SKUs
+	// in the ledger alone, which is fine only on --compare's throwaway
+	// stack.
 	bulky []string
 }
 
@@ -117,7 +119,7 @@ func prepareRawScenario(ctx context.Context, site *Site, sku string, stock int64
 		return nil, errors.New("the deduct script call was not seen: did the library stop using EVALSHA?")
 	}
 	keys := site.Keys
-	s := &rawScenario{sku: sku, skuKey: keys.SKUKey(sku), bulky: []string{keys.BuyersKey(sku), keys.RequestsKey(sku)}}
+	s := &rawScenario{sku: sku, skuKey: keys.SKUKey(sku), bulky: []string{keys.SKUKey(sku), keys.BuyersKey(sku), keys.RequestsKey(sku)}}
 	stream := keys.SKUStreamKey(sku)
 	// The stream is redirected to a key of the same hash tag that no
 	// projector reads, so the ceiling run does not feed the next target's

@@ -134,7 +134,7 @@ func TestFormatting(t *testing.T) {
 func TestCompareEvaluate(t *testing.T) {
 	phase := func(tput, p99 float64) *PhaseReport { return &PhaseReport{Throughput: tput, P99: p99} }
 	r := &CompareReport{Clients: 50, Ratios: map[string]float64{}, Results: []Report{
-		{Target: rawLabel, SuccessPath: phase(10_000, 1), ScriptUsecPerCall: 12},
+		{Target: rawLabel, SuccessPath: phase(10_000, 1), ScriptUsecPerCall: 15},
 		{Target: rawSoldOutLabel, Throughput: 20_000, ScriptUsecPerCall: 3},
 		{Target: seedLikeLabel, SuccessPath: phase(8_000, 1), ScriptUsecPerCall: 7, RedisUsecPerPurchase: 20},
 		{Target: seedLikeSoldOutLabel, ScriptUsecPerCall: 2, RedisUsecPerRefusal: 5},

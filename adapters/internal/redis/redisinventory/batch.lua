@@ -2,10 +2,13 @@
 -- SKUs of one partition, judged in one script call (the batcher in
 -- batcher.go gathers them). Each SKU is a group: its attempts are judged in
 -- the order given, and what is the same for all of them is paid once per
--- group, whatever their number: one HMGET of the SKU's live fields, one of
--- every request id and one of every buyer the group names; then one HSET
--- of the new receipts, one of the buyers and one of the SKU hash (stock,
--- seq, the open-hold counts and the new hold records). The node's run
+-- group, whatever their number. A one-hash SKU (records.lua) costs one
+-- HMGET of its live fields and of every receipt and buyer's count the group
+-- names, one HMGET of its counts of records when it may sell, and one HSET
+-- of all the group writes (stock, seq, the new receipts and counts, the
+-- open-hold counts and the new hold records). A SKU of the 1.0 layout
+-- costs an HMGET and an HSET more of each of its requests and buyers
+-- hashes. The node's run
 -- (node.lua) and Redis's clock are read at most once per call; every event
 -- of the call goes in one stream entry (or one entry each, below), and the
 -- expiry entries of its reserves in one ZADD.
@@ -30,8 +33,8 @@
 -- else is written (an expiry entry without its hold names no hold: the
 -- sweeper drops it); the HSETs that follow write hashes the reads checked.
 --
--- KEYS: per SKU its hash, buyers hash and requests hash, in the order of the groups in ARGV;
---   then the partition's expiry set and stream
+-- KEYS: per SKU its hash, buyers hash and requests hash (the two read only in the 1.0 layout), in
+--   the order of the groups in ARGV; then the partition's expiry set and stream
 -- ARGV[1] 'c' one stream entry per call (format v2: every field a column of lines joined by
 --   "\n", line i belonging to event i), 'e' one entry per event (the 1.0.0 format)
 -- then per SKU group: sku id, its number of attempts, and the attempts, each a kind and its fields:
@@ -111,18 +114,27 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
 
   -- The reads of the group. A key of the wrong type is the group's fault;
   -- any other error is the node's, raised for the whole call, before any
-  -- write.
+  -- write. One HMGET reads the live fields, the layout (records.lua) and,
+  -- for a one-hash SKU, every receipt and count the group names, each
+  -- attempt's r: and u: after the live fields; only a group with a
+  -- reserve reads the open-hold counts (held, holds), as each field read
+  -- costs the call and only a reserve writes them. A SKU of the 1.0 layout
+  -- reads its records from its two other hashes after; a one-hash SKU that
+  -- may sell reads its counts of records, which a sold-out refusal needs
+  -- not pay for.
   local refused, failed, failed_key
   local stock, limit, status, seq, held, holds
-  local requests, users
-  -- Only a group with a reserve reads the open-hold counts: each field
-  -- read costs the call, and only a reserve writes them.
-  local ok, live
+  local layout, receipts_key, receipt_prefix, counts_key, count_prefix, counted_records
+  local requests, users = {}, {}
+  local fields = {'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'layout'}
   if reserves then
-    ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds')
-  else
-    ok, live = pcall(redis.call, 'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq')
+    fields[9], fields[10] = 'held', 'holds'
   end
+  local base = #fields - 2
+  for k, p in ipairs(positions) do
+    fields[base + 1 + 2 * k], fields[base + 2 + 2 * k] = 'r:' .. argv[p + 3], 'u:' .. argv[p + 1]
+  end
+  local ok, live = pcall(redis.call, unpack(fields))
   if not ok then
     failed, failed_key = live, sku_key
   elseif not live[1] and not live[5] then
@@ -130,21 +142,36 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   else
     -- The numbers the judging needs, read once; sku_fault only names
     -- what does not read, off the path of a sound SKU.
-    stock, limit, status, seq = tonumber(live[1]), tonumber(live[2]), live[3], tonumber(live[5])
-    held, holds = tonumber(live[6] or '0'), tonumber(live[7] or '0')
+    stock, limit, status, seq, layout = tonumber(live[1]), tonumber(live[2]), live[3], tonumber(live[5]), live[6]
+    held, holds = tonumber(reserves and live[7] or '0'), tonumber(reserves and live[8] or '0')
+    if layout and status == 'open' and stock and stock > 0 then
+      counted_records = redis.call('HMGET', sku_key, 'receipts', 'buyers')
+    end
     run = run or node_run()
-    if not (stock and limit and seq and held and holds) or (status ~= 'open' and status ~= 'closed') then
-      refused = {-20, sku_key, 'malformed sku state: ' .. sku_fault(live)}
+    if not (stock and limit and seq and held and holds) or (status ~= 'open' and status ~= 'closed') or
+      (layout and layout ~= 'one-hash') or
+      (counted_records and not (string.match(counted_records[1] or '', '^%d+$') and
+        string.match(counted_records[2] or '', '^%d+$'))) then
+      local state = {live[1], live[2], live[3], live[4], live[5], reserves and live[7], reserves and live[8], layout,
+        counted_records and counted_records[1] or '0', counted_records and counted_records[2] or '0'}
+      refused = {-20, sku_key, 'malformed sku state: ' .. sku_fault(state)}
     elseif live[4] ~= run then
       refused = {-4}
     else
-      ok, requests = read_each(requests_key, positions, 3)
-      if not ok then
-        failed, failed_key = requests, requests_key
+      receipts_key, receipt_prefix, counts_key, count_prefix = records_of(layout, sku_key, buyers_key, requests_key)
+      if layout then
+        for k = 1, #positions do
+          requests[k], users[k] = live[base - 1 + 2 * k], live[base + 2 * k]
+        end
       else
-        ok, users = read_each(buyers_key, positions, 1)
+        ok, requests = read_each(requests_key, positions, 3)
         if not ok then
-          failed, failed_key = users, buyers_key
+          failed, failed_key = requests, requests_key
+        else
+          ok, users = read_each(buyers_key, positions, 1)
+          if not ok then
+            failed, failed_key = users, buyers_key
+          end
         end
       end
     end
@@ -165,20 +192,24 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   else
     -- receipts and counted start as Redis holds them and take what each
     -- attempt of the call makes, so that a later one reads it.
-    local receipts, counted = {}, {}
+    -- A buyer new to the SKU (no count yet) is one more for a one-hash
+    -- SKU's count of buyers, once it buys.
+    local receipts, counted, new_buyer = {}, {}, {}
     for k, p in ipairs(positions) do
       local request_id, user = argv[p + 3], argv[p + 1]
       if receipts[request_id] == nil then
         receipts[request_id] = requests[k] or false
       end
       if counted[user] == nil then
-        counted[user] = tonumber(users[k] or '0') or false
+        counted[user], new_buyer[user] = tonumber(users[k] or '0') or false, not users[k]
       end
     end
     -- The group's last sale's seq and stock as text: the text each was
     -- joined into its event as, written to the SKU hash as it is.
+    -- records are the field and value of each new receipt, buyers the
+    -- users who bought, in order.
     local seq_text, stock_text
-    local new_receipts, buyers, new_holds
+    local records, buyers, new_holds
     for k, p in ipairs(positions) do
       local kind, user, qty_text, request_id, event_id = argv[p], argv[p + 1], argv[p + 2], argv[p + 3], argv[p + 4]
       local qty = tonumber(qty_text)
@@ -210,14 +241,14 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
           answer = {-6}
         else
           now = now or now_ms()
-          answer = hold_reply(2, h, now, requests_key)
+          answer = hold_reply(2, h, now, receipts_key, receipt_prefix)
         end
       elseif status == 'closed' then
         answer = {-5}
       elseif qty > limit then
         answer = {-3}
       elseif not counted[user] then
-        answer = {-20, buyers_key, 'malformed sku state: the count of buyer ' .. user .. ' is "' .. users[k] .. '"'}
+        answer = {-20, counts_key, 'malformed sku state: the count of buyer ' .. user .. ' is "' .. users[k] .. '"'}
       elseif counted[user] + qty > limit then
         answer = {-2}
       elseif stock < qty then
@@ -229,8 +260,8 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         -- integers this size; the Go side sends qty as an integer's text.
         seq, stock = seq + 1, stock - qty
         seq_text, stock_text = format('%d', seq), format('%d', stock)
-        if not new_receipts then
-          new_receipts, buyers = {'HSET', requests_key}, {}
+        if not records then
+          records, buyers = layout and {} or {'HSET', requests_key}, {}
         end
         if not buyers[user] then
           buyers[user], buyers[#buyers + 1] = true, user
@@ -257,13 +288,15 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
           expiries[#expiries + 1], expiries[#expiries + 2] = h.expires, sku .. ' ' .. hold_id
           event_expires = event_expires or {}
           event_expires[e] = string.format('%.0f', h.expires)
-          answer = hold_reply(1, h, now, requests_key)
+          answer = hold_reply(1, h, now, receipts_key, receipt_prefix)
         end
-        new_receipts[#new_receipts + 1], new_receipts[#new_receipts + 2] = request_id, receipts[request_id]
+        records[#records + 1], records[#records + 2] = receipt_prefix .. request_id, receipts[request_id]
       end
       answers[first + k - 1] = answer
     end
-    if new_receipts then
+    if records then
+      -- A one-hash SKU takes all of it in one HSET, the 1.0 layout in one
+      -- HSET of each of its hashes; each sale made one receipt.
       local set = {'HSET', sku_key, 'stock', stock_text, 'seq', seq_text}
       if new_holds then
         set[7], set[8], set[9], set[10] = 'held', held, 'holds', holds
@@ -271,11 +304,27 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
           set[#set + 1], set[#set + 2] = 'hold:' .. hold_id, new_holds[hold_id]
         end
       end
-      local counts = {'HSET', buyers_key}
+      local counts = layout and set or {'HSET', buyers_key}
+      local added = 0
       for _, user in ipairs(buyers) do
-        counts[#counts + 1], counts[#counts + 2] = user, format('%d', counted[user])
+        counts[#counts + 1], counts[#counts + 2] = count_prefix .. user, format('%d', counted[user])
+        if new_buyer[user] then
+          added = added + 1
+        end
       end
-      writes[#writes + 1], writes[#writes + 2], writes[#writes + 3] = new_receipts, counts, set
+      if layout then
+        -- Read with the live fields whenever stock may sell; still before
+        -- the call's first write if a sale came of a stock read as none.
+        counted_records = counted_records or redis.call('HMGET', sku_key, 'receipts', 'buyers')
+        set[#set + 1], set[#set + 2] = 'receipts', format('%d', tonumber(counted_records[1]) + #records / 2)
+        set[#set + 1], set[#set + 2] = 'buyers', format('%d', tonumber(counted_records[2]) + added)
+        for i = 1, #records do
+          set[#set + 1] = records[i]
+        end
+        writes[#writes + 1] = set
+      else
+        writes[#writes + 1], writes[#writes + 2], writes[#writes + 3] = records, counts, set
+      end
     end
   end
 end

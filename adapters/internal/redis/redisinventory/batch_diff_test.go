@@ -131,12 +131,12 @@ type diffSide struct {
 	skus     []domain.SKUID
 }
 
-func newDiffSide(t *testing.T, script string, entries streamentry.StreamEntries) *diffSide {
+func newDiffSide(t *testing.T, script string, entries streamentry.StreamEntries, layout redisinventory.SKULayout) *diffSide {
 	t.Helper()
 	srv := localstacktest.Redis(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	keys := must(redisinventory.NewKeyspace(redisinventory.DefaultPartitions))
+	keys := must(redisinventory.NewKeyspace(redisinventory.DefaultPartitions)).WithLayout(layout)
 	s := &diffSide{client: client, keys: keys, archiver: redisinventory.NewRedisArchiver(client, keys),
 		inv: must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{Timeout: 10 * time.Second, MaxBatch: diffMaxBatch,
 			StreamEntries: entries}))}
@@ -312,12 +312,13 @@ func (s *diffSide) state(t *testing.T, ctx context.Context) map[string]string {
 	return out
 }
 
-// differences runs ops on both sides, the batched one with script (batch.lua
-// when empty) writing entries, and lists where they differ.
-func differences(t *testing.T, ops []diffOp, script string, entries streamentry.StreamEntries) (diffs []string, shape diffShape,
-	alone, together *diffSide) {
+// differences runs ops on both sides, their SKUs in layout, the batched one
+// with script (batch.lua when empty) writing entries, and lists where they
+// differ.
+func differences(t *testing.T, ops []diffOp, script string, entries streamentry.StreamEntries, layout redisinventory.SKULayout) (
+	diffs []string, shape diffShape, alone, together *diffSide) {
 	ctx := context.Background()
-	alone, together = newDiffSide(t, "", ""), newDiffSide(t, script, entries)
+	alone, together = newDiffSide(t, "", "", layout), newDiffSide(t, script, entries, layout)
 	want := alone.oneByOne(ctx, ops)
 	got, shape := together.batched(t, ctx, ops)
 	for i := range ops {
@@ -351,27 +352,30 @@ var diffSeeds = []uint64{1, 2, 4}
 
 func TestBatchedAttemptsAnswerAndWriteAsOneByOne(t *testing.T) {
 	t.Parallel()
-	for _, seed := range diffSeeds {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Parallel()
-			ops := diffRun(seed, 400)
-			diffs, shape, _, _ := differences(t, ops, "", "")
-			if shape.largest < diffMaxBatch || !shape.calls || !shape.skus || !shape.soldOutWithin {
-				t.Fatalf("the run does not exercise batching: %+v", shape)
-			}
-			for _, d := range diffs[:min(len(diffs), 3)] {
-				t.Error(d[:min(len(d), 3000)])
-			}
-			if len(diffs) > 0 {
-				t.Fatalf("%d differences between batched and one-by-one", len(diffs))
-			}
-		})
+	for _, layout := range skuLayouts {
+		for _, seed := range diffSeeds {
+			t.Run(fmt.Sprint(layout, "/seed=", seed), func(t *testing.T) {
+				t.Parallel()
+				ops := diffRun(seed, 400)
+				diffs, shape, _, _ := differences(t, ops, "", "", layout)
+				if shape.largest < diffMaxBatch || !shape.calls || !shape.skus || !shape.soldOutWithin {
+					t.Fatalf("the run does not exercise batching: %+v", shape)
+				}
+				for _, d := range diffs[:min(len(diffs), 3)] {
+					t.Error(d[:min(len(d), 3000)])
+				}
+				if len(diffs) > 0 {
+					t.Fatalf("%d differences between batched and one-by-one", len(diffs))
+				}
+			})
+		}
 	}
 }
 
 // TestTheDifferentialTestCatchesABrokenBatchScript runs the differential
-// test against copies of batch.lua broken the ways a batch script can go
-// wrong, each of which still answers like the real one for a batch of one.
+// test, on SKUs of the default layout, against copies of batch.lua broken
+// the ways a batch script can go wrong, each of which still answers like
+// the real one for a batch of one.
 func TestTheDifferentialTestCatchesABrokenBatchScript(t *testing.T) {
 	t.Parallel()
 	source := redisinventory.BatchScriptSource()
@@ -393,7 +397,7 @@ func TestTheDifferentialTestCatchesABrokenBatchScript(t *testing.T) {
 			}
 			var diffs []string
 			for _, seed := range diffSeeds {
-				if diffs, _, _, _ = differences(t, diffRun(seed, 400), strings.Replace(source, m.from, m.to, 1), ""); len(diffs) > 0 {
+				if diffs, _, _, _ = differences(t, diffRun(seed, 400), strings.Replace(source, m.from, m.to, 1), "", ""); len(diffs) > 0 {
 					break
 				}
 			}
@@ -412,7 +416,7 @@ func TestTheDifferentialTestCatchesABrokenBatchScript(t *testing.T) {
 func TestPerEventEntriesAreThoseOf100(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	diffs, _, alone, together := differences(t, diffRun(diffSeeds[0], 400), "", streamentry.EntriesPerEvent)
+	diffs, _, alone, together := differences(t, diffRun(diffSeeds[0], 400), "", streamentry.EntriesPerEvent, "")
 	for _, d := range diffs[:min(len(diffs), 3)] {
 		t.Error(d[:min(len(d), 3000)])
 	}

@@ -45,69 +45,80 @@ func batchOf(t *testing.T, f *fixture, sku domain.SKUID, attempts []func() error
 // with contiguous seqs.
 func TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	sku := f.warm(t, "faulty", 100, 5)
-	s := sku.String()
-	badHold := domain.HoldIDFor(sku, must(domain.NewRequestID("bad-hold")))
-	f.client.HSet(ctx, f.keys.RequestsKey(s), "bad-receipt", "not a receipt", "bad-hold", "H"+badHold.String())
-	f.client.HSet(ctx, f.keys.SKUKey(s), "hold:"+badHold.String(), "not\na hold")
-	before := f.snapshot(t)
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		sku := f.warm(t, "faulty", 100, 5)
+		s := sku.String()
+		badHold := domain.HoldIDFor(sku, must(domain.NewRequestID("bad-hold")))
+		f.plantReceipt(t, s, "bad-receipt", "not a receipt")
+		f.plantReceipt(t, s, "bad-hold", "H"+badHold.String())
+		f.client.HSet(ctx, f.keys.SKUKey(s), "hold:"+badHold.String(), "not\na hold")
+		before := f.snapshot(t)
 
-	buy := func(user, req string) func() error {
-		return func() error { _, err := deduct(t, f, sku, user, 1, req, uuid.NewString()); return err }
-	}
-	ttl := must(domain.HoldConfig{MaxTTL: time.Hour, DefaultTTL: time.Hour}.NewHoldTTL(nil))
-	errs := batchOf(t, f, sku, []func() error{
-		buy("u1", "good-1"),
-		buy("u2", "bad-receipt"),
-		buy("u3", "good-2"),
-		func() error {
-			_, err := f.inv.Reserve(ctx, sku, must(domain.NewUserID("u4")), must(domain.NewQuantity(1)),
-				must(domain.NewRequestID("bad-hold")), ttl, "", uuid.NewString())
-			return err
-		},
-		buy("u5", "good-3"),
-	})
-	for i, want := range []string{"", "malformed receipt", "", "malformed hold record", ""} {
-		switch {
-		case want == "" && errs[i] != nil:
-			t.Errorf("attempt %d: %v, want sold", i, errs[i])
-		case want != "" && (!errors.Is(errs[i], domain.ErrCorruptRecord) || !errors.Is(errs[i], redisinventory.ErrScript) ||
-			!strings.Contains(errs[i].Error(), want)):
-			t.Errorf("attempt %d: %v, want a corrupt record whose ErrScript says %q", i, errs[i], want)
+		buy := func(user, req string) func() error {
+			return func() error { _, err := deduct(t, f, sku, user, 1, req, uuid.NewString()); return err }
 		}
-	}
-	st := must(f.inv.State(ctx, sku))
-	if st.Stock != 97 || st.Seq != 4 {
-		t.Fatalf("state %+v, want stock 97 and seq 4: three sales", st)
-	}
-	entries := must(f.client.XRange(ctx, f.keys.SKUStreamKey(s), "-", "+").Result())
-	var seqs []int64
-	for _, m := range entries {
-		for _, e := range must(streamentry.ParseEvents(streamentry.MessageFields(m))) {
-			if e.SKU == s {
-				seqs = append(seqs, e.Seq)
+		ttl := must(domain.HoldConfig{MaxTTL: time.Hour, DefaultTTL: time.Hour}.NewHoldTTL(nil))
+		errs := batchOf(t, f, sku, []func() error{
+			buy("u1", "good-1"),
+			buy("u2", "bad-receipt"),
+			buy("u3", "good-2"),
+			func() error {
+				_, err := f.inv.Reserve(ctx, sku, must(domain.NewUserID("u4")), must(domain.NewQuantity(1)),
+					must(domain.NewRequestID("bad-hold")), ttl, "", uuid.NewString())
+				return err
+			},
+			buy("u5", "good-3"),
+		})
+		for i, want := range []string{"", "malformed receipt", "", "malformed hold record", ""} {
+			switch {
+			case want == "" && errs[i] != nil:
+				t.Errorf("attempt %d: %v, want sold", i, errs[i])
+			case want != "" && (!errors.Is(errs[i], domain.ErrCorruptRecord) || !errors.Is(errs[i], redisinventory.ErrScript) ||
+				!strings.Contains(errs[i].Error(), want)):
+				t.Errorf("attempt %d: %v, want a corrupt record whose ErrScript says %q", i, errs[i], want)
 			}
 		}
-	}
-	if fmt.Sprint(seqs) != "[1 2 3 4]" {
-		t.Fatalf("the stream holds seqs %v of %s, want [1 2 3 4]", seqs, s)
-	}
-	for _, user := range []string{"u2", "u4"} {
-		if n, err := f.client.HExists(ctx, f.keys.BuyersKey(s), user).Result(); err != nil || n {
-			t.Errorf("buyer %s of a failed attempt is recorded (%v, %v)", user, n, err)
+		st := must(f.inv.State(ctx, sku))
+		if st.Stock != 97 || st.Seq != 4 {
+			t.Fatalf("state %+v, want stock 97 and seq 4: three sales", st)
 		}
-	}
-	after := f.snapshot(t)
-	for _, key := range []string{f.keys.RequestsKey(s)} {
-		if before[key] == after[key] {
-			t.Fatalf("%s did not change: the good attempts wrote no receipt", key)
+		entries := must(f.client.XRange(ctx, f.keys.SKUStreamKey(s), "-", "+").Result())
+		var seqs []int64
+		for _, m := range entries {
+			for _, e := range must(streamentry.ParseEvents(streamentry.MessageFields(m))) {
+				if e.SKU == s {
+					seqs = append(seqs, e.Seq)
+				}
+			}
 		}
-	}
-	if got := must(f.client.HGet(ctx, f.keys.RequestsKey(s), "bad-receipt").Result()); got != "not a receipt" {
-		t.Fatalf("the malformed receipt became %q", got)
-	}
+		if fmt.Sprint(seqs) != "[1 2 3 4]" {
+			t.Fatalf("the stream holds seqs %v of %s, want [1 2 3 4]", seqs, s)
+		}
+		for _, user := range []string{"u2", "u4"} {
+			key, field := f.countAt(t, s, user)
+			if n, err := f.client.HExists(ctx, key, field).Result(); err != nil || n {
+				t.Errorf("buyer %s of a failed attempt is recorded (%v, %v)", user, n, err)
+			}
+		}
+		after := f.snapshot(t)
+		receiptsKey, _ := f.receiptAt(t, s, "good-1")
+		if before[receiptsKey] == after[receiptsKey] {
+			t.Fatalf("%s did not change: the good attempts wrote no receipt", receiptsKey)
+		}
+		receipts, counts := f.records(t, s)
+		for _, req := range []string{"good-1", "good-2", "good-3"} {
+			if receipts[req] == "" {
+				t.Errorf("no receipt of %s: %v", req, receipts)
+			}
+		}
+		if len(receipts) != 5 || fmt.Sprint(counts) != "map[u1:1 u3:1 u5:1]" {
+			t.Errorf("receipts %v and counts %v, want the two planted and three sales' receipts, and the three buyers", receipts, counts)
+		}
+		if key, field := f.receiptAt(t, s, "bad-receipt"); must(f.client.HGet(ctx, key, field).Result()) != "not a receipt" {
+			t.Fatalf("the malformed receipt became %q", f.client.HGet(ctx, key, field).Val())
+		}
+	})
 }
 
 // TestABatchWhoseFirstWriteFailsWritesNothing gives the SKU's stream key
@@ -116,35 +127,36 @@ func TestAnAttemptThatFailsInTheMiddleOfABatchFailsAlone(t *testing.T) {
 // left as it was.
 func TestABatchWhoseFirstWriteFailsWritesNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	sku := f.warm(t, "unwritable", 100, 5)
-	stream := f.keys.SKUStreamKey(sku.String())
-	entries := must(f.client.XRange(ctx, stream, "-", "+").Result())
-	if err := f.client.Del(ctx, stream).Err(); err != nil {
-		t.Fatal(err)
-	}
-	f.client.Set(ctx, stream, "not a stream", 0)
-	t.Cleanup(func() {
-		f.client.Del(ctx, stream)
-		for _, m := range entries {
-			f.client.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: m.ID, Values: m.Values})
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		sku := f.warm(t, "unwritable", 100, 5)
+		stream := f.keys.SKUStreamKey(sku.String())
+		entries := must(f.client.XRange(ctx, stream, "-", "+").Result())
+		if err := f.client.Del(ctx, stream).Err(); err != nil {
+			t.Fatal(err)
 		}
-	})
-	before := f.snapshot(t)
-	var attempts []func() error
-	for i := range 4 {
-		attempts = append(attempts, func() error {
-			_, err := deduct(t, f, sku, fmt.Sprint("u", i), 1, fmt.Sprint("r", i), uuid.NewString())
-			return err
+		f.client.Set(ctx, stream, "not a stream", 0)
+		t.Cleanup(func() {
+			f.client.Del(ctx, stream)
+			for _, m := range entries {
+				f.client.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: m.ID, Values: m.Values})
+			}
 		})
-	}
-	for i, err := range batchOf(t, f, sku, attempts) {
-		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
-			t.Errorf("attempt %d: %v, want Redis's WRONGTYPE", i, err)
+		before := f.snapshot(t)
+		var attempts []func() error
+		for i := range 4 {
+			attempts = append(attempts, func() error {
+				_, err := deduct(t, f, sku, fmt.Sprint("u", i), 1, fmt.Sprint("r", i), uuid.NewString())
+				return err
+			})
 		}
-	}
-	assertSame(t, before, f.snapshot(t))
+		for i, err := range batchOf(t, f, sku, attempts) {
+			if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+				t.Errorf("attempt %d: %v, want Redis's WRONGTYPE", i, err)
+			}
+		}
+		assertSame(t, before, f.snapshot(t))
+	})
 }
 
 // TestConcurrentPurchasesOfOneSKUShareScriptCalls fires many purchases at
@@ -190,56 +202,77 @@ func TestConcurrentPurchasesOfOneSKUShareScriptCalls(t *testing.T) {
 }
 
 // TestAWrongTypedKeyOfOneSKUFailsOnlyItsAttempts sends one call with the
-// attempts of two SKUs of one partition, the buyers hash of one of them
-// being a string: that SKU's attempts fail with Redis's WRONGTYPE and
+// attempts of two SKUs of one partition, a key that one of them reads
+// being a string (its buyers hash in the 1.0 layout; a one-hash SKU reads
+// only its own hash): that SKU's attempts fail with Redis's WRONGTYPE and
 // write nothing, and the other SKU's sell, events included.
 func TestAWrongTypedKeyOfOneSKUFailsOnlyItsAttempts(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	good := f.warm(t, "typed-0", 100, 5)
-	name := ""
-	for n := 1; name == ""; n++ {
-		if id := fmt.Sprint("typed-", n); f.keys.Partition(id) == f.keys.Partition(good.String()) {
-			name = id
-		}
-	}
-	bad := f.warm(t, name, 100, 5)
-	f.client.Set(ctx, f.keys.BuyersKey(bad.String()), "not a hash", 0)
-	before := must(f.client.HGetAll(ctx, f.keys.SKUKey(bad.String())).Result())
-	buy := func(sku domain.SKUID, i int) func() error {
-		return func() error {
-			_, err := deduct(t, f, sku, fmt.Sprint("u", i), 1, fmt.Sprint("r", i), uuid.NewString())
-			return err
-		}
-	}
-	errs := batchOf(t, f, good, []func() error{buy(good, 1), buy(bad, 2), buy(good, 3), buy(bad, 4)})
-	for i, err := range errs {
-		switch {
-		case i%2 == 0 && err != nil:
-			t.Errorf("attempt %d on %s: %v, want sold", i, good, err)
-		case i%2 == 1 && (!errors.Is(err, redisinventory.ErrScript) || !strings.Contains(fmt.Sprint(err), "WRONGTYPE")):
-			t.Errorf("attempt %d on %s: %v, want Redis's WRONGTYPE", i, bad, err)
-		}
-	}
-	if st := must(f.inv.State(ctx, good)); st.Stock != 98 || st.Seq != 3 {
-		t.Fatalf("state of %s %+v, want two sales", good, st)
-	}
-	if after := must(f.client.HGetAll(ctx, f.keys.SKUKey(bad.String())).Result()); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("the hash of %s changed: %v, was %v", bad, after, before)
-	}
-	if n := must(f.client.HLen(ctx, f.keys.RequestsKey(bad.String())).Result()); n != 0 {
-		t.Fatalf("%s holds %d receipts", bad, n)
-	}
-	var sold []string
-	for _, m := range must(f.client.XRange(ctx, f.keys.SKUStreamKey(good.String()), "-", "+").Result()) {
-		for _, e := range must(streamentry.ParseEvents(streamentry.MessageFields(m))) {
-			if e.Type == domain.EventDeducted {
-				sold = append(sold, e.SKU+" "+e.RequestID)
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		good := f.warm(t, "typed-0", 100, 5)
+		name := ""
+		for n := 1; name == ""; n++ {
+			if id := fmt.Sprint("typed-", n); f.keys.Partition(id) == f.keys.Partition(good.String()) {
+				name = id
 			}
 		}
+		bad := f.warm(t, name, 100, 5)
+		damaged := f.keys.BuyersKey(bad.String())
+		if f.layoutOf(t, bad.String()) == redisinventory.LayoutOneHash {
+			damaged = f.keys.SKUKey(bad.String())
+		}
+		if err := f.client.Del(ctx, damaged).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.client.Set(ctx, damaged, "not a hash", 0)
+		before := keyDumps(t, f, f.keys.SKUKeys(bad.String()))
+		buy := func(sku domain.SKUID, i int) func() error {
+			return func() error {
+				_, err := deduct(t, f, sku, fmt.Sprint("u", i), 1, fmt.Sprint("r", i), uuid.NewString())
+				return err
+			}
+		}
+		errs := batchOf(t, f, good, []func() error{buy(good, 1), buy(bad, 2), buy(good, 3), buy(bad, 4)})
+		for i, err := range errs {
+			switch {
+			case i%2 == 0 && err != nil:
+				t.Errorf("attempt %d on %s: %v, want sold", i, good, err)
+			case i%2 == 1 && (!errors.Is(err, redisinventory.ErrScript) || !strings.Contains(fmt.Sprint(err), "WRONGTYPE")):
+				t.Errorf("attempt %d on %s: %v, want Redis's WRONGTYPE", i, bad, err)
+			}
+		}
+		if st := must(f.inv.State(ctx, good)); st.Stock != 98 || st.Seq != 3 {
+			t.Fatalf("state of %s %+v, want two sales", good, st)
+		}
+		// Every key of bad as it was: its hash, and no receipt or count.
+		if after := keyDumps(t, f, f.keys.SKUKeys(bad.String())); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("the keys of %s changed: %q, were %q", bad, after, before)
+		}
+		var sold []string
+		for _, m := range must(f.client.XRange(ctx, f.keys.SKUStreamKey(good.String()), "-", "+").Result()) {
+			for _, e := range must(streamentry.ParseEvents(streamentry.MessageFields(m))) {
+				if e.Type == domain.EventDeducted {
+					sold = append(sold, e.SKU+" "+e.RequestID)
+				}
+			}
+		}
+		if want := fmt.Sprint([]string{good.String() + " r1", good.String() + " r3"}); fmt.Sprint(sold) != want {
+			t.Fatalf("the stream holds the sales %v, want %s", sold, want)
+		}
+	})
+}
+
+// keyDumps reads the DUMP of each key, "" for a key that does not exist.
+func keyDumps(t *testing.T, f *fixture, keys []string) map[string]string {
+	t.Helper()
+	dumps := map[string]string{}
+	for _, k := range keys {
+		v, err := f.client.Dump(context.Background(), k).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		dumps[k] = v
 	}
-	if want := fmt.Sprint([]string{good.String() + " r1", good.String() + " r3"}); fmt.Sprint(sold) != want {
-		t.Fatalf("the stream holds the sales %v, want %s", sold, want)
-	}
+	return dumps
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -67,8 +68,15 @@ func wrongTypeKey(ctx context.Context, client redis.UniversalClient, keys Keyspa
 }
 
 // liveFields are the fields of a SKU hash that the scripts read to sell,
-// in the order sku_fault (skustate.lua) takes them.
-var liveFields = []string{"stock", "limit", "status", "fence", "seq", "held", "holds"}
+// in the order sku_fault (skustate.lua) takes them: the layout of its
+// records (records.lua) and a one-hash SKU's counts of them last.
+var liveFields = []string{"stock", "limit", "status", "fence", "seq", "held", "holds", "layout", "receipts", "buyers"}
+
+// layoutOf is the layout field of values, HMGET's reply for liveFields.
+func layoutOf(values []any) string {
+	layout, _ := values[7].(string)
+	return layout
+}
 
 // liveFault is sku_fault of skustate.lua over values, HMGET's reply for
 // liveFields: the first field that does not read, shown as the script
@@ -101,6 +109,12 @@ func liveFault(values []any) string {
 		bad = 5
 	case !integer(6, true):
 		bad = 6
+	case values[7] != nil && layoutOf(values) != string(LayoutOneHash):
+		bad = 7
+	case values[7] != nil && !integer(8, false):
+		bad = 8
+	case values[7] != nil && !integer(9, false):
+		bad = 9
 	default:
 		return ""
 	}
@@ -110,13 +124,13 @@ func liveFault(values []any) string {
 	return liveFields[bad] + " is missing"
 }
 
-// buyerFault scans sku's buyers for a count that does not parse as an
-// integer (batch.lua reads it with tonumber), and names the first.
-func buyerFault(ctx context.Context, client redis.UniversalClient, keys Keyspace, sku string) (string, error) {
-	key := keys.BuyersKey(sku)
-	it := client.HScan(ctx, key, 0, "", recordScanCount).Iterator()
+// buyerFault scans a SKU's buyers' counts for one that does not parse as
+// an integer (batch.lua reads it with tonumber), and names the first.
+func buyerFault(ctx context.Context, client redis.UniversalClient, records skuRecords) (string, error) {
+	key := records.counts
+	it := client.HScan(ctx, key, 0, matchPrefix(records.countPrefix), recordScanCount).Iterator()
 	for it.Next(ctx) {
-		user := it.Val()
+		user := strings.TrimPrefix(it.Val(), records.countPrefix)
 		if !it.Next(ctx) {
 			break
 		}
@@ -171,9 +185,10 @@ func (r *RedisReconcileSource) stateFault(ctx context.Context, sku string) (reco
 	if p := liveFault(values); p != "" {
 		return reconcile.StateFault{Key: r.keys.SKUKey(sku), Problem: p}, nil
 	}
-	p, err := buyerFault(ctx, r.client, r.keys, sku)
+	records := r.keys.recordsOf(sku, layoutOf(values))
+	p, err := buyerFault(ctx, r.client, records)
 	if err != nil || p == "" {
 		return reconcile.StateFault{}, err
 	}
-	return reconcile.StateFault{Key: r.keys.BuyersKey(sku), Problem: p}, nil
+	return reconcile.StateFault{Key: records.counts, Problem: p}, nil
 }

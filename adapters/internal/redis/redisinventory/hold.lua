@@ -52,12 +52,14 @@ end
 -- its deadline is expired in effect, even before the sweeper ends it, and a
 -- confirmed hold whose sale was released since is released. The record
 -- keeps saying confirmed (release changes the receipt, not the hold): the
--- request id's receipt in requests_key then starts with R (receipt.lua).
-local function hold_reply(code, h, now, requests_key)
+-- request id's receipt, field receipt_prefix .. request_id of receipts_key
+-- (records.lua), then starts with R (receipt.lua).
+local function hold_reply(code, h, now, receipts_key, receipt_prefix)
   local status = h.status
   if status == 'held' and now >= h.expires then
     status = 'expired'
-  elseif status == 'confirmed' and string.byte(redis.call('HGET', requests_key, h.request_id) or '', 1) == 82 then
+  elseif status == 'confirmed' and
+    string.byte(redis.call('HGET', receipts_key, receipt_prefix .. h.request_id) or '', 1) == 82 then
     status = 'released'
   end
   return {code, status, h.expires, h.seq, h.remaining, h.qty, h.event_id, h.end_seq,

@@ -9,7 +9,8 @@
 -- one call, which reads the SKU, the clock and the records once and writes
 -- the SKU hash and the expiry set once, instead of once per hold.
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition expiry set,
--- KEYS[5] partition stream
+-- KEYS[5] partition stream; the receipts and buyers' counts are where the SKU's layout keeps
+-- them (records.lua): a one-hash SKU's in its own hash, so it never touches KEYS[2] and KEYS[3]
 -- ARGV[1] sku id, ARGV[2] confirm|cancel|expire,
 -- ARGV[3], ARGV[4], ...: for each hold, its id and the id of the event that would end it
 -- Reply: one answer per hold, in ARGV's order: hold_reply (hold.lua) with code 1 ended now;
@@ -49,6 +50,8 @@ for i = 1, n do
   fields[2 + i] = 'hold:' .. hold_id
 end
 local rec = live and redis.call('HMGET', sku_key, unpack(fields)) or {}
+local layout = live and live[8]
+local receipts_key, receipt_prefix, counts_key, count_prefix = records_of(layout, sku_key, buyers_key, requests_key)
 local now = now_ms()
 local ending, dropped = {}, {}
 for i = 1, n do
@@ -68,15 +71,15 @@ for i = 1, n do
       end
       -- A confirmed hold whose sale was released is neither a repeat of
       -- the confirm nor cancellable: hold_reply says released.
-      local shown = hold_reply(-10, h, now, requests_key)
+      local shown = hold_reply(-10, h, now, receipts_key, receipt_prefix)
       if shown[2] == want then
         shown[1] = 2
       end
       replies[i] = shown
     elseif action == 'expire' and now < h.expires then
-      replies[i] = hold_reply(-11, h, now, requests_key)
+      replies[i] = hold_reply(-11, h, now, receipts_key, receipt_prefix)
     elseif action ~= 'expire' and now >= h.expires then
-      replies[i] = hold_reply(-10, h, now, requests_key)
+      replies[i] = hold_reply(-10, h, now, receipts_key, receipt_prefix)
     else
       ending[#ending + 1] = {i, hold_id, ARGV[2 + 2 * i], h}
     end
@@ -88,7 +91,7 @@ if action ~= 'confirm' and #ending > 0 then
   for k, e in ipairs(ending) do
     users[k] = e[4].user
   end
-  local fault = allowance_fault(buyers_key, users)
+  local fault = allowance_fault(counts_key, count_prefix, users)
   if fault then
     for i = 1, n do
       replies[i] = fault
@@ -111,10 +114,16 @@ for _, e in ipairs(ending) do
   seq = seq + 1
   h.status, h.end_seq, h.end_event_id = want, seq, event_id
   if action == 'confirm' then
-    redis.call('HSET', requests_key, h.request_id, write_receipt(h.seq, h.remaining, h.qty, h.event_id, h.user))
+    -- The receipt replaces the reserve's H<hold_id>, so a one-hash SKU's
+    -- count of receipts moves only where that was missing.
+    local added = redis.call('HSET', receipts_key, receipt_prefix .. h.request_id,
+      write_receipt(h.seq, h.remaining, h.qty, h.event_id, h.user))
+    if added > 0 then
+      count_records(layout, sku_key, 'receipts', added)
+    end
   else
     stock = stock + h.qty
-    free_allowance(buyers_key, h.user, h.qty)
+    free_allowance(layout, sku_key, counts_key, count_prefix, h.user, h.qty)
   end
   held, holds = held - h.qty, holds - 1
   records[#records + 1] = 'hold:' .. hold_id
@@ -122,7 +131,7 @@ for _, e in ipairs(ending) do
   dropped[#dropped + 1] = sku .. ' ' .. hold_id
   redis.call('XADD', stream_key, '*', 'e', entry(event_id, want, sku, seq, h.qty, stock),
     'user', h.user, 'request_id', h.request_id, 'hold_id', hold_id, 'order_id', h.order_id)
-  replies[i] = hold_reply(1, h, now, requests_key)
+  replies[i] = hold_reply(1, h, now, receipts_key, receipt_prefix)
 end
 redis.call('HSET', sku_key, 'stock', stock, 'seq', seq, 'held', held, 'holds', holds, unpack(records))
 redis.call('ZREM', expiry_key, unpack(dropped))

@@ -110,7 +110,10 @@ func (r *RedisInventory) Hold(ctx context.Context, sku domain.SKUID, hold domain
 	if err != nil {
 		return domain.Hold{}, err
 	}
-	return h, holdRefusal(op, v, subject{sku: s, hold: hold, status: h.Status})
+	// A SKU whose layout hold_show.lua does not know is corrupt, to be
+	// reported like one that a hold script meets.
+	return h, r.corrupt(ctx, holdRefusal(op, v, subject{sku: s, hold: hold, status: h.Status}),
+		ledger.CorruptRecord{SKU: s, HoldID: hold.String()})
 }
 
 // holdRefusal is the error of a hold script's answer v: nil when the hold

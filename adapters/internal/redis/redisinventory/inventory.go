@@ -226,7 +226,7 @@ func (r *RedisInventory) Warm(ctx context.Context, def domain.SKUDefinition, eve
 	}
 	v, err := warmScript.Run(ctx, r.client,
 		[]string{r.keys.SKUKey(sku), r.keys.SKUStreamKey(sku)},
-		sku, def.InitialStock(), def.PerUserLimit(), eventID,
+		sku, def.InitialStock(), def.PerUserLimit(), eventID, r.keys.Layout().field(),
 	).Slice()
 	if err != nil {
 		return domain.StockState{}, false, r.failed(ctx, "warm "+sku, err)

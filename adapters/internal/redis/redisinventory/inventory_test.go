@@ -34,7 +34,19 @@ type fixture struct {
 	reconcile *redisinventory.RedisReconcileSource
 }
 
+// newFixture warms its SKUs in the keyspace's default layout.
 func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	return newLayoutFixture(t, "")
+}
+
+// skuLayouts are the two places a SKU may keep its receipts and buyers'
+// counts (records.lua): the tests of what the scripts do with them run on
+// both, as SKUs of the 1.0 layout keep it after an upgrade.
+var skuLayouts = []redisinventory.SKULayout{redisinventory.LayoutOneHash, redisinventory.LayoutThreeHashes}
+
+// newLayoutFixture warms its SKUs in layout; "" leaves the keyspace's default.
+func newLayoutFixture(t testing.TB, layout redisinventory.SKULayout) *fixture {
 	t.Helper()
 	srv := localstacktest.Redis(t)
 	// As the service's client: a deadline cuts a blocked read.
@@ -46,6 +58,9 @@ func newFixture(t testing.TB) *fixture {
 	keys, err := redisinventory.NewKeyspace(redisinventory.DefaultPartitions)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if layout != "" {
+		keys = keys.WithLayout(layout)
 	}
 	return &fixture{srv: srv, client: client, keys: keys, nodeRunWatch: nodeRunWatch,
 		inv:       must(redisinventory.NewRedisInventory(client, keys, redisinventory.InventoryConfig{})),
@@ -71,6 +86,101 @@ func (f *fixture) warm(t testing.TB, sku string, stock, limit int64) domain.SKUI
 		t.Fatalf("warm %s: stocked=%v err=%v", sku, stocked, err)
 	}
 	return id
+}
+
+// forEachLayout runs test, in parallel, on a fixture of each layout.
+func forEachLayout(t *testing.T, test func(t *testing.T, f *fixture)) {
+	t.Helper()
+	for _, layout := range skuLayouts {
+		t.Run(string(layout), func(t *testing.T) {
+			t.Parallel()
+			test(t, newLayoutFixture(t, layout))
+		})
+	}
+}
+
+// layoutOf reads the layout sku's hash names for its records.
+func (f *fixture) layoutOf(t testing.TB, sku string) redisinventory.SKULayout {
+	t.Helper()
+	v, err := f.client.HGet(context.Background(), f.keys.SKUKey(sku), "layout").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return redisinventory.LayoutThreeHashes
+	case err != nil:
+		t.Fatal(err)
+	case v != string(redisinventory.LayoutOneHash):
+		t.Fatalf("sku %s has layout %q", sku, v)
+	}
+	return redisinventory.LayoutOneHash
+}
+
+// receiptAt is the key and field of request id req's receipt, where sku's
+// layout keeps it, so that a test can read or damage it.
+func (f *fixture) receiptAt(t testing.TB, sku, req string) (key, field string) {
+	t.Helper()
+	return f.keys.ReceiptAt(sku, f.layoutField(t, sku), req)
+}
+
+// countAt is the key and field of user's count, where sku's layout keeps it.
+func (f *fixture) countAt(t testing.TB, sku, user string) (key, field string) {
+	t.Helper()
+	return f.keys.CountAt(sku, f.layoutField(t, sku), user)
+}
+
+// layoutField is sku's hash's layout field as the scripts read it, "" when
+// absent (the 1.0 layout).
+func (f *fixture) layoutField(t testing.TB, sku string) string {
+	t.Helper()
+	if f.layoutOf(t, sku) == redisinventory.LayoutThreeHashes {
+		return ""
+	}
+	return string(redisinventory.LayoutOneHash)
+}
+
+// plantReceipt writes value as req's receipt where sku's layout keeps it,
+// counting it as the scripts would in a one-hash SKU, so that a test can
+// damage one record and leave the rest of the SKU sound.
+func (f *fixture) plantReceipt(t testing.TB, sku, req, value string) {
+	t.Helper()
+	ctx := context.Background()
+	key, field := f.receiptAt(t, sku, req)
+	if added := must(f.client.HSet(ctx, key, field, value).Result()); added == 1 && key == f.keys.SKUKey(sku) {
+		must(f.client.HIncrBy(ctx, key, "receipts", 1).Result())
+	}
+}
+
+// records reads sku's receipts by request id and buyers' counts by user,
+// wherever its layout keeps them. It fails the test when the other
+// layout's place holds any, or when a one-hash SKU's fields receipts and
+// buyers, which every script that adds or removes one keeps, miscount them.
+func (f *fixture) records(t testing.TB, sku string) (receipts, counts map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	hash := must(f.client.HGetAll(ctx, f.keys.SKUKey(sku)).Result())
+	requests := must(f.client.HGetAll(ctx, f.keys.RequestsKey(sku)).Result())
+	buyers := must(f.client.HGetAll(ctx, f.keys.BuyersKey(sku)).Result())
+	receipts, counts = map[string]string{}, map[string]string{}
+	for field, v := range hash {
+		if req, ok := strings.CutPrefix(field, "r:"); ok {
+			receipts[req] = v
+		} else if user, ok := strings.CutPrefix(field, "u:"); ok {
+			counts[user] = v
+		}
+	}
+	if f.layoutOf(t, sku) == redisinventory.LayoutThreeHashes {
+		if len(receipts)+len(counts) > 0 || hash["receipts"] != "" || hash["buyers"] != "" {
+			t.Fatalf("sku %s of the 1.0 layout holds one-hash records: %v", sku, hash)
+		}
+		return requests, buyers
+	}
+	if len(requests)+len(buyers) > 0 {
+		t.Fatalf("one-hash sku %s has records in the 1.0 hashes: requests %v, buyers %v", sku, requests, buyers)
+	}
+	if hash["receipts"] != fmt.Sprint(len(receipts)) || hash["buyers"] != fmt.Sprint(len(counts)) {
+		t.Fatalf("one-hash sku %s counts %s receipts and %s buyers, holds %d and %d: %v",
+			sku, hash["receipts"], hash["buyers"], len(receipts), len(counts), hash)
+	}
+	return receipts, counts
 }
 
 // snapshot captures every key's serialized value, so a test can prove that a
@@ -106,161 +216,172 @@ func deduct(t *testing.T, f *fixture, sku domain.SKUID, user string, qty int64, 
 
 func TestDeductRunTwiceWithSameArgumentsDeductsOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	sku := f.warm(t, "twice", 10, 1)
-	eventID := uuid.NewString()
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		sku := f.warm(t, "twice", 10, 1)
+		eventID := uuid.NewString()
 
-	first := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
-	// A go-redis retry re-sends the identical EVALSHA, same event id included.
-	second := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
-	if first.Replayed || !second.Replayed || second.Released || first != second.Original() {
-		t.Fatalf("retry receipt differs:\n%+v\n%+v", first, second)
-	}
-	// A caller retry makes a fresh event id; it must still get the original.
-	third := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
-	if !third.Replayed || third.Original() != first {
-		t.Fatalf("caller retry receipt differs:\n%+v\n%+v", first, third)
-	}
-	st := must(f.inv.State(context.Background(), sku))
-	if st.Stock != 9 || st.Seq != 2 {
-		t.Fatalf("state after retries = %+v, want stock 9 seq 2", st)
-	}
-	if n := must(f.client.XLen(context.Background(), f.keys.SKUStreamKey("twice")).Result()); n != 2 {
-		t.Fatalf("stream length %d, want 2 (stocked + one deducted)", n)
-	}
+		first := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
+		// A go-redis retry re-sends the identical EVALSHA, same event id included.
+		second := must(deduct(t, f, sku, "u1", 1, "req-1", eventID))
+		if first.Replayed || !second.Replayed || second.Released || first != second.Original() {
+			t.Fatalf("retry receipt differs:\n%+v\n%+v", first, second)
+		}
+		// A caller retry makes a fresh event id; it must still get the original.
+		third := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+		if !third.Replayed || third.Original() != first {
+			t.Fatalf("caller retry receipt differs:\n%+v\n%+v", first, third)
+		}
+		st := must(f.inv.State(context.Background(), sku))
+		if st.Stock != 9 || st.Seq != 2 {
+			t.Fatalf("state after retries = %+v, want stock 9 seq 2", st)
+		}
+		if n := must(f.client.XLen(context.Background(), f.keys.SKUStreamKey("twice")).Result()); n != 2 {
+			t.Fatalf("stream length %d, want 2 (stocked + one deducted)", n)
+		}
+	})
 }
 
 // TestReplayTellsReleasedFromHeld: a replayed request id is marked Replayed,
 // and Released once its units went back, with the original receipt intact.
 func TestReplayTellsReleasedFromHeld(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	sku := f.warm(t, "replay-released", 10, 1)
-	first := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
-	if first.Replayed || first.Released {
-		t.Fatalf("first deduction marked as a replay: %+v", first)
-	}
-	again := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
-	if !again.Replayed || again.Released || again.Original() != first {
-		t.Fatalf("replay before release = %+v, want the original %+v marked replayed", again, first)
-	}
-	if _, err := f.inv.Release(context.Background(), sku, must(domain.NewUserID("u1")), must(domain.NewRequestID("req-1")),
-		must(domain.NewReason("")), uuid.NewString()); err != nil {
-		t.Fatal(err)
-	}
-	after := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
-	if !after.Replayed || !after.Released || after.Original() != first {
-		t.Fatalf("replay after release = %+v, want the original %+v marked replayed and released", after, first)
-	}
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		sku := f.warm(t, "replay-released", 10, 1)
+		first := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+		if first.Replayed || first.Released {
+			t.Fatalf("first deduction marked as a replay: %+v", first)
+		}
+		again := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+		if !again.Replayed || again.Released || again.Original() != first {
+			t.Fatalf("replay before release = %+v, want the original %+v marked replayed", again, first)
+		}
+		if _, err := f.inv.Release(context.Background(), sku, must(domain.NewUserID("u1")), must(domain.NewRequestID("req-1")),
+			must(domain.NewReason("")), uuid.NewString()); err != nil {
+			t.Fatal(err)
+		}
+		after := must(deduct(t, f, sku, "u1", 1, "req-1", uuid.NewString()))
+		if !after.Replayed || !after.Released || after.Original() != first {
+			t.Fatalf("replay after release = %+v, want the original %+v marked replayed and released", after, first)
+		}
+	})
 }
 
 func TestRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	sku := f.warm(t, "refusals", 2, 2)
-	must(deduct(t, f, sku, "holder", 2, "req-holder", uuid.NewString()))
-	other := f.warm(t, "other", 5, 1)
-	must(deduct(t, f, other, "u", 1, "req-o", uuid.NewString()))
-	unwarmed := must(domain.NewSKUID("never-warmed"))
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		sku := f.warm(t, "refusals", 2, 2)
+		must(deduct(t, f, sku, "holder", 2, "req-holder", uuid.NewString()))
+		other := f.warm(t, "other", 5, 1)
+		must(deduct(t, f, other, "u", 1, "req-o", uuid.NewString()))
+		unwarmed := must(domain.NewSKUID("never-warmed"))
 
-	cases := []struct {
-		name string
-		sku  domain.SKUID
-		user string
-		qty  int64
-		req  string
-		want error
-	}{
-		{"sold out", sku, "newcomer", 1, "req-a", domain.ErrSoldOut},
-		{"already purchased", other, "u", 1, "req-b", domain.ErrAlreadyPurchased},
-		{"qty above limit", other, "v", 2, "req-c", domain.ErrQuantityOverLimit},
-		{"not warmed", unwarmed, "u", 1, "req-d", domain.ErrNotWarmed},
-		{"request id of another user", other, "w", 1, "req-o", domain.ErrConflict},
-		{"request id with another qty", sku, "holder", 1, "req-holder", domain.ErrConflict},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		cases := []struct {
+			name string
+			sku  domain.SKUID
+			user string
+			qty  int64
+			req  string
+			want error
+		}{
+			{"sold out", sku, "newcomer", 1, "req-a", domain.ErrSoldOut},
+			{"already purchased", other, "u", 1, "req-b", domain.ErrAlreadyPurchased},
+			{"qty above limit", other, "v", 2, "req-c", domain.ErrQuantityOverLimit},
+			{"not warmed", unwarmed, "u", 1, "req-d", domain.ErrNotWarmed},
+			{"request id of another user", other, "w", 1, "req-o", domain.ErrConflict},
+			{"request id with another qty", sku, "holder", 1, "req-holder", domain.ErrConflict},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				before := f.snapshot(t)
+				_, err := deduct(t, f, tc.sku, tc.user, tc.qty, tc.req, uuid.NewString())
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("err = %v, want %v", err, tc.want)
+				}
+				assertSame(t, before, f.snapshot(t))
+			})
+		}
+
+		t.Run("release refusals", func(t *testing.T) {
 			before := f.snapshot(t)
-			_, err := deduct(t, f, tc.sku, tc.user, tc.qty, tc.req, uuid.NewString())
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
+			reason := must(domain.NewReason(""))
+			_, err := f.inv.Release(ctx, other, must(domain.NewUserID("u")), must(domain.NewRequestID("nope")), reason, uuid.NewString())
+			if !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("unknown request: err = %v, want ErrNotFound", err)
+			}
+			_, err = f.inv.Release(ctx, other, must(domain.NewUserID("intruder")), must(domain.NewRequestID("req-o")), reason, uuid.NewString())
+			if !errors.Is(err, domain.ErrConflict) {
+				t.Fatalf("other user's request: err = %v, want ErrConflict", err)
 			}
 			assertSame(t, before, f.snapshot(t))
 		})
-	}
-
-	t.Run("release refusals", func(t *testing.T) {
-		before := f.snapshot(t)
-		reason := must(domain.NewReason(""))
-		_, err := f.inv.Release(ctx, other, must(domain.NewUserID("u")), must(domain.NewRequestID("nope")), reason, uuid.NewString())
-		if !errors.Is(err, domain.ErrNotFound) {
-			t.Fatalf("unknown request: err = %v, want ErrNotFound", err)
-		}
-		_, err = f.inv.Release(ctx, other, must(domain.NewUserID("intruder")), must(domain.NewRequestID("req-o")), reason, uuid.NewString())
-		if !errors.Is(err, domain.ErrConflict) {
-			t.Fatalf("other user's request: err = %v, want ErrConflict", err)
-		}
-		assertSame(t, before, f.snapshot(t))
 	})
 }
 
 func TestWarmIsANoOpOnALiveSKU(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	sku := f.warm(t, "rewarm", 10, 1)
-	must(deduct(t, f, sku, "u1", 1, "r1", uuid.NewString()))
-	before := f.snapshot(t)
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		sku := f.warm(t, "rewarm", 10, 1)
+		must(deduct(t, f, sku, "u1", 1, "r1", uuid.NewString()))
+		before := f.snapshot(t)
 
-	def := must(domain.NewSKUDefinition(sku, 999, 5))
-	state, stocked, err := f.inv.Warm(ctx, def, uuid.NewString())
-	if err != nil || stocked {
-		t.Fatalf("re-warm: stocked=%v err=%v", stocked, err)
-	}
-	if state.Stock != 9 || state.Seq != 2 || state.Status != domain.StatusOpen {
-		t.Fatalf("re-warm reported %+v, want the live state stock 9 seq 2 open", state)
-	}
-	assertSame(t, before, f.snapshot(t))
+		def := must(domain.NewSKUDefinition(sku, 999, 5))
+		state, stocked, err := f.inv.Warm(ctx, def, uuid.NewString())
+		if err != nil || stocked {
+			t.Fatalf("re-warm: stocked=%v err=%v", stocked, err)
+		}
+		if state.Stock != 9 || state.Seq != 2 || state.Status != domain.StatusOpen {
+			t.Fatalf("re-warm reported %+v, want the live state stock 9 seq 2 open", state)
+		}
+		assertSame(t, before, f.snapshot(t))
+	})
 }
 
 func TestReleaseReturnsStockExactlyOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	sku := f.warm(t, "rel", 1, 1)
-	must(deduct(t, f, sku, "u1", 1, "r1", uuid.NewString()))
-	user, req, reason := must(domain.NewUserID("u1")), must(domain.NewRequestID("r1")), must(domain.NewReason("payment timeout"))
+	forEachLayout(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		sku := f.warm(t, "rel", 1, 1)
+		must(deduct(t, f, sku, "u1", 1, "r1", uuid.NewString()))
+		user, req, reason := must(domain.NewUserID("u1")), must(domain.NewRequestID("r1")), must(domain.NewReason("payment timeout"))
 
-	first := must(f.inv.Release(ctx, sku, user, req, reason, uuid.NewString()))
-	second := must(f.inv.Release(ctx, sku, user, req, reason, uuid.NewString()))
-	if first.AlreadyReleased || !second.AlreadyReleased || first.EventID != second.EventID || first.Seq != second.Seq {
-		t.Fatalf("release receipts: first %+v second %+v", first, second)
-	}
-	st := must(f.inv.State(ctx, sku))
-	if st.Stock != 1 || st.Seq != 3 {
-		t.Fatalf("after two releases state = %+v, want stock 1 seq 3", st)
-	}
-	if held := f.client.HGet(ctx, f.keys.BuyersKey("rel"), "u1").Val(); held != "" {
-		t.Fatalf("buyer still holds %q after release", held)
-	}
-	// The released unit can be sold again, also to the same user.
-	rc := must(deduct(t, f, sku, "u1", 1, "r2", uuid.NewString()))
-	if rc.Remaining != 0 || rc.Seq != 4 {
-		t.Fatalf("resale receipt %+v, want remaining 0 seq 4", rc)
-	}
-	events := must(f.client.XRange(ctx, f.keys.SKUStreamKey("rel"), "-", "+").Result())
-	var types []string
-	for _, m := range events {
-		e := must(streamentry.ParseMessage(m))
-		types = append(types, string(e.Type))
-	}
-	if fmt.Sprint(types) != "[stocked deducted released deducted]" {
-		t.Fatalf("stream types %v", types)
-	}
-	if e := must(streamentry.ParseMessage(events[2])); e.Reason != "payment timeout" || e.Delta != 1 {
-		t.Fatalf("released event %+v", e)
-	}
+		first := must(f.inv.Release(ctx, sku, user, req, reason, uuid.NewString()))
+		second := must(f.inv.Release(ctx, sku, user, req, reason, uuid.NewString()))
+		if first.AlreadyReleased || !second.AlreadyReleased || first.EventID != second.EventID || first.Seq != second.Seq {
+			t.Fatalf("release receipts: first %+v second %+v", first, second)
+		}
+		st := must(f.inv.State(ctx, sku))
+		if st.Stock != 1 || st.Seq != 3 {
+			t.Fatalf("after two releases state = %+v, want stock 1 seq 3", st)
+		}
+		if key, field := f.countAt(t, "rel", "u1"); f.client.HGet(ctx, key, field).Val() != "" {
+			t.Fatalf("buyer still holds %q after release", f.client.HGet(ctx, key, field).Val())
+		}
+		if receipts, counts := f.records(t, "rel"); len(receipts) != 1 || len(counts) != 0 {
+			t.Fatalf("after the release: receipts %v, counts %v; want the released receipt and no count", receipts, counts)
+		}
+		// The released unit can be sold again, also to the same user.
+		rc := must(deduct(t, f, sku, "u1", 1, "r2", uuid.NewString()))
+		if rc.Remaining != 0 || rc.Seq != 4 {
+			t.Fatalf("resale receipt %+v, want remaining 0 seq 4", rc)
+		}
+		if receipts, counts := f.records(t, "rel"); len(receipts) != 2 || fmt.Sprint(counts) != "map[u1:1]" {
+			t.Fatalf("after the resale: receipts %v, counts %v; want two receipts and u1 counting 1", receipts, counts)
+		}
+		events := must(f.client.XRange(ctx, f.keys.SKUStreamKey("rel"), "-", "+").Result())
+		var types []string
+		for _, m := range events {
+			e := must(streamentry.ParseMessage(m))
+			types = append(types, string(e.Type))
+		}
+		if fmt.Sprint(types) != "[stocked deducted released deducted]" {
+			t.Fatalf("stream types %v", types)
+		}
+		if e := must(streamentry.ParseMessage(events[2])); e.Reason != "payment timeout" || e.Delta != 1 {
+			t.Fatalf("released event %+v", e)
+		}
+	})
 }
 
 // TestScriptKeysShareOneClusterSlot records the keys of every script call and

@@ -11,9 +11,12 @@ const DefaultPartitions = 16
 // Keyspace maps SKUs to partitions and partitions to Redis keys. Every key of
 // one SKU carries its partition's hash tag, so a script's keys share one
 // Redis Cluster slot. The partition count is fixed for a deployment: changing
-// it moves SKUs to other keys.
+// it moves SKUs to other keys. It also names the layout (SKULayout) of the
+// SKUs warmed or restored through it: one SKU's records are in its hash or
+// in two keys of their own.
 type Keyspace struct {
 	partitions int
+	layout     SKULayout
 }
 
 // NewKeyspace returns the keyspace for a deployment with the given partition count.
@@ -22,6 +25,21 @@ func NewKeyspace(partitions int) (Keyspace, error) {
 		return Keyspace{}, fmt.Errorf("partitions must be between 1 and 1024, got %d", partitions)
 	}
 	return Keyspace{partitions: partitions}, nil
+}
+
+// WithLayout returns k with new SKUs in layout l, which must be valid.
+func (k Keyspace) WithLayout(l SKULayout) Keyspace {
+	k.layout = l
+	return k
+}
+
+// Layout is the layout of the SKUs warmed or restored from now on:
+// DefaultSKULayout unless WithLayout set another.
+func (k Keyspace) Layout() SKULayout {
+	if k.layout == "" {
+		return DefaultSKULayout
+	}
+	return k.layout
 }
 
 // Partitions returns the partition count.

@@ -163,10 +163,10 @@ func linearModel(init linearSKU) porcupine.Model {
 	}
 }
 
-// linearRun runs the clients against a fresh Redis with the purchase
-// script source (the real one when "") and returns the history, with the
-// state every SKU starts from.
-func linearRun(t *testing.T, source string) ([]porcupine.Operation, linearSKU) {
+// linearRun runs the clients against a fresh Redis whose SKUs keep their
+// records in layout, with the purchase script source (the real one when
+// "") and returns the history, with the state every SKU starts from.
+func linearRun(t *testing.T, source string, layout SKULayout) ([]porcupine.Operation, linearSKU) {
 	t.Helper()
 	client := redis.NewClient(&redis.Options{Addr: localstacktest.Redis(t).Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
@@ -174,6 +174,7 @@ func linearRun(t *testing.T, source string) ([]porcupine.Operation, linearSKU) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys = keys.WithLayout(layout)
 	inv, err := NewRedisInventory(client, keys, linearConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -309,25 +310,34 @@ func linearRefusal(err error) string {
 	return ""
 }
 
+// linearLayouts are the layouts the linearizability test runs on: a SKU's
+// records are read and written by other calls in each (records.lua).
+var linearLayouts = []SKULayout{LayoutOneHash, LayoutThreeHashes}
+
 func TestPurchasesAreLinearizable(t *testing.T) {
 	t.Parallel()
-	history, init := linearRun(t, "")
-	refusals := map[string]int{}
-	for _, op := range history {
-		if o := op.Output.(linearOutput); o.err != "" {
-			refusals[o.err]++
-		} else if o.replayed || o.already {
-			refusals["replayed"]++
-		}
-	}
-	for _, want := range []string{"sold_out", "already", "conflict", "replayed"} {
-		if refusals[want] == 0 {
-			t.Errorf("the run had no %s answer (%v): it does not exercise the model", want, refusals)
-		}
-	}
-	res, _ := porcupine.CheckOperationsVerbose(linearModel(init), history, 30*time.Second)
-	if res != porcupine.Ok {
-		t.Fatalf("the history of %d calls is %s against the model of a SKU", len(history), res)
+	for _, layout := range linearLayouts {
+		t.Run(string(layout), func(t *testing.T) {
+			t.Parallel()
+			history, init := linearRun(t, "", layout)
+			refusals := map[string]int{}
+			for _, op := range history {
+				if o := op.Output.(linearOutput); o.err != "" {
+					refusals[o.err]++
+				} else if o.replayed || o.already {
+					refusals["replayed"]++
+				}
+			}
+			for _, want := range []string{"sold_out", "already", "conflict", "replayed"} {
+				if refusals[want] == 0 {
+					t.Errorf("the run had no %s answer (%v): it does not exercise the model", want, refusals)
+				}
+			}
+			res, _ := porcupine.CheckOperationsVerbose(linearModel(init), history, 30*time.Second)
+			if res != porcupine.Ok {
+				t.Fatalf("the history of %d calls is %s against the model of a SKU", len(history), res)
+			}
+		})
 	}
 }
 
@@ -337,9 +347,14 @@ func TestTheLinearizabilityTestRefusesABrokenScript(t *testing.T) {
 	if !strings.Contains(source, brokenStockCheckFrom) {
 		t.Fatalf("the purchase script no longer holds %q: re-point brokenStockCheckFrom", brokenStockCheckFrom)
 	}
-	history, init := linearRun(t, strings.Replace(source, brokenStockCheckFrom, brokenStockCheckTo, 1))
-	res, _ := porcupine.CheckOperationsVerbose(linearModel(init), history, 30*time.Second)
-	if res != porcupine.Illegal {
-		t.Fatalf("a script that skips the stock check gave a history porcupine calls %s, want Illegal", res)
+	for _, layout := range linearLayouts {
+		t.Run(string(layout), func(t *testing.T) {
+			t.Parallel()
+			history, init := linearRun(t, strings.Replace(source, brokenStockCheckFrom, brokenStockCheckTo, 1), layout)
+			res, _ := porcupine.CheckOperationsVerbose(linearModel(init), history, 30*time.Second)
+			if res != porcupine.Illegal {
+				t.Fatalf("a script that skips the stock check gave a history porcupine calls %s, want Illegal", res)
+			}
+		})
 	}
 }

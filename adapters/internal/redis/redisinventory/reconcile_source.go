@@ -195,13 +195,18 @@ func (r *RedisReconcileSource) snapshotChunk(ctx context.Context, partition int,
 		}
 		rp := newReply("snapshot of "+sku.String(), v)
 		live := reconcile.LiveSKU{Present: true, Buyers: buyers[i].Val(), Receipts: receipts[i].Val(), TailTruncated: truncated}
+		if layoutOf(v) != "" {
+			// A one-hash SKU counts its records in its hash (records.lua):
+			// its buyers and requests hashes, read all the same, are empty.
+			live.Receipts, live.Buyers = rp.Decimal(8, "receipts"), rp.Decimal(9, "buyers")
+		}
 		live.Stock = rp.Decimal(0, "stock")
 		live.Status = rp.OptString(2, "status")
 		live.Verified = run != "" && rp.OptString(3, "fence") == run
 		live.Seq = rp.Decimal(4, "seq")
 		live.Held = optDecimal(rp, 5, "held")
 		live.OpenHolds = optDecimal(rp, 6, "holds")
-		live.Archived = rp.OptString(7, "archived_at") != ""
+		live.Archived = rp.OptString(len(liveFields), "archived_at") != ""
 		live.OpenHoldIDs, live.HoldIDsRead = open[sku.String()], openRead
 		if err := rp.Err(); err != nil {
 			return err

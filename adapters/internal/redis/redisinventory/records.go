@@ -224,13 +224,25 @@ func holdMarker(h domain.Hold) (string, bool) {
 	return "H" + h.HoldID, true
 }
 
+// matchPrefix is the HSCAN pattern of the fields starting with prefix, a
+// record kind's prefix in a one-hash SKU's hash ("" matches every field,
+// as each record kind of the 1.0 layout has a hash of its own). No prefix
+// holds a glob character.
+func matchPrefix(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "*"
+}
+
 // recordScanCount is the COUNT hint of the HSCANs that look for corrupt
 // records.
 const recordScanCount = 1000
 
 // CorruptRecords finds the receipts and hold records of sku that do not
 // parse as the scripts read them, and a buyer's count that does not (a
-// ledger.RecordSKU): an HSCAN of its requests hash and of
+// ledger.RecordSKU): an HSCAN of its receipts (its requests hash, or the
+// r: fields of a one-hash SKU's hash, records.lua) and of
 // its hold records, each value checked here by a pattern every readable
 // record matches, and each that does not confirmed by record_probe.lua,
 // the scripts' own reader. It reads the whole SKU, so the reconciler asks
@@ -263,8 +275,12 @@ func (r *RedisReconcileSource) CorruptRecords(ctx context.Context, sku domain.SK
 		}
 		return nil
 	}
-	if err := scan(r.keys.RequestsKey(s), "", receiptReadable, func(req string) ledger.CorruptRecord {
-		return ledger.CorruptRecord{SKU: s, Kind: ledger.RecordReceipt, RequestID: req}
+	records, err := readRecordsOf(ctx, r.client, r.keys, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := scan(records.receipts, matchPrefix(records.receiptPrefix), receiptReadable, func(field string) ledger.CorruptRecord {
+		return ledger.CorruptRecord{SKU: s, Kind: ledger.RecordReceipt, RequestID: strings.TrimPrefix(field, records.receiptPrefix)}
 	}); err != nil {
 		return nil, err
 	}
@@ -275,12 +291,12 @@ func (r *RedisReconcileSource) CorruptRecords(ctx context.Context, sku domain.SK
 	}
 	// A buyer's count stops only that buyer, so a snapshot, which reads
 	// no count, cannot see it.
-	p, err := buyerFault(ctx, r.client, r.keys, s)
+	p, err := buyerFault(ctx, r.client, records)
 	if err != nil {
 		return nil, err
 	}
 	if p != "" {
-		found = append(found, ledger.CorruptRecord{SKU: s, Kind: ledger.RecordSKU, Key: r.keys.BuyersKey(s), Problem: p})
+		found = append(found, ledger.CorruptRecord{SKU: s, Kind: ledger.RecordSKU, Key: records.counts, Problem: p})
 	}
 	return found, nil
 }

@@ -1,6 +1,8 @@
 -- release.lua: compensation for a purchase that will not complete. Returns a deduction's units to stock
 -- exactly once, marks its receipt released (receipt.lua) and appends the released event (entry.lua).
--- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream
+-- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] partition stream; the
+-- receipt and the buyer's count are where the SKU's layout keeps them (records.lua): a one-hash
+-- SKU's in its own hash, so it never touches KEYS[2] and KEYS[3]
 -- ARGV[1] sku id, ARGV[2] user, ARGV[3] request id of the deduction, ARGV[4] event id, ARGV[5] reason,
 -- ARGV[6] the id of the hold the request id would have reserved (derived from sku and request id):
 -- the release of a confirmed hold's sale carries its hold id and order id, so the ledger alone
@@ -17,7 +19,9 @@ local live, refused = live_sku(sku_key)
 if refused then
   return refused
 end
-local raw = redis.call('HGET', requests_key, request_id)
+local layout = live[8]
+local receipts_key, receipt_prefix, counts_key, count_prefix = records_of(layout, sku_key, buyers_key, requests_key)
+local raw = redis.call('HGET', receipts_key, receipt_prefix .. request_id)
 if not raw then
   return {-7}
 end
@@ -39,7 +43,7 @@ if raw_hold then
   fields[7], fields[8], fields[9], fields[10] = 'hold_id', hold_id, 'order_id', h.order_id
 end
 
-local fault = allowance_fault(buyers_key, {user})
+local fault = allowance_fault(counts_key, count_prefix, {user})
 if fault then
   return fault
 end
@@ -47,8 +51,10 @@ end
 -- All checks done; writes follow.
 local stock, seq = tonumber(live[1]) + p.qty, tonumber(live[5]) + 1
 redis.call('HSET', sku_key, 'stock', stock, 'seq', seq)
-free_allowance(buyers_key, user, p.qty)
-redis.call('HSET', requests_key, request_id,
+free_allowance(layout, sku_key, counts_key, count_prefix, user, p.qty)
+-- The receipt was read above, so this overwrites it: the SKU's count of
+-- receipts stays as it is.
+redis.call('HSET', receipts_key, receipt_prefix .. request_id,
   'R' .. seq .. ':' .. event_id .. ':' .. write_receipt(p.seq, p.remaining, p.qty, p.event_id, user))
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'released', sku, seq, p.qty, stock), unpack(fields))
 return {1, event_id, seq, stock}

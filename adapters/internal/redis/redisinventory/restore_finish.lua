@@ -1,6 +1,7 @@
 -- restore_finish.lua: complete a restore: set the SKU's figures from the
 -- ledger and stamp it as verified under this node's run (node.lua, as
--- warm.lua and stamp.lua do), which reopens it to purchases.
+-- warm.lua and stamp.lua do), which reopens it to purchases. The SKU's
+-- records are where restore_begin.lua set its layout (records.lua).
 -- KEYS[1] sku hash, KEYS[2] buyers hash, KEYS[3] requests hash, KEYS[4] the
 -- partition's tombstone set, which a SKU brought back from retirement leaves,
 -- KEYS[5] the partition's expiry set (hold.lua)
@@ -11,13 +12,28 @@
 -- ARGV[11..] deadline, "<sku> <hold_id>" of each open hold, for the expiry set.
 -- Reply: {1} stamped; {-17} the fence no longer holds the token (another
 -- restore or a stamp took over): nothing written; {-18, buyers, requests}
--- the hashes do not hold what was written: nothing written, the SKU stays
--- fenced until a restore completes.
-local live = redis.call('HMGET', KEYS[1], 'fence', 'status', 'closed_at')
+-- Redis does not hold the buyers' counts and receipts that were written (a
+-- count of -1: a one-hash SKU's count that does not read, or its
+-- buyers or requests hash exists): nothing written, the SKU stays fenced
+-- until a restore completes.
+local live = redis.call('HMGET', KEYS[1], 'fence', 'status', 'closed_at', 'layout', 'receipts', 'buyers')
 if live[1] ~= ARGV[1] then
   return {-17}
 end
-local buyers, requests = redis.call('HLEN', KEYS[2]), redis.call('HLEN', KEYS[3])
+-- The fence holds this restore's token, so the layout is the one
+-- restore_begin.lua wrote. A one-hash SKU's records share its hash with
+-- everything else, where restore_chunk.lua counted each new one: its
+-- counts are the exact check HLEN is for the 1.0 layout's own hashes,
+-- which must then be gone.
+local buyers, requests
+if live[4] == 'one-hash' then
+  buyers, requests = tonumber(live[6]) or -1, tonumber(live[5]) or -1
+  if redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0 then
+    buyers, requests = -1, -1
+  end
+else
+  buyers, requests = redis.call('HLEN', KEYS[2]), redis.call('HLEN', KEYS[3])
+end
 if buyers ~= tonumber(ARGV[8]) or requests ~= tonumber(ARGV[9]) then
   return {-18, buyers, requests}
 end

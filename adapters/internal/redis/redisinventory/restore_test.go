@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/invledger/invledger/adapters/internal/redis/redisinventory"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -126,18 +129,129 @@ func TestRestoreFencesPurchasesUntilComplete(t *testing.T) {
 	if !st.Verified || st.Seq != img.State.Seq || st.Stock != img.State.Stock {
 		t.Fatalf("state after restore %+v, want verified at seq %d stock %d", st, img.State.Seq, img.State.Stock)
 	}
-	if n := must(f.client.HLen(ctx, f.keys.RequestsKey(img.State.SKU)).Result()); n != int64(len(img.State.Requests)) {
-		t.Fatalf("%d receipts restored, want %d", n, len(img.State.Requests))
+	if receipts, _ := f.records(t, img.State.SKU); len(receipts) != len(img.State.Requests) {
+		t.Fatalf("%d receipts restored, want %d", len(receipts), len(img.State.Requests))
 	}
 
 	// A second restore while Redis is already ahead of an older image
-	// writes nothing.
+	// writes nothing. Compared by contents, not DUMP: a one-hash SKU's
+	// hash of 40,000 fields changes its internal order when read.
 	if _, err := deduct(t, f, sku, "u0", 1, "fresh", uuid.NewString()); err != nil {
 		t.Fatal(err)
 	}
-	before := f.snapshot(t)
+	before := contents(t, f)
 	if err := f.restorer.Restore(ctx, img); !errors.Is(err, ledger.ErrRedisAhead) {
 		t.Fatalf("restore of an older image: %v, want ErrRedisAhead", err)
 	}
-	assertSame(t, before, f.snapshot(t))
+	assertSame(t, before, contents(t, f))
+}
+
+// layoutSale sells sku in f's layout: 1,200 buyers, more than one chunk of
+// restore_chunk.lua, every fifth sale released, and a hold left held, one
+// confirmed and one cancelled, so that a restore has every kind of record
+// to write.
+func layoutSale(t *testing.T, f *fixture, name string) domain.SKUID {
+	t.Helper()
+	ctx := context.Background()
+	sku := f.warm(t, name, 5000, 2)
+	for i := range 1200 {
+		user, req := fmt.Sprintf("u%d", i), fmt.Sprintf("r%d", i)
+		must(deduct(t, f, sku, user, 1, req, uuid.NewString()))
+		if i%5 == 0 {
+			must(f.inv.Release(ctx, sku, must(domain.NewUserID(user)), must(domain.NewRequestID(req)), domain.Reason{}, uuid.NewString()))
+		}
+	}
+	must(reserve(t, f, sku, "h1", 2, "hr1", ttlOf(t, 600)))
+	confirmed := must(reserve(t, f, sku, "h2", 1, "hr2", ttlOf(t, 600)))
+	must(f.inv.ConfirmHold(ctx, sku, holdID(confirmed), uuid.NewString()))
+	cancelled := must(reserve(t, f, sku, "h3", 1, "hr3", ttlOf(t, 600)))
+	must(f.inv.CancelHold(ctx, sku, holdID(cancelled), uuid.NewString()))
+	return sku
+}
+
+// liveOf reads sku's hash without what depends on its layout (its r: and
+// u: records, their counts, the layout field) and without its fence, which
+// a restore renews: its live fields and hold records.
+func (f *fixture) liveOf(t *testing.T, sku string) map[string]string {
+	t.Helper()
+	hash := must(f.client.HGetAll(context.Background(), f.keys.SKUKey(sku)).Result())
+	for field := range hash {
+		if strings.HasPrefix(field, "r:") || strings.HasPrefix(field, "u:") {
+			delete(hash, field)
+		}
+	}
+	for _, field := range []string{"layout", "receipts", "buyers", "fence"} {
+		delete(hash, field)
+	}
+	return hash
+}
+
+// TestRestoreMovesASKUToTheKeyspacesLayout: a restore writes a SKU in its
+// restorer's layout, whichever the SKU had. From either layout to either,
+// every receipt, buyer's count, hold record and live field comes back as
+// it was, nothing is left where the old layout kept them and a one-hash
+// SKU counts its records exactly (fixture.records checks both), and the
+// sale goes on in the new layout.
+func TestRestoreMovesASKUToTheKeyspacesLayout(t *testing.T) {
+	t.Parallel()
+	for _, from := range skuLayouts {
+		for _, to := range skuLayouts {
+			t.Run(string(from)+"-to-"+string(to), func(t *testing.T) {
+				t.Parallel()
+				f := newLayoutFixture(t, from)
+				ctx := context.Background()
+				sku := layoutSale(t, f, "relayout")
+				s := sku.String()
+				if got := f.layoutOf(t, s); got != from {
+					t.Fatalf("sold in layout %s, want %s", got, from)
+				}
+				st := foldStream(t, f, sku)
+				receipts, counts := f.records(t, s)
+				live := f.liveOf(t, s)
+				if len(receipts) != 1203 || len(counts) != 1200-240+2 {
+					t.Fatalf("sold %d receipts and %d buyers, want 1,203 and 962", len(receipts), len(counts))
+				}
+
+				img := ledger.RedisImage{State: st, Limit: 2, StockedEventID: live["stocked_event_id"]}
+				if err := redisinventory.NewRedisRestorer(f.client, f.keys.WithLayout(to)).Restore(ctx, img); err != nil {
+					t.Fatal(err)
+				}
+				if got := f.layoutOf(t, s); got != to {
+					t.Fatalf("restored in layout %s, want %s", got, to)
+				}
+				gotReceipts, gotCounts := f.records(t, s)
+				if !maps.Equal(receipts, gotReceipts) {
+					t.Fatalf("%d receipts restored, %d before, or some differ", len(gotReceipts), len(receipts))
+				}
+				if !maps.Equal(counts, gotCounts) {
+					t.Fatalf("%d buyers' counts restored, %d before, or some differ", len(gotCounts), len(counts))
+				}
+				if got := f.liveOf(t, s); !maps.Equal(live, got) {
+					t.Fatalf("sku hash restored as\n%v\nwas\n%v", got, live)
+				}
+				if st := must(f.inv.State(ctx, sku)); !st.Verified {
+					t.Fatalf("state after the restore %+v, want verified", st)
+				}
+
+				// u1 bought one unit (not released: 1%5 != 0), u5's was
+				// released, so u1 may buy one more and u5 two; a newcomer
+				// is one buyer more, and each count must follow.
+				if _, err := deduct(t, f, sku, "u1", 2, "again-1", uuid.NewString()); !errors.Is(err, domain.ErrAlreadyPurchased) {
+					t.Fatalf("u1 past the limit after the restore: %v, want ErrAlreadyPurchased", err)
+				}
+				must(deduct(t, f, sku, "u1", 1, "again-1b", uuid.NewString()))
+				must(deduct(t, f, sku, "u5", 2, "again-5", uuid.NewString()))
+				must(deduct(t, f, sku, "newcomer", 1, "new-1", uuid.NewString()))
+				must(f.inv.Release(ctx, sku, must(domain.NewUserID("u2")), must(domain.NewRequestID("r2")), domain.Reason{}, uuid.NewString()))
+				if rc := must(deduct(t, f, sku, "u3", 1, "r3", uuid.NewString())); !rc.Replayed {
+					t.Fatalf("retry of r3 after the restore: %+v, want its original receipt", rc)
+				}
+				foldStream(t, f, sku)
+				// u5 and the newcomer count again, u2 no more.
+				if _, counts := f.records(t, s); len(counts) != 962+2-1 {
+					t.Fatalf("%d buyers after the sale went on, want 963", len(counts))
+				}
+			})
+		}
+	}
 }

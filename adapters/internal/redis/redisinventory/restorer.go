@@ -58,10 +58,11 @@ func (r *RedisRestorer) EnsureStreams(ctx context.Context, group string) (err er
 }
 
 // Restore replaces a SKU's Redis state with img in three steps: a script
-// fences the SKU (purchases get recovering) and empties its buyers and
-// requests, pipelined scripts rewrite them in chunks while the fence still
-// holds this restore's token, and a last script checks that every field
-// landed, sets the figures and stamps the SKU verified. Redis holding the
+// fences the SKU (purchases get recovering) and empties it of its records,
+// pipelined scripts rewrite them in chunks while the fence still holds
+// this restore's token, and a last script checks that every field landed,
+// sets the figures and stamps the SKU verified. The SKU comes back in the
+// keyspace's layout (Keyspace.Layout), whichever it had. Redis holding the
 // SKU at a higher seq than img is ledger.ErrRedisAhead, and nothing is
 // written. A restore that fails midway leaves the SKU fenced, never half
 // open; running it again completes it. A retired SKU comes back whole and
@@ -70,12 +71,20 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	defer translateInto(&err)
 	st := img.State
 	keys := r.keys.SKUKeys(st.SKU)
+	layout := r.keys.Layout().field()
+	records := r.keys.recordsOf(st.SKU, layout)
+	// A one-hash SKU counts its receipts and buyers in its hash; each chunk
+	// of them adds to its count what it wrote (restore_chunk.lua).
+	receiptsCount, buyersCount := "", ""
+	if layout != "" {
+		receiptsCount, buyersCount = "receipts", "buyers"
+	}
 	token := restoreTokenPrefix + uuid.NewString()
 	if err := restoreChunkScript.Load(ctx, r.client).Err(); err != nil {
 		return fmt.Errorf("load restore script: %w", err)
 	}
 
-	v, err := restoreBeginScript.Run(ctx, r.client, keys, token, st.Seq, st.Stock, img.Limit).Slice()
+	v, err := restoreBeginScript.Run(ctx, r.client, keys, token, st.Seq, st.Stock, img.Limit, layout).Slice()
 	if err != nil {
 		return fmt.Errorf("fence %s for restore: %w", st.SKU, err)
 	}
@@ -87,7 +96,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	buyers := 0
 	if img.ArchivedAt.IsZero() {
 		for user, qty := range st.Buyers {
-			if err := w.add(ctx, keys[1], user, strconv.FormatInt(qty, 10)); err != nil {
+			if err := w.add(ctx, records.counts, buyersCount, records.countPrefix+user, strconv.FormatInt(qty, 10)); err != nil {
 				return err
 			}
 		}
@@ -95,7 +104,7 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	}
 	requests := len(st.Requests)
 	for req, p := range st.Requests {
-		if err := w.add(ctx, keys[2], req, ReceiptValue(p)); err != nil {
+		if err := w.add(ctx, records.receipts, receiptsCount, records.receiptPrefix+req, ReceiptValue(p)); err != nil {
 			return err
 		}
 	}
@@ -103,27 +112,30 @@ func (r *RedisRestorer) Restore(ctx context.Context, img ledger.RedisImage) (err
 	// gets its original answer; the request id of a hold not confirmed
 	// gets its marker back, and each open hold its expiry entry, which the
 	// finish script writes. A hold whose deadline passed while Redis was
-	// down expires at the next sweep.
+	// down expires at the next sweep. Records first, markers after: a
+	// chunk writes one kind, so alternating them would cost a call each.
 	var expiring []any
 	for id, h := range st.Holds {
-		if err := w.add(ctx, keys[0], "hold:"+id, HoldRecord(h)); err != nil {
+		if err := w.add(ctx, keys[0], "", "hold:"+id, HoldRecord(h)); err != nil {
 			return err
-		}
-		if marker, ok := holdMarker(h); ok {
-			if err := w.add(ctx, keys[2], h.RequestID, marker); err != nil {
-				return err
-			}
-			requests++
 		}
 		if h.Status == domain.HoldHeld {
 			expiring = append(expiring, h.ExpiresAt.UnixMilli(), st.SKU+" "+id)
 		}
 	}
+	for _, h := range st.Holds {
+		if marker, ok := holdMarker(h); ok {
+			if err := w.add(ctx, records.receipts, receiptsCount, records.receiptPrefix+h.RequestID, marker); err != nil {
+				return err
+			}
+			requests++
+		}
+	}
 	if len(st.Holds) > 0 {
-		if err := w.add(ctx, keys[0], "held", st.Held); err != nil {
+		if err := w.add(ctx, keys[0], "", "held", st.Held); err != nil {
 			return err
 		}
-		if err := w.add(ctx, keys[0], "holds", st.OpenHolds()); err != nil {
+		if err := w.add(ctx, keys[0], "", "holds", st.OpenHolds()); err != nil {
 			return err
 		}
 	}
@@ -233,20 +245,23 @@ type chunkWriter struct {
 	sku    string
 
 	target string // the hash the pending chunk writes to
-	args   []any  // token, then field/value pairs
+	count  string // the SKU hash's count its fields add to, or ""
+	args   []any  // token, count, then field/value pairs
 	pipe   redis.Pipeliner
 	queued int
 }
 
-func (w *chunkWriter) add(ctx context.Context, target, field string, value any) error {
-	if target != w.target || len(w.args) >= 1+2*restoreChunkFields {
+// add writes field of target, a record of the kind the SKU hash's field
+// count counts ("" for a kind not counted): restore_chunk.lua.
+func (w *chunkWriter) add(ctx context.Context, target, count, field string, value any) error {
+	if target != w.target || count != w.count || len(w.args) >= 2+2*restoreChunkFields {
 		if err := w.endChunk(ctx); err != nil {
 			return err
 		}
-		w.target = target
+		w.target, w.count = target, count
 	}
 	if len(w.args) == 0 {
-		w.args = append(make([]any, 0, 1+2*restoreChunkFields), w.token)
+		w.args = append(make([]any, 0, 2+2*restoreChunkFields), w.token, w.count)
 	}
 	w.args = append(w.args, field, value)
 	return nil
@@ -254,7 +269,7 @@ func (w *chunkWriter) add(ctx context.Context, target, field string, value any) 
 
 // endChunk queues the pending chunk, sending the pipeline when it is full.
 func (w *chunkWriter) endChunk(ctx context.Context) error {
-	if len(w.args) > 1 {
+	if len(w.args) > 2 {
 		if w.pipe == nil {
 			w.pipe = w.client.Pipeline()
 		}

@@ -24,9 +24,11 @@ const (
 	// entryLua defines entry, the stream entry format of the scripts that
 	// append events.
 	entryLua fragment = "entry.lua"
-	// receiptLua defines read_receipt and write_receipt, the receipt format
-	// of the requests hash.
+	// receiptLua defines read_receipt and write_receipt, the receipt format.
 	receiptLua fragment = "receipt.lua"
+	// recordsLua defines records_of and count_records: where a SKU keeps
+	// its receipts and its buyers' counts, by its layout.
+	recordsLua fragment = "records.lua"
 	// purchaseLua defines live_sku and free_allowance, the checks and the
 	// allowance bookkeeping that release and the hold scripts share. It
 	// calls fence_holds (nodeLua) and sku_fault (skuStateLua).
@@ -49,30 +51,30 @@ const (
 // sends the 40-byte digest, not the body.
 var (
 	warmScript     = newScript("warm.lua", nodeLua, entryLua)
-	batchScript    = newScript("batch.lua", nodeLua, skuStateLua, entryLua, receiptLua, holdLua)
-	releaseScript  = newScript("release.lua", nodeLua, skuStateLua, entryLua, receiptLua, purchaseLua, holdLua)
+	batchScript    = newScript("batch.lua", nodeLua, skuStateLua, entryLua, receiptLua, recordsLua, holdLua)
+	releaseScript  = newScript("release.lua", nodeLua, skuStateLua, entryLua, receiptLua, recordsLua, purchaseLua, holdLua)
 	adjustScript   = newScript("adjust.lua", nodeLua, skuStateLua, entryLua)
 	stateScript    = newScript("state.lua", nodeLua, skuStateLua)
-	holdEndScript  = newScript("hold_end.lua", nodeLua, skuStateLua, entryLua, receiptLua, purchaseLua, holdLua)
-	holdShowScript = newScript("hold_show.lua", holdLua)
+	holdEndScript  = newScript("hold_end.lua", nodeLua, skuStateLua, entryLua, receiptLua, recordsLua, purchaseLua, holdLua)
+	holdShowScript = newScript("hold_show.lua", recordsLua, holdLua)
 	dueScript      = newScript("due.lua", holdLua)
 
 	closeScript      = newScript("close.lua", nodeLua, skuStateLua, entryLua)
-	dropBuyersScript = newScript("drop_buyers.lua")
-	retireScript     = newScript("retire.lua", nodeLua)
+	dropBuyersScript = newScript("drop_buyers.lua", recordsLua)
+	retireScript     = newScript("retire.lua", nodeLua, recordsLua)
 
 	stampScript   = newScript("stamp.lua", nodeLua, seqGuardLua)
 	fenceScript   = newScript("fence.lua", seqGuardLua)
 	correctScript = newScript("correct.lua", nodeLua, seqGuardLua)
 
-	restoreBeginScript  = newScript("restore_begin.lua")
+	restoreBeginScript  = newScript("restore_begin.lua", recordsLua)
 	quarantineScript    = newScript("quarantine.lua")
-	restoreChunkScript  = newScript("restore_chunk.lua")
-	restoreFinishScript = newScript("restore_finish.lua", nodeLua)
+	restoreChunkScript  = newScript("restore_chunk.lua", recordsLua)
+	restoreFinishScript = newScript("restore_finish.lua", nodeLua, recordsLua)
 	entombScript        = newScript("entomb.lua")
 
-	recordProbeScript  = newScript("record_probe.lua", receiptLua, holdLua)
-	recordRepairScript = newScript("record_repair.lua", nodeLua)
+	recordProbeScript  = newScript("record_probe.lua", receiptLua, recordsLua, holdLua)
+	recordRepairScript = newScript("record_repair.lua", nodeLua, recordsLua)
 )
 
 // luaScript is one script of the table.

@@ -4,9 +4,12 @@
 -- scripts.go), so that they agree on what a SKU whose state does not read
 -- is.
 -- sku_fault takes the live fields in the order every one of them reads
--- them, {stock, limit, status, fence, seq, held, holds}, and names the
--- first that does not read as the scripts write it (stock, limit and seq
--- numbers, status open or closed, held and holds numbers when present),
+-- them, {stock, limit, status, fence, seq, held, holds}, and, from the
+-- scripts that read records (records.lua), layout, receipts and buyers
+-- after them; it names the first that does not read as the scripts write
+-- it (stock, limit and seq numbers, status open or closed, held and holds
+-- numbers when present, layout absent or one-hash, and in a one-hash SKU
+-- its receipts and buyers counts, which HINCRBY moves, decimal integers),
 -- or returns nil. A caller answers {-20, key, 'malformed sku state: ...'}
 -- or raises that text: the Go side reads either as a corrupt SKU state
 -- (codes.go, records.go), answers unavailable and has the SKU restored
@@ -25,10 +28,16 @@ local function sku_fault(live)
     bad = 6
   elseif live[7] and not tonumber(live[7]) then
     bad = 7
+  elseif live[8] and live[8] ~= 'one-hash' then
+    bad = 8
+  elseif live[8] and not string.match(live[9] or '', '^%d+$') then
+    bad = 9
+  elseif live[8] and not string.match(live[10] or '', '^%d+$') then
+    bad = 10
   else
     return nil
   end
   local v = live[bad]
-  return ({'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds'})[bad] .. ' is ' ..
+  return ({'stock', 'limit', 'status', 'fence', 'seq', 'held', 'holds', 'layout', 'receipts', 'buyers'})[bad] .. ' is ' ..
     (v and ('"' .. v .. '"') or 'missing')
 end

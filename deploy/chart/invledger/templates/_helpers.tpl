@@ -93,6 +93,8 @@ helm.sh/chart: {{ printf "%s-%s" $.Chart.Name $.Chart.Version }}
   value: {{ .Values.settings.streamRetention | quote }}
 - name: INVLEDGER_STREAM_ENTRIES
   value: {{ .Values.settings.streamEntries | quote }}
+- name: INVLEDGER_SKU_LAYOUT
+  value: {{ .Values.settings.skuLayout | quote }}
 {{- with .Values.settings.webhookAllowNets }}
 - name: INVLEDGER_WEBHOOK_ALLOW_NETS
   value: {{ . | quote }}
