@@ -401,7 +401,7 @@ func (r *CompareReport) evaluate() {
 	}
 	libGoal, cpuGoal := r.floors()
 	if v, ok := ratio("lib/seed-like", lib, seed); ok {
-		goal("lib throughput / seed-like script", fmt.Sprintf(">= %.1fx", libGoal), v, v >= libGoal)
+		goal("lib throughput / seed-like script", fmt.Sprintf(">= %gx", libGoal), v, v >= libGoal)
 	}
 	if v, ok := ratio("http/seed-like", web, seed); ok {
 		goal("http throughput / seed-like script", ">= 0.45", v, v >= 0.45)
