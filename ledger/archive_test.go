@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -275,48 +274,6 @@ func testArchiveTrustsOnlyTheLedger(t *testing.T, s *stacktest.Stack, _ string) 
 	}
 }
 
-// dropPageFailer fails the failAt-th drop_buyers.lua call on one SKU (the
-// only script called with its hash and buyers hash alone) that carries a
-// page of its buyers' counts, as a connection lost midway would.
-type dropPageFailer struct {
-	skuKey, buyersKey string
-
-	mu     sync.Mutex
-	pages  int
-	failAt int
-}
-
-func (d *dropPageFailer) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (d *dropPageFailer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (d *dropPageFailer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		// evalsha, sha, 2, both keys, seq, then the page
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && args[2] == 2 && args[3] == d.skuKey &&
-			args[4] == d.buyersKey && len(args) > 6 {
-			d.mu.Lock()
-			d.pages++
-			fail := d.pages == d.failAt
-			d.mu.Unlock()
-			if fail {
-				err := errors.New("connection lost")
-				cmd.SetErr(err)
-				return err
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (d *dropPageFailer) stop() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.failAt = 0
-}
-
 // TestArchiveResumesADropStoppedMidway: a one-hash SKU's buyers leave Redis
 // a page at a time. A drop that stops midway commits no archive and leaves
 // the SKU unfit to retire; the next run archives the ledger's fold (what
@@ -338,7 +295,7 @@ func TestArchiveResumesADropStoppedMidway(t *testing.T) {
 		t.Fatalf("sold in layout %q to %d buyers, want one-hash and 1,500", sold.hash["layout"], len(sold.buyers))
 	}
 
-	failer := &dropPageFailer{skuKey: s.Keyspace.SKUKey(sku), buyersKey: s.Keyspace.BuyersKey(sku), failAt: 2}
+	failer := stacktest.NewDropPages(s.Keyspace, sku, 2)
 	s.RedisClient.AddHook(failer)
 	if _, err := arch.ArchiveBuyers(ctx, sku); err == nil {
 		t.Fatal("an archive whose drop lost its second page succeeded")
@@ -353,7 +310,7 @@ func TestArchiveResumesADropStoppedMidway(t *testing.T) {
 		t.Fatalf("retire after a drop stopped midway: %v, want ErrNotArchived", err)
 	}
 
-	failer.stop()
+	failer.FailAt(0)
 	res, err := arch.ArchiveBuyers(ctx, sku)
 	if err != nil || res.AlreadyArchived || res.Buyers != 1500 || res.Units != 1500 {
 		t.Fatalf("archive after a drop stopped midway: %+v %v, want 1,500 buyers archived now", res, err)

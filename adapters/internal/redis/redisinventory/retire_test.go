@@ -7,13 +7,12 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/invledger/invledger/adapters/internal/redis/redisinventory"
+	"github.com/invledger/invledger/adapters/testkit/stacktest"
 	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 )
@@ -104,58 +103,6 @@ func testRetireScriptChecksBeforeItWrites(t *testing.T, f *fixture) {
 	assertOneSlotPerCall(t, rec.calls(), 10)
 }
 
-// dropCalls records the number of fields of each drop_buyers.lua call on
-// one SKU (the only script called with its hash and buyers hash alone),
-// and fails the failAt-th call that carries a page of them, counted from
-// 1, as a lost connection would, so that a test can stop a drop midway.
-type dropCalls struct {
-	skuKey, buyersKey string
-
-	mu     sync.Mutex
-	fields []int
-	pages  int
-	failAt int
-}
-
-func (d *dropCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (d *dropCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (d *dropCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && args[2] == 2 && args[3] == d.skuKey && args[4] == d.buyersKey {
-			d.mu.Lock()
-			n := len(args) - 6 // evalsha, sha, 2, both keys, seq
-			d.fields = append(d.fields, n)
-			if n > 0 {
-				d.pages++
-			}
-			fail := n > 0 && d.pages == d.failAt
-			d.mu.Unlock()
-			if fail {
-				err := errors.New("connection lost")
-				cmd.SetErr(err)
-				return err
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (d *dropCalls) failCall(n int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.fields, d.pages, d.failAt = nil, 0, n
-}
-
-func (d *dropCalls) calls() []int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]int(nil), d.fields...)
-}
-
 // TestDropBuyersOfAOneHashSKUInSteps: a one-hash SKU's 2,500 buyers' counts
 // go a page at a time, no call deleting more than one page. A drop stopped
 // midway leaves the SKU's count of buyers exact, Buyers reporting it
@@ -192,7 +139,7 @@ func TestDropBuyersOfAOneHashSKUInSteps(t *testing.T) {
 		}
 	}
 
-	calls := &dropCalls{skuKey: f.keys.SKUKey(s), buyersKey: f.keys.BuyersKey(s), failAt: 2}
+	calls := stacktest.NewDropPages(f.keys, s, 2)
 	f.client.AddHook(calls)
 	if err := f.archiver.DropBuyers(ctx, sku, seq); err == nil {
 		t.Fatal("a drop whose second page was lost succeeded")
@@ -221,7 +168,7 @@ func TestDropBuyersOfAOneHashSKUInSteps(t *testing.T) {
 	}
 	_, counts = f.records(t, s)
 	before := contents(t, f)
-	calls.failCall(0)
+	calls.FailAt(0)
 	if err := f.archiver.DropBuyers(ctx, sku, seq); !errors.Is(err, ledger.ErrSeqMoved) {
 		t.Fatalf("drop at the seq before the release: %v, want ErrSeqMoved", err)
 	}
@@ -231,7 +178,7 @@ func TestDropBuyersOfAOneHashSKUInSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := 0
-	for _, n := range calls.calls() {
+	for _, n := range calls.Fields() {
 		if n > 1000 {
 			t.Fatalf("a drop call deleted %d counts, more than a page", n)
 		}
@@ -242,7 +189,7 @@ func TestDropBuyersOfAOneHashSKUInSteps(t *testing.T) {
 	if pages < 2 {
 		t.Fatalf("the %d counts left went in %d calls, want pages", len(counts), pages)
 	}
-	t.Logf("the %d counts left went in %d calls of at most %d", len(counts), pages, slices.Max(calls.calls()))
+	t.Logf("the %d counts left went in %d calls of at most %d", len(counts), pages, slices.Max(calls.Fields()))
 	receipts, left := f.records(t, s)
 	if len(left) != 0 || len(receipts) != len(img.State.Requests) {
 		t.Fatalf("after the drop %d counts and %d receipts are left, want none and %d", len(left), len(receipts), len(img.State.Requests))
