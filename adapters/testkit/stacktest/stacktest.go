@@ -15,6 +15,7 @@ import (
 	"github.com/invledger/invledger/adapters/internal/approot"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
+	"github.com/invledger/invledger/domain"
 	"github.com/invledger/invledger/ledger"
 	"github.com/invledger/invledger/ledger/reconcile"
 	"github.com/invledger/invledger/projections/streamentry"
@@ -192,8 +193,19 @@ func (s *Stack) SKU(t testing.TB, sku string, stock, limit int64) {
 	if _, _, err := s.Service.CreateSKU(ctx, ledger.CreateSKUCommand{SKU: sku, Stock: stock, PerUserLimit: limit}); err != nil {
 		t.Fatalf("create sku %s: %v", sku, err)
 	}
-	if _, err := s.Service.Warm(ctx, sku); err != nil {
-		t.Fatalf("warm sku %s: %v", sku, err)
+	// A Redis that cannot take writes for a moment (a Sentinel master
+	// whose replicas' acknowledgements lag on a loaded machine answers
+	// NOREPLICAS) is unavailable, not broken: the warm is tried again.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Service.Warm(ctx, sku)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, domain.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("warm sku %s: %v", sku, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
