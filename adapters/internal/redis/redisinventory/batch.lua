@@ -67,9 +67,10 @@ end
 local expiry_key, stream_key = KEYS[#KEYS - 1], KEYS[#KEYS]
 
 -- A call pays for every table, string and number conversion it makes
--- (docs/benchmarks, "the lean call"), so an attempt is not copied into a
--- table of its own: it is read where it sits in ARGV, at its position
--- (its kind; then user, qty, request_id, event_id and the kind's fields).
+-- (docs/benchmarks/2026-12-04-one-hash-per-sku.md), so an attempt is not
+-- copied into a table of its own: it is read where it sits in ARGV, at its
+-- position (its kind; then user, qty, request_id, event_id and the kind's
+-- fields).
 -- The tables most calls never need are made on first use: expiries (the
 -- ZADD of the call's reserves) at the first reserve, and a group's writes
 -- at its first sale. writes holds the HSETs of every group, in order, run
