@@ -95,6 +95,13 @@ func liveFault(values []any) string {
 		_, err := strconv.ParseInt(s, 10, 64)
 		return err == nil
 	}
+	// A one-hash SKU's counts of records, which HINCRBY moves, are decimal
+	// digits only, as sku_fault reads them.
+	count := func(i int) bool {
+		s, ok := str(i)
+		_, err := strconv.ParseUint(s, 10, 64)
+		return ok && err == nil
+	}
 	bad := -1
 	switch status, _ := str(2); {
 	case !integer(0, false):
@@ -111,9 +118,9 @@ func liveFault(values []any) string {
 		bad = 6
 	case values[7] != nil && layoutOf(values) != string(LayoutOneHash):
 		bad = 7
-	case values[7] != nil && !integer(8, false):
+	case values[7] != nil && !count(8):
 		bad = 8
-	case values[7] != nil && !integer(9, false):
+	case values[7] != nil && !count(9):
 		bad = 9
 	default:
 		return ""
