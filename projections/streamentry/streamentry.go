@@ -248,6 +248,14 @@ func (p *entryParser) packed(e *domain.Event, v string) {
 		return
 	}
 	e.ID, e.Type, e.SKU = parts[0], p.eventType(parts[1]), parts[2]
+	// Two spaces in a row leave a value empty, which no script writes and
+	// parseEvent's checks of the id and the sku would let through.
+	if e.ID == "" {
+		p.fail("event_id: missing")
+	}
+	if e.SKU == "" {
+		p.fail("sku: missing")
+	}
 	e.Seq, e.Qty, e.Balance = p.num("seq", parts[3]), p.num("qty", parts[4]), p.num("balance", parts[5])
 	if e.Type == domain.EventAdjusted {
 		e.Delta, e.Qty = e.Qty, max(e.Qty, -e.Qty)
