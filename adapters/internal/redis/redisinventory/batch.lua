@@ -337,27 +337,6 @@ end
 if expiries then
   redis.call(unpack(expiries))
 end
--- column returns field c of event i's stream entry, '' where its kind has
--- none: after its position p, an attempt holds user at p+1, request_id at
--- p+3, a deduct's tp at p+5, a reserve's hold_id and order_id at p+6, p+7.
-local function column(c, i)
-  local p = event_at[i]
-  local reserve = argv[p] == 'r'
-  if c == 'user' then
-    return argv[p + 1]
-  elseif c == 'request_id' then
-    return argv[p + 3]
-  elseif c == 'tp' then
-    return reserve and '' or argv[p + 5]
-  elseif not reserve then
-    return ''
-  elseif c == 'hold_id' then
-    return argv[p + 6]
-  elseif c == 'expires_at' then
-    return event_expires[i]
-  end
-  return argv[p + 7]
-end
 if per_event or #event_e == 1 then
   -- The 1.0.0 format, which an entry of one event is too: its fields in
   -- 1.0.0's order, tp only in a sampled trace, and a reserve's order_id
@@ -374,6 +353,28 @@ if per_event or #event_e == 1 then
     end
   end
 elseif #event_e > 0 then
+  -- column returns field c of event i's stream entry, '' where its kind has
+  -- none: after its position p, an attempt holds user at p+1, request_id at
+  -- p+3, a deduct's tp at p+5, a reserve's hold_id and order_id at p+6, p+7.
+  -- Made here, as a call of one event (the 1.0.0 format) never needs it.
+  local function column(c, i)
+    local p = event_at[i]
+    local reserve = argv[p] == 'r'
+    if c == 'user' then
+      return argv[p + 1]
+    elseif c == 'request_id' then
+      return argv[p + 3]
+    elseif c == 'tp' then
+      return reserve and '' or argv[p + 5]
+    elseif not reserve then
+      return ''
+    elseif c == 'hold_id' then
+      return argv[p + 6]
+    elseif c == 'expires_at' then
+      return event_expires[i]
+    end
+    return argv[p + 7]
+  end
   -- columns are the entry's fields after e, in the order the 1.0.0 entries
   -- had them; a column none of the call's events has is left out, and a
   -- call that holds a reserve has order_id even when every one is empty.
