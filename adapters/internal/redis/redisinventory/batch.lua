@@ -3,13 +3,13 @@
 -- batcher.go gathers them). Each SKU is a group: its attempts are judged in
 -- the order given, and what is the same for all of them is paid once per
 -- group, whatever their number. A one-hash SKU (records.lua) costs one
--- HMGET of its live fields and of every receipt and buyer's count the group
--- names, one HMGET of its counts of records when it may sell, and one HSET
--- of all the group writes (stock, seq, the new receipts and counts, the
+-- HMGET of its live fields, its counts of records and every receipt and
+-- buyer's count the group names, and one HSET of all the group writes
+-- (stock, seq, the new receipts and counts, the counts of records, the
 -- open-hold counts and the new hold records). A SKU of the 1.0 layout
 -- costs an HMGET and an HSET more of each of its requests and buyers
--- hashes. The node's run
--- (node.lua) and Redis's clock are read at most once per call; every event
+-- hashes. The node's run (node.lua) and Redis's clock are read at most
+-- once per call; every event
 -- of the call goes in one stream entry (or one entry each, below), and the
 -- expiry entries of its reserves in one ZADD.
 --
@@ -115,21 +115,21 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
 
   -- The reads of the group. A key of the wrong type is the group's fault;
   -- any other error is the node's, raised for the whole call, before any
-  -- write. One HMGET reads the live fields, the layout (records.lua) and,
+  -- write. One HMGET reads the live fields, the layout (records.lua), the
+  -- counts of records a one-hash SKU keeps (absent in the 1.0 layout) and,
   -- for a one-hash SKU, every receipt and count the group names, each
-  -- attempt's r: and u: after the live fields; only a group with a
-  -- reserve reads the open-hold counts (held, holds), as each field read
-  -- costs the call and only a reserve writes them. A SKU of the 1.0 layout
-  -- reads its records from its two other hashes after; a one-hash SKU that
-  -- may sell reads its counts of records, which a sold-out refusal needs
-  -- not pay for.
+  -- attempt's r: and u: after the live fields: a field more costs far less
+  -- than a command more, so a sold-out refusal, which needs no count,
+  -- reads them too. Only a group with a reserve reads the open-hold counts
+  -- (held, holds), which only a reserve writes. A SKU of the 1.0 layout
+  -- reads its records from its two other hashes after.
   local refused, failed, failed_key
   local stock, limit, status, seq, held, holds
-  local layout, receipts_key, receipt_prefix, counts_key, count_prefix, counted_records
+  local layout, receipts_key, receipt_prefix, counts_key, count_prefix
   local requests, users = {}, {}
-  local fields = {'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'layout'}
+  local fields = {'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'layout', 'receipts', 'buyers'}
   if reserves then
-    fields[9], fields[10] = 'held', 'holds'
+    fields[11], fields[12] = 'held', 'holds'
   end
   local base = #fields - 2
   for k, p in ipairs(positions) do
@@ -144,17 +144,13 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     -- The numbers the judging needs, read once; sku_fault only names
     -- what does not read, off the path of a sound SKU.
     stock, limit, status, seq, layout = tonumber(live[1]), tonumber(live[2]), live[3], tonumber(live[5]), live[6]
-    held, holds = tonumber(reserves and live[7] or '0'), tonumber(reserves and live[8] or '0')
-    if layout and status == 'open' and stock and stock > 0 then
-      counted_records = redis.call('HMGET', sku_key, 'receipts', 'buyers')
-    end
+    held, holds = tonumber(reserves and live[9] or '0'), tonumber(reserves and live[10] or '0')
     run = run or node_run()
     if not (stock and limit and seq and held and holds) or (status ~= 'open' and status ~= 'closed') or
-      (layout and layout ~= 'one-hash') or
-      (counted_records and not (string.match(counted_records[1] or '', '^%d+$') and
-        string.match(counted_records[2] or '', '^%d+$'))) then
-      local state = {live[1], live[2], live[3], live[4], live[5], reserves and live[7], reserves and live[8], layout,
-        counted_records and counted_records[1] or '0', counted_records and counted_records[2] or '0'}
+      (layout and not (layout == 'one-hash' and string.match(live[7] or '', '^%d+$') and
+        string.match(live[8] or '', '^%d+$'))) then
+      local state = {live[1], live[2], live[3], live[4], live[5], reserves and live[9], reserves and live[10], layout,
+        live[7], live[8]}
       refused = {-20, sku_key, 'malformed sku state: ' .. sku_fault(state)}
     elseif live[4] ~= run then
       refused = {-4}
@@ -314,11 +310,8 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         end
       end
       if layout then
-        -- Read with the live fields whenever stock may sell; still before
-        -- the call's first write if a sale came of a stock read as none.
-        counted_records = counted_records or redis.call('HMGET', sku_key, 'receipts', 'buyers')
-        set[#set + 1], set[#set + 2] = 'receipts', format('%d', tonumber(counted_records[1]) + #records / 2)
-        set[#set + 1], set[#set + 2] = 'buyers', format('%d', tonumber(counted_records[2]) + added)
+        set[#set + 1], set[#set + 2] = 'receipts', format('%d', tonumber(live[7]) + #records / 2)
+        set[#set + 1], set[#set + 2] = 'buyers', format('%d', tonumber(live[8]) + added)
         for i = 1, #records do
           set[#set + 1] = records[i]
         end
