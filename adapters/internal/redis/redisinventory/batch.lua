@@ -59,7 +59,10 @@
 --                                  holds a live field or a buyer's count that does not parse;
 --                                  nothing written for it
 --   {-21, kind, message}           a malformed record (kind receipt or hold): nothing written for it
-local argv, format = ARGV, string.format
+-- The library functions the call uses most, as locals: a global is a
+-- table lookup at each use.
+local argv, format, match, concat = ARGV, string.format, string.match, table.concat
+local call, tonumber, ipairs, unpack = redis.call, tonumber, ipairs, unpack
 local per_event = argv[1] == 'e'
 if not per_event and argv[1] ~= 'c' then
   error('batch.lua: ARGV[1] is ' .. tostring(argv[1]) .. ', want c or e')
@@ -86,13 +89,13 @@ local run, now
 -- failure, for the caller to confine to its group.
 local function read_each(key, positions, off)
   if #positions == 1 then
-    return pcall(redis.call, 'HMGET', key, argv[positions[1] + off])
+    return pcall(call, 'HMGET', key, argv[positions[1] + off])
   end
   local fields = {'HMGET', key}
   for k, p in ipairs(positions) do
     fields[k + 2] = argv[p + off]
   end
-  return pcall(redis.call, unpack(fields))
+  return pcall(call, unpack(fields))
 end
 
 local at = 2
@@ -121,12 +124,13 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   -- attempt's r: and u: after the live fields: a field more costs far less
   -- than a command more, so a sold-out refusal, which needs no count,
   -- reads them too. Only a group with a reserve reads the open-hold counts
-  -- (held, holds), which only a reserve writes. A SKU of the 1.0 layout
-  -- reads its records from its two other hashes after.
+  -- (held, holds), which only a reserve writes. Attempt k's receipt comes
+  -- back at live[base - 1 + 2 * k] and its buyer's count after it, at
+  -- live[base + 2 * k]; a SKU of the 1.0 layout reads its records from its
+  -- two other hashes after and puts them there.
   local refused, failed, failed_key
   local stock, limit, status, seq, held, holds
   local layout, receipts_key, receipt_prefix, counts_key, count_prefix
-  local requests, users = {}, {}
   local fields = {'HMGET', sku_key, 'stock', 'limit', 'status', 'fence', 'seq', 'layout', 'receipts', 'buyers'}
   if reserves then
     fields[11], fields[12] = 'held', 'holds'
@@ -135,7 +139,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
   for k, p in ipairs(positions) do
     fields[base + 1 + 2 * k], fields[base + 2 + 2 * k] = 'r:' .. argv[p + 3], 'u:' .. argv[p + 1]
   end
-  local ok, live = pcall(redis.call, unpack(fields))
+  local ok, live = pcall(call, unpack(fields))
   if not ok then
     failed, failed_key = live, sku_key
   elseif not live[1] and not live[5] then
@@ -147,8 +151,8 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     held, holds = tonumber(reserves and live[9] or '0'), tonumber(reserves and live[10] or '0')
     run = run or node_run()
     if not (stock and limit and seq and held and holds) or (status ~= 'open' and status ~= 'closed') or
-      (layout and not (layout == 'one-hash' and string.match(live[7] or '', '^%d+$') and
-        string.match(live[8] or '', '^%d+$'))) then
+      (layout and not (layout == 'one-hash' and match(live[7] or '', '^%d+$') and
+        match(live[8] or '', '^%d+$'))) then
       local state = {live[1], live[2], live[3], live[4], live[5], reserves and live[9], reserves and live[10], layout,
         live[7], live[8]}
       refused = {-20, sku_key, 'malformed sku state: ' .. sku_fault(state)}
@@ -156,11 +160,8 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       refused = {-4}
     else
       receipts_key, receipt_prefix, counts_key, count_prefix = records_of(layout, sku_key, buyers_key, requests_key)
-      if layout then
-        for k = 1, #positions do
-          requests[k], users[k] = live[base - 1 + 2 * k], live[base + 2 * k]
-        end
-      else
+      if not layout then
+        local requests, users
         ok, requests = read_each(requests_key, positions, 3)
         if not ok then
           failed, failed_key = requests, requests_key
@@ -170,13 +171,16 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
             failed, failed_key = users, buyers_key
           end
         end
+        for k = 1, ok and #positions or 0 do
+          live[base - 1 + 2 * k], live[base + 2 * k] = requests[k], users[k]
+        end
       end
     end
   end
   if failed then
     -- Redis 7 hands pcall a table with err; earlier versions a string.
     failed = type(failed) == 'table' and failed.err or tostring(failed)
-    if not string.match(failed, '^WRONGTYPE') then
+    if not match(failed, '^WRONGTYPE') then
       error({err = failed})
     end
     refused = {-20, failed_key, failed}
@@ -195,10 +199,11 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     for k, p in ipairs(positions) do
       local request_id, user = argv[p + 3], argv[p + 1]
       if receipts[request_id] == nil then
-        receipts[request_id] = requests[k] or false
+        receipts[request_id] = live[base - 1 + 2 * k] or false
       end
       if counted[user] == nil then
-        counted[user], new_buyer[user] = tonumber(users[k] or '0') or false, not users[k]
+        local count = live[base + 2 * k]
+        counted[user], new_buyer[user] = tonumber(count or '0') or false, not count
       end
     end
     -- The group's last sale's seq and stock as text: the text each was
@@ -227,7 +232,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       elseif prior then
         -- A retry of a reserve returns the original hold, in its state now.
         local hold_id = argv[p + 6]
-        local raw = new_holds and new_holds[hold_id] or redis.call('HGET', sku_key, 'hold:' .. hold_id)
+        local raw = new_holds and new_holds[hold_id] or call('HGET', sku_key, 'hold:' .. hold_id)
         local read, h = true, nil
         if raw then
           read, h = pcall(read_hold, raw)
@@ -245,7 +250,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       elseif qty > limit then
         answer = {-3}
       elseif not counted[user] then
-        answer = {-20, counts_key, 'malformed sku state: the count of buyer ' .. user .. ' is "' .. users[k] .. '"'}
+        answer = {-20, counts_key, 'malformed sku state: the count of buyer ' .. user .. ' is "' .. live[base + 2 * k] .. '"'}
       elseif counted[user] + qty > limit then
         answer = {-2}
       elseif stock < qty then
@@ -284,7 +289,7 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
           expiries = expiries or {'ZADD', expiry_key}
           expiries[#expiries + 1], expiries[#expiries + 2] = h.expires, sku .. ' ' .. hold_id
           event_expires = event_expires or {}
-          event_expires[e] = string.format('%.0f', h.expires)
+          event_expires[e] = format('%.0f', h.expires)
           answer = hold_reply(1, h, now, receipts_key, receipt_prefix)
         end
         records[#records + 1], records[#records + 2] = receipt_prefix .. request_id, receipts[request_id]
@@ -328,7 +333,7 @@ end
 
 -- The writes, the ones that can fail first (see the header).
 if expiries then
-  redis.call(unpack(expiries))
+  call(unpack(expiries))
 end
 if per_event or #event_e == 1 then
   -- The 1.0.0 format, which an entry of one event is too: its fields in
@@ -337,54 +342,51 @@ if per_event or #event_e == 1 then
   for i, e in ipairs(event_e) do
     local p = event_at[i]
     if argv[p] == 'r' then
-      redis.call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3],
+      call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3],
         'hold_id', argv[p + 6], 'expires_at', event_expires[i], 'order_id', argv[p + 7])
     elseif argv[p + 5] ~= '' then
-      redis.call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3], 'tp', argv[p + 5])
+      call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3], 'tp', argv[p + 5])
     else
-      redis.call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3])
+      call('XADD', stream_key, '*', 'e', e, 'user', argv[p + 1], 'request_id', argv[p + 3])
     end
   end
 elseif #event_e > 0 then
-  -- column returns field c of event i's stream entry, '' where its kind has
-  -- none: after its position p, an attempt holds user at p+1, request_id at
-  -- p+3, a deduct's tp at p+5, a reserve's hold_id and order_id at p+6, p+7.
-  -- Made here, as a call of one event (the 1.0.0 format) never needs it.
-  local function column(c, i)
+  -- The entry's fields after e, in the order the 1.0.0 entries had them:
+  -- user and request_id; tp when some purchase of the call is in a sampled
+  -- trace; hold_id, expires_at and order_id when some event is a reserve
+  -- (order_id even when every one is empty). An event without a field has
+  -- '' on its line. After its position p, an attempt holds user at p+1,
+  -- request_id at p+3, a deduct's tp at p+5, a reserve's hold_id and
+  -- order_id at p+6 and p+7. Columns most calls never have are made only
+  -- when one is present.
+  local users, requests, tps, traced = {}, {}, {}, false
+  for i = 1, #event_e do
     local p = event_at[i]
-    local reserve = argv[p] == 'r'
-    if c == 'user' then
-      return argv[p + 1]
-    elseif c == 'request_id' then
-      return argv[p + 3]
-    elseif c == 'tp' then
-      return reserve and '' or argv[p + 5]
-    elseif not reserve then
-      return ''
-    elseif c == 'hold_id' then
-      return argv[p + 6]
-    elseif c == 'expires_at' then
-      return event_expires[i]
-    end
-    return argv[p + 7]
+    users[i], requests[i], tps[i] = argv[p + 1], argv[p + 3], argv[p] == 'd' and argv[p + 5] or ''
+    traced = traced or tps[i] ~= ''
   end
-  -- columns are the entry's fields after e, in the order the 1.0.0 entries
-  -- had them; a column none of the call's events has is left out, and a
-  -- call that holds a reserve has order_id even when every one is empty.
-  local add, lines = {'XADD', stream_key, '*', 'e', table.concat(event_e, '\n')}, {}
-  for _, c in ipairs({'user', 'request_id', 'tp', 'hold_id', 'expires_at', 'order_id'}) do
-    local present = false
+  local add = {'XADD', stream_key, '*', 'e', concat(event_e, '\n'), 'user', concat(users, '\n'),
+    'request_id', concat(requests, '\n')}
+  if traced then
+    add[10], add[11] = 'tp', concat(tps, '\n')
+  end
+  if event_expires then
+    local hold_ids, expires_at, order_ids = {}, {}, {}
     for i = 1, #event_e do
-      local v = column(c, i)
-      present, lines[i] = present or v ~= '', v
+      local p = event_at[i]
+      if argv[p] == 'r' then
+        hold_ids[i], expires_at[i], order_ids[i] = argv[p + 6], event_expires[i], argv[p + 7]
+      else
+        hold_ids[i], expires_at[i], order_ids[i] = '', '', ''
+      end
     end
-    if present or (c == 'order_id' and event_expires) then
-      add[#add + 1], add[#add + 2] = c, table.concat(lines, '\n')
-    end
+    add[#add + 1], add[#add + 2] = 'hold_id', concat(hold_ids, '\n')
+    add[#add + 1], add[#add + 2] = 'expires_at', concat(expires_at, '\n')
+    add[#add + 1], add[#add + 2] = 'order_id', concat(order_ids, '\n')
   end
-  redis.call(unpack(add))
+  call(unpack(add))
 end
 for _, w in ipairs(writes) do
-  redis.call(unpack(w))
+  call(unpack(w))
 end
 return answers

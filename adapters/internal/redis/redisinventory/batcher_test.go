@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/invledger/invledger/adapters/internal/redis/redisinventory"
 	"github.com/invledger/invledger/domain"
@@ -275,4 +276,83 @@ func keyDumps(t *testing.T, f *fixture, keys []string) map[string]string {
 		dumps[k] = v
 	}
 	return dumps
+}
+
+// TestACallsEntryHasTheColumnsOfItsEvents sends three calls of two events
+// each and reads their stream entries raw: every entry has e, user and
+// request_id, one line per event in the call's order; tp only when a
+// purchase of the call is in a sampled trace, '' on the lines of the
+// others; hold_id, expires_at and order_id only when the call holds a
+// reserve, '' on a deduct's lines and order_id even when it is empty.
+func TestACallsEntryHasTheColumnsOfItsEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.warm(t, "columns", 100, 5)
+	sampled := trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled}))
+	buy := func(ctx context.Context, user, req string) func() error {
+		return func() error {
+			_, err := f.inv.Deduct(ctx, sku, must(domain.NewUserID(user)), must(domain.NewQuantity(1)),
+				must(domain.NewRequestID(req)), uuid.NewString())
+			return err
+		}
+	}
+	ttl := must(domain.HoldConfig{MaxTTL: time.Hour, DefaultTTL: time.Hour}.NewHoldTTL(nil))
+	hold := func() error {
+		_, err := f.inv.Reserve(ctx, sku, must(domain.NewUserID("u6")), must(domain.NewQuantity(1)),
+			must(domain.NewRequestID("r6")), ttl, "", uuid.NewString())
+		return err
+	}
+	for _, call := range [][]func() error{
+		{buy(ctx, "u1", "r1"), buy(sampled, "u2", "r2")},
+		{buy(ctx, "u3", "r3"), buy(ctx, "u4", "r4")},
+		{buy(sampled, "u5", "r5"), hold},
+	} {
+		for i, err := range batchOf(t, f, sku, call) {
+			if err != nil {
+				t.Fatalf("attempt %d: %v", i, err)
+			}
+		}
+	}
+
+	entries := must(f.client.XRange(ctx, f.keys.SKUStreamKey(sku.String()), "-", "+").Result())
+	var got []string
+	for _, m := range entries {
+		if _, sale := m.Values["request_id"]; !sale {
+			continue // the warm's
+		}
+		var fields []string
+		for _, c := range []string{"user", "request_id", "tp", "hold_id", "expires_at", "order_id"} {
+			if v, ok := m.Values[c]; ok {
+				line := strings.Split(v.(string), "\n")
+				if c == "tp" {
+					for i := range line {
+						if line[i] != "" {
+							line[i] = "<traceparent>"
+						}
+					}
+				}
+				if c == "expires_at" && line[1] != "" {
+					line[1] = "<deadline>"
+				}
+				fields = append(fields, c+"="+strings.Join(line, ","))
+			}
+		}
+		got = append(got, strings.Join(fields, " "))
+	}
+	want := []string{
+		"user=u1,u2 request_id=r1,r2 tp=,<traceparent>",
+		"user=u3,u4 request_id=r3,r4",
+		"user=u5,u6 request_id=r5,r6 tp=<traceparent>, hold_id=," + domain.HoldIDFor(sku, must(domain.NewRequestID("r6"))).String() +
+			" expires_at=,<deadline> order_id=,",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the entries' columns are\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, m := range entries {
+		if _, err := streamentry.ParseEvents(streamentry.MessageFields(m)); err != nil {
+			t.Errorf("entry %s does not parse: %v", m.ID, err)
+		}
+	}
 }
