@@ -281,9 +281,10 @@ func keyDumps(t *testing.T, f *fixture, keys []string) map[string]string {
 // TestACallsEntryHasTheColumnsOfItsEvents sends three calls of two events
 // each and reads their stream entries raw: every entry has e, user and
 // request_id, one line per event in the call's order; tp only when a
-// purchase of the call is in a sampled trace, ” on the lines of the
-// others; hold_id, expires_at and order_id only when the call holds a
-// reserve, ” on a deduct's lines and order_id even when it is empty.
+// purchase of the call is in a sampled trace, with an empty line for each
+// other event; hold_id, expires_at and order_id only when the call holds a
+// reserve, with empty lines for its deducts, and order_id even when every
+// line of it is empty.
 func TestACallsEntryHasTheColumnsOfItsEvents(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
