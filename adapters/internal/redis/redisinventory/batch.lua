@@ -150,9 +150,11 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
     stock, limit, status, seq, layout = tonumber(live[1]), tonumber(live[2]), live[3], tonumber(live[5]), live[6]
     held, holds = tonumber(reserves and live[9] or '0'), tonumber(reserves and live[10] or '0')
     run = run or node_run()
+    -- The counts of records are judged only when the SKU may sell, the one
+    -- case that writes them, so that a sold-out refusal does not pay for it.
     if not (stock and limit and seq and held and holds) or (status ~= 'open' and status ~= 'closed') or
-      (layout and not (layout == 'one-hash' and match(live[7] or '', '^%d+$') and
-        match(live[8] or '', '^%d+$'))) then
+      (layout and (layout ~= 'one-hash' or status == 'open' and stock > 0 and
+        not (match(live[7] or '', '^%d+$') and match(live[8] or '', '^%d+$')))) then
       local state = {live[1], live[2], live[3], live[4], live[5], reserves and live[9], reserves and live[10], layout,
         live[7], live[8]}
       refused = {-20, sku_key, 'malformed sku state: ' .. sku_fault(state)}
