@@ -72,6 +72,8 @@ then make the same number of attempts (up to 4x --duration), with --stock
 (default: half of them) so that half is the sold-out phase; pg-direct makes
 at most that many attempts within --duration. It prints a table with the
 ratios http/raw, lib/raw, http/pg-direct and lib/pg-direct against the goals.
+The service runs with the command line's settings (--partitions, --max-batch,
+--batches-in-flight, --sku-layout, ...) over the private servers.
 
 bench only talks to this machine unless --allow-remote is given; every bench
 SKU (named bench-..., raw-..., lib-..., http-...) stays in the ledger, which is
@@ -137,13 +139,28 @@ func benchDeps(config func() (cli.Config, error)) bench.Deps {
 			return benchSite{cfg: cfg}.servers(), nil
 		},
 		StartStack: func(ctx context.Context, o bench.StackOptions) (bench.Servers, func(), error) {
-			cfg := cli.Config{LogLevel: "warn", LogFormat: "text"}
+			// The service's settings are the command line's (--partitions,
+			// --max-batch, --batches-in-flight, --sku-layout, ...); its
+			// servers are the private stack's, so the settings are
+			// validated once the stack's URLs replace the command line's.
+			var cfg cli.Config
+			if config != nil {
+				cfg, _ = config()
+			}
+			cfg.LogLevel, cfg.LogFormat = "warn", "text"
+			cfg.RedisCluster, cfg.RedisSentinels, cfg.RedisSentinelMaster = nil, nil, ""
 			log := cfg.Logger()
 			stack, err := localstack.StartStack(ctx, localstack.StackConfig{Dir: o.Dir, AppendFsync: cli.AppendFsync(o.Durability), Logger: log, PostgresSettings: o.PGSettings})
 			if err != nil {
 				return bench.Servers{}, nil, err
 			}
 			cfg.RedisURL, cfg.DatabaseURL = stack.Redis.URL(), stack.DatabaseURL
+			if config != nil {
+				if err := cfg.Validate(); err != nil {
+					stack.Stop()
+					return bench.Servers{}, nil, err
+				}
+			}
 			if err := app.Migrate(ctx, cfg.DatabaseURL, log); err != nil {
 				stack.Stop()
 				return bench.Servers{}, nil, err

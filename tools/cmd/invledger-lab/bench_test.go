@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/cli"
@@ -86,6 +90,45 @@ func TestBenchCompareNeverOversells(t *testing.T) {
 	}
 	if _, ok := rep.Ratios["lib/pg-direct"]; !ok {
 		t.Errorf("no lib/pg-direct ratio: %v", rep.Ratios)
+	}
+}
+
+// TestCompareRunsTheServiceWithTheCommandLinesSettings: the library
+// --compare wires over its private stack has the settings of the command
+// line (here --partitions 4: every SKU's keys are in one of four
+// partitions), where it used to have the defaults whatever was given.
+func TestCompareRunsTheServiceWithTheCommandLinesSettings(t *testing.T) {
+	t.Parallel()
+	var config func() (cli.Config, error)
+	cmd := cli.NewRootCmd(func(c func() (cli.Config, error)) *cobra.Command {
+		config = c
+		return &cobra.Command{Use: "bench", RunE: func(*cobra.Command, []string) error { return nil }}
+	})
+	cmd.SetArgs([]string{"bench", "--partitions", "4"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	srv, stop, err := benchDeps(config).StartStack(ctx, bench.StackOptions{Dir: localstacktest.ServerDir(t), Durability: "everysec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	site, err := srv.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	tag := regexp.MustCompile(`\{p(\d+)\}`)
+	for i := range 64 {
+		key := site.Keys.SKUKey("sku-" + strconv.Itoa(i))
+		m := tag.FindStringSubmatch(key)
+		if m == nil {
+			t.Fatalf("key %q names no partition", key)
+		}
+		if p, _ := strconv.Atoi(m[1]); p >= 4 {
+			t.Fatalf("key %q is in partition %d: the library has not --partitions 4", key, p)
+		}
 	}
 }
 
