@@ -9,9 +9,8 @@
 -- open-hold counts and the new hold records). A SKU of the 1.0 layout
 -- costs an HMGET and an HSET more of each of its requests and buyers
 -- hashes. The node's run (node.lua) and Redis's clock are read at most
--- once per call; every event
--- of the call goes in one stream entry (or one entry each, below), and the
--- expiry entries of its reserves in one ZADD.
+-- once per call; every event of the call goes in one stream entry (or one
+-- entry each, below), and the expiry entries of its reserves in one ZADD.
 --
 -- Each attempt does every check it did when it had a call of its own, in
 -- the same order, against what the attempts before it in the call made: a
