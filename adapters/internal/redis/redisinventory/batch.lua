@@ -192,21 +192,12 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       answers[first + k - 1] = refused
     end
   else
-    -- receipts and counted start as Redis holds them and take what each
-    -- attempt of the call makes, so that a later one reads it.
-    -- A buyer new to the SKU (no count yet) is one more for a one-hash
-    -- SKU's count of buyers, once it buys.
-    local receipts, counted, new_buyer = {}, {}, {}
-    for k, p in ipairs(positions) do
-      local request_id, user = argv[p + 3], argv[p + 1]
-      if receipts[request_id] == nil then
-        receipts[request_id] = live[base - 1 + 2 * k] or false
-      end
-      if counted[user] == nil then
-        local count = live[base + 2 * k]
-        counted[user], new_buyer[user] = tonumber(count or '0') or false, not count
-      end
-    end
+    -- receipts and counted hold, by request id and by user, what Redis
+    -- holds, taken from the read of the first attempt that names it, and
+    -- then what each attempt of the call makes, so that a later one reads
+    -- it. added counts the buyers new to the SKU (no count read) who
+    -- bought: one more each for a one-hash SKU's count of buyers.
+    local receipts, counted, added = {}, {}, 0
     -- The group's last sale's seq and stock as text: the text each was
     -- joined into its event as, written to the SKU hash as it is.
     -- records are the field and value of each new receipt, buyers the
@@ -218,6 +209,13 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
       local qty = tonumber(qty_text)
       local answer
       local prior = receipts[request_id]
+      if prior == nil then
+        prior = live[base - 1 + 2 * k] or false
+        receipts[request_id] = prior
+      end
+      if counted[user] == nil then
+        counted[user] = tonumber(live[base + 2 * k] or '0') or false
+      end
       if prior and kind == 'd' then
         -- A retry (go-redis retries commands, callers retry on timeouts)
         -- returns the original outcome, never buys a second time. A
@@ -268,6 +266,9 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         end
         if not buyers[user] then
           buyers[user], buyers[#buyers + 1] = true, user
+          if not live[base + 2 * k] then
+            added = added + 1
+          end
         end
         counted[user] = counted[user] + qty
         local e = #event_e + 1
@@ -308,12 +309,8 @@ for g = 0, (#KEYS - 2) / 3 - 1 do
         end
       end
       local counts = layout and set or {'HSET', buyers_key}
-      local added = 0
       for _, user in ipairs(buyers) do
         counts[#counts + 1], counts[#counts + 2] = count_prefix .. user, format('%d', counted[user])
-        if new_buyer[user] then
-          added = added + 1
-        end
       end
       if layout then
         set[#set + 1], set[#set + 2] = 'receipts', format('%d', tonumber(live[7]) + #records / 2)
