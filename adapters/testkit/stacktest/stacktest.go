@@ -13,6 +13,7 @@ import (
 
 	"github.com/invledger/invledger/adapters/app"
 	"github.com/invledger/invledger/adapters/internal/approot"
+	"github.com/invledger/invledger/adapters/internal/redis/redisinventory"
 	"github.com/invledger/invledger/adapters/testkit/localstack"
 	"github.com/invledger/invledger/adapters/testkit/localstack/localstacktest"
 	"github.com/invledger/invledger/domain"
@@ -293,9 +294,9 @@ func (s *Stack) CountAt(t testing.TB, sku, user string) (key, field string) {
 
 func (s *Stack) layoutOf(t testing.TB, sku string) string {
 	t.Helper()
-	layout, err := s.App.Redis.HGet(context.Background(), s.Keyspace.SKUKey(sku), "layout").Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		t.Fatalf("read the layout of %s: %v", sku, err)
+	layout, err := redisinventory.LayoutField(context.Background(), s.App.Redis, s.Keyspace.SKUKey(sku))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return layout
 }

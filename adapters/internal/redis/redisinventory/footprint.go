@@ -50,9 +50,9 @@ func ReadFootprint(ctx context.Context, client redis.UniversalClient, keys Keysp
 		}
 		*into = n
 	}
-	layout, err := client.HGet(ctx, keys.SKUKey(sku), "layout").Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return Footprint{}, fmt.Errorf("footprint of %s: its layout: %w", sku, err)
+	layout, err := LayoutField(ctx, client, keys.SKUKey(sku))
+	if err != nil {
+		return Footprint{}, fmt.Errorf("footprint of %s: %w", sku, err)
 	}
 	if layout == string(LayoutOneHash) {
 		if err := splitOneHash(ctx, client, keys.SKUKey(sku), &f); err != nil {

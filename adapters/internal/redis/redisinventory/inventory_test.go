@@ -102,16 +102,26 @@ func forEachLayout(t *testing.T, test func(t *testing.T, f *fixture)) {
 // layoutOf reads the layout sku's hash names for its records.
 func (f *fixture) layoutOf(t testing.TB, sku string) redisinventory.SKULayout {
 	t.Helper()
-	v, err := f.client.HGet(context.Background(), f.keys.SKUKey(sku), "layout").Result()
-	switch {
-	case errors.Is(err, redis.Nil):
+	switch v := f.layoutField(t, sku); v {
+	case "":
 		return redisinventory.LayoutThreeHashes
-	case err != nil:
-		t.Fatal(err)
-	case v != string(redisinventory.LayoutOneHash):
+	case string(redisinventory.LayoutOneHash):
+		return redisinventory.LayoutOneHash
+	default:
 		t.Fatalf("sku %s has layout %q", sku, v)
+		return ""
 	}
-	return redisinventory.LayoutOneHash
+}
+
+// layoutField is sku's hash's layout field as the scripts read it, "" when
+// absent (the 1.0 layout).
+func (f *fixture) layoutField(t testing.TB, sku string) string {
+	t.Helper()
+	v, err := redisinventory.LayoutField(context.Background(), f.client, f.keys.SKUKey(sku))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // receiptAt is the key and field of request id req's receipt, where sku's
@@ -125,16 +135,6 @@ func (f *fixture) receiptAt(t testing.TB, sku, req string) (key, field string) {
 func (f *fixture) countAt(t testing.TB, sku, user string) (key, field string) {
 	t.Helper()
 	return f.keys.CountAt(sku, f.layoutField(t, sku), user)
-}
-
-// layoutField is sku's hash's layout field as the scripts read it, "" when
-// absent (the 1.0 layout).
-func (f *fixture) layoutField(t testing.TB, sku string) string {
-	t.Helper()
-	if f.layoutOf(t, sku) == redisinventory.LayoutThreeHashes {
-		return ""
-	}
-	return string(redisinventory.LayoutOneHash)
 }
 
 // plantReceipt writes value as req's receipt where sku's layout keeps it,

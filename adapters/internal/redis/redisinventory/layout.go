@@ -66,12 +66,24 @@ func (k Keyspace) recordsOf(sku, layout string) skuRecords {
 	return skuRecords{receipts: k.RequestsKey(sku), counts: k.BuyersKey(sku)}
 }
 
-// readRecordsOf reads sku's layout field and returns where its records
-// are; a SKU hash of the wrong type is Redis's WRONGTYPE error.
-func readRecordsOf(ctx context.Context, client redis.UniversalClient, keys Keyspace, sku string) (skuRecords, error) {
-	layout, err := client.HGet(ctx, keys.SKUKey(sku), "layout").Result()
+// LayoutField reads the layout field of the SKU hash at skuKey as the
+// scripts read it, "" when absent (the 1.0 layout); a SKU hash of the
+// wrong type is Redis's WRONGTYPE error. With ReceiptAt and CountAt it
+// tells tools and tests where one record of a SKU is.
+func LayoutField(ctx context.Context, client redis.UniversalClient, skuKey string) (string, error) {
+	layout, err := client.HGet(ctx, skuKey, "layout").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return skuRecords{}, fmt.Errorf("read the layout of %s: %w", sku, err)
+		return "", fmt.Errorf("read the layout of %s: %w", skuKey, err)
+	}
+	return layout, nil
+}
+
+// readRecordsOf reads sku's layout field and returns where its records
+// are.
+func readRecordsOf(ctx context.Context, client redis.UniversalClient, keys Keyspace, sku string) (skuRecords, error) {
+	layout, err := LayoutField(ctx, client, keys.SKUKey(sku))
+	if err != nil {
+		return skuRecords{}, err
 	}
 	return keys.recordsOf(sku, layout), nil
 }
