@@ -15,6 +15,9 @@ type check struct {
 	live     LiveSKU
 	ledger   domain.LedgerSummary
 	inFlight []domain.Event // stream events not yet in the ledger, by seq
+	// endedInLedger are holds reserved in flight whose end the ledger
+	// holds already (LedgerFold.EndedHolds).
+	endedInLedger map[string]bool
 }
 
 // figures derives the truth from the ledger plus the in-flight events.
@@ -152,7 +155,8 @@ func classify(c check) (Class, []Finding) {
 // openHoldsDiffer compares the ids of Redis's open holds with the ledger's
 // open holds plus the hold events in flight, which the snapshot read at
 // the same instant as Redis's: it returns the ids open on one side only,
-// sorted.
+// sorted. A hold reserved in flight is not open when the ledger holds its
+// end already.
 func (c check) openHoldsDiffer() (redisOnly, ledgerOnly []string) {
 	truth := make(map[string]bool, len(c.ledger.OpenHoldIDs))
 	for _, id := range c.ledger.OpenHoldIDs {
@@ -161,7 +165,9 @@ func (c check) openHoldsDiffer() (redisOnly, ledgerOnly []string) {
 	for _, e := range c.inFlight {
 		switch e.Type {
 		case domain.EventReserved:
-			truth[e.HoldID] = true
+			if !c.endedInLedger[e.HoldID] {
+				truth[e.HoldID] = true
+			}
 		case domain.EventConfirmed, domain.EventCancelled, domain.EventExpired:
 			delete(truth, e.HoldID)
 		}

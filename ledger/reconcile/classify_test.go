@@ -18,6 +18,13 @@ func TestClassify(t *testing.T) {
 	deducted := func(seq int64) domain.Event {
 		return domain.Event{ID: "e", Type: domain.EventDeducted, Seq: seq, Qty: 1, Delta: -1}
 	}
+	// A hold h reserved at seq 2 and cancelled at seq 3, after the stock at
+	// seq 1: Redis has ended it; the ledger holds the cancel and not yet
+	// the reserve, which is in flight.
+	holdEnded := LiveSKU{Present: true, Stock: 10, Seq: 3, Verified: true, Status: "open", HoldIDsRead: true}
+	cancelOnly := domain.LedgerSummary{Stock: 11, Seq: 3, Count: 2, Held: -1, OpenHolds: -1,
+		Balance: &domain.LedgerBalance{Stock: 11, Held: -1, LastSeq: 3}}
+	reserveInFlight := []domain.Event{{ID: "r", Type: domain.EventReserved, Seq: 2, Qty: 1, Delta: -1, HoldID: "h"}}
 	cases := []struct {
 		name    string
 		c       check
@@ -45,6 +52,11 @@ func TestClassify(t *testing.T) {
 			ledger: ledger(7, 4, 4, 3)}, ClassOK, nil},
 		{"buyers not compared while lagging", check{live: live(6, 5, 9), ledger: ledger(7, 4, 4, 3),
 			inFlight: []domain.Event{deducted(5)}}, ClassLagging, nil},
+		{"a hold's end projected before its reserve", check{live: holdEnded, ledger: cancelOnly, inFlight: reserveInFlight,
+			endedInLedger: map[string]bool{"h": true}}, ClassLagging, nil},
+		{"a hold reserved in flight, ended in Redis only", check{live: holdEnded, ledger: domain.LedgerSummary{Stock: 11, Seq: 3,
+			Count: 2, Balance: &domain.LedgerBalance{Stock: 11, LastSeq: 3}}, inFlight: reserveInFlight},
+			ClassHeldDrift, []Class{ClassHeldDrift, ClassOpenHoldsDrift, ClassHoldLedgerOnly}},
 		{"two drifts at once", check{live: live(9, 4, 3), ledger: domain.LedgerSummary{Stock: 7, Seq: 4, Count: 4, Holders: 3,
 			Balance: &domain.LedgerBalance{Stock: 1, LastSeq: 4}}}, ClassRedisHigh, []Class{ClassRedisHigh, ClassBalancesDrift}},
 	}

@@ -24,14 +24,28 @@ type LedgerView interface {
 	// domain.ErrUnavailable.
 	Ping(ctx context.Context) error
 	// LedgerSnapshot folds the ledger of skus (nil: every SKU) together with
-	// the balances rows, and says which of eventIDs the ledger holds, all
-	// from one snapshot.
-	LedgerSnapshot(ctx context.Context, skus, eventIDs []string) (map[string]domain.LedgerSummary, map[string]bool, error)
+	// the balances rows, and says which of the inFlight events the ledger
+	// holds and which of their holds it has ended, all from one snapshot.
+	LedgerSnapshot(ctx context.Context, skus []string, inFlight []domain.Event) (LedgerFold, error)
 	// KnownEventIDs returns which of ids the ledger holds now.
 	KnownEventIDs(ctx context.Context, ids []string) (map[string]bool, error)
 	// Seqs returns the seqs the ledger holds for sku.
 	Seqs(ctx context.Context, sku domain.SKUID) ([]int64, error)
 	AppendBatch(ctx context.Context, events []domain.Event) (map[domain.EventType]int, error)
+}
+
+// LedgerFold is the ledger as LedgerSnapshot read it.
+type LedgerFold struct {
+	// SKUs are the folds by SKU id.
+	SKUs map[string]domain.LedgerSummary
+	// Known are the ids of the in-flight events the ledger holds already.
+	Known map[string]bool
+	// EndedHolds are the ids of the in-flight reserves' holds whose end
+	// the ledger holds. The projector commits a partition's entries
+	// concurrently, so a hold's end can reach the ledger before its
+	// reserve: the hold is then ended, not open, though only its reserve
+	// is still in flight.
+	EndedHolds map[string]bool
 }
 
 // SKULister lists every defined SKU, and finds one: Get answers
@@ -410,7 +424,7 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 		r.cfg.Logger.Warn("reconcile: skus on Redis masters that did not answer, or of a partition with a key of the wrong type, were not checked",
 			"skus", len(snap.Unreachable), "corrupt_keys", len(snap.CorruptKeys))
 	}
-	var eventIDs []string
+	var inFlight []domain.Event
 	for _, e := range snap.InFlight {
 		c, ok := checks[e.SKU]
 		if !ok {
@@ -418,20 +432,21 @@ func (r *Reconciler) check(ctx context.Context, skus []string, all bool) (map[st
 		}
 		c.inFlight = append(c.inFlight, e)
 		checks[e.SKU] = c
-		eventIDs = append(eventIDs, e.ID)
+		inFlight = append(inFlight, e)
 	}
 	var filter []string
 	if !all {
 		filter = skus
 	}
-	summaries, known, err := r.cfg.Ledger.LedgerSnapshot(ctx, filter, eventIDs)
+	fold, err := r.cfg.Ledger.LedgerSnapshot(ctx, filter, inFlight)
 	if err != nil {
 		return nil, err
 	}
 	for sku, c := range checks {
-		c.ledger = summaries[sku]
-		c.inFlight = slices.DeleteFunc(c.inFlight, func(e domain.Event) bool { return known[e.ID] })
+		c.ledger = fold.SKUs[sku]
+		c.inFlight = slices.DeleteFunc(c.inFlight, func(e domain.Event) bool { return fold.Known[e.ID] })
 		slices.SortFunc(c.inFlight, func(a, b domain.Event) int { return int(a.Seq - b.Seq) })
+		c.endedInLedger = fold.EndedHolds
 		checks[sku] = c
 	}
 	return checks, nil
@@ -493,7 +508,7 @@ func (r *Reconciler) confirmReceipts(ctx context.Context, c check, class Class, 
 
 // reread reads c's SKU again, ledger first, then Redis.
 func (r *Reconciler) reread(ctx context.Context, c check) (domain.LedgerSummary, LiveSKU, error) {
-	summaries, _, err := r.cfg.Ledger.LedgerSnapshot(ctx, []string{c.sku}, nil)
+	fold, err := r.cfg.Ledger.LedgerSnapshot(ctx, []string{c.sku}, nil)
 	if err != nil {
 		return domain.LedgerSummary{}, LiveSKU{}, err
 	}
@@ -501,7 +516,7 @@ func (r *Reconciler) reread(ctx context.Context, c check) (domain.LedgerSummary,
 	if err != nil {
 		return domain.LedgerSummary{}, LiveSKU{}, err
 	}
-	return summaries[c.sku], snap.SKUs[c.id], nil
+	return fold.SKUs[c.sku], snap.SKUs[c.id], nil
 }
 
 func hasClass(findings []Finding, class Class) bool {

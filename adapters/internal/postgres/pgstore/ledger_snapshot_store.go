@@ -33,30 +33,38 @@ type querier interface {
 }
 
 // LedgerSnapshot folds the ledger of skus (nil: every SKU) into stock, seq,
-// row count, holders and distinct deduction request ids, joined with the balances rows, and tells which of
-// eventIDs the ledger holds, all in one REPEATABLE READ snapshot: an event
-// committed meanwhile is either in both answers or in neither, so the
-// reconciler never counts it twice or not at all.
-func (s *PostgresLedgerSnapshotStore) LedgerSnapshot(ctx context.Context, skus, eventIDs []string) (map[string]domain.LedgerSummary, map[string]bool, error) {
-	var (
-		sums  map[string]domain.LedgerSummary
-		known map[string]bool
-	)
+// row count, holders and distinct deduction request ids, joined with the
+// balances rows, and tells which of the inFlight events the ledger holds
+// and which of their reserves' holds it has ended, all in one REPEATABLE
+// READ snapshot: an event committed meanwhile is either in every answer or
+// in none, so the reconciler never counts it twice or not at all.
+func (s *PostgresLedgerSnapshotStore) LedgerSnapshot(ctx context.Context, skus []string, inFlight []domain.Event) (reconcile.LedgerFold, error) {
+	var eventIDs, holdIDs []string
+	for _, e := range inFlight {
+		eventIDs = append(eventIDs, e.ID)
+		if e.Type == domain.EventReserved {
+			holdIDs = append(holdIDs, e.HoldID)
+		}
+	}
+	var fold reconcile.LedgerFold
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		if sums, err = summaries(ctx, tx, skus); err != nil {
+		if fold.SKUs, err = summaries(ctx, tx, skus); err != nil {
 			return err
 		}
-		if err = openHoldIDs(ctx, tx, skus, sums); err != nil {
+		if err = openHoldIDs(ctx, tx, skus, fold.SKUs); err != nil {
 			return err
 		}
-		known, err = knownEventIDs(ctx, tx, eventIDs)
+		if fold.Known, err = knownEventIDs(ctx, tx, eventIDs); err != nil {
+			return err
+		}
+		fold.EndedHolds, err = endedHolds(ctx, tx, holdIDs)
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot the ledger: %w", translate(err))
+		return reconcile.LedgerFold{}, fmt.Errorf("snapshot the ledger: %w", translate(err))
 	}
-	return sums, known, nil
+	return fold, nil
 }
 
 func summaries(ctx context.Context, q querier, skus []string) (map[string]domain.LedgerSummary, error) {
@@ -168,6 +176,25 @@ func knownEventIDs(ctx context.Context, q querier, ids []string) (map[string]boo
 		return nil, fmt.Errorf("look up %d event ids: %w", len(ids), translate(err))
 	}
 	return known, nil
+}
+
+// endedHolds returns which of holds have an end (confirmed, cancelled or
+// expired) in the ledger. The hold_id index finds each.
+func endedHolds(ctx context.Context, q querier, holds []string) (map[string]bool, error) {
+	ended := map[string]bool{}
+	if len(holds) == 0 {
+		return ended, nil
+	}
+	rows, err := q.Query(ctx, `SELECT hold_id::text FROM ledger_entries WHERE hold_id = ANY($1::uuid[]) AND type <> 'reserved'`, holds)
+	if err != nil {
+		return nil, fmt.Errorf("look up the ends of %d holds: %w", len(holds), translate(err))
+	}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { ended[id] = true; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("look up the ends of %d holds: %w", len(holds), translate(err))
+	}
+	return ended, nil
 }
 
 // Seqs returns every seq the ledger holds for sku, to name gaps.
