@@ -67,8 +67,9 @@ const footprintSamples = 2000
 
 // hashEntryOverhead is what Redis adds to a hash field's own bytes, field
 // and value: a dict entry (24 B) and two sds strings' headers and
-// allocator rounding, about 40 B on 64-bit Linux with jemalloc. A SKU hash
-// past 128 fields is a dict (hash-max-listpack-entries).
+// allocator rounding, about 40 B on 64-bit Linux with jemalloc. A one-hash
+// SKU's hash is a dict from its first field (records.lua's
+// start_one_hash).
 const hashEntryOverhead = 40
 
 // splitOneHash moves from f.SKU to f.Buyers and f.Requests the share of

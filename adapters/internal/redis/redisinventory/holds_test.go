@@ -32,28 +32,6 @@ func reserve(t *testing.T, f *fixture, sku domain.SKUID, user string, qty int64,
 		must(domain.NewRequestID(req)), ttl, "", uuid.NewString())
 }
 
-// contents reads every key's value, so a test can prove that a refused call
-// wrote nothing. Unlike a DUMP it does not depend on a hash's internal
-// order, which a lookup in a large hash may change (incremental rehashing).
-func contents(t *testing.T, f *fixture) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	snap := map[string]string{}
-	for _, k := range must(f.client.Keys(ctx, "*").Result()) {
-		switch typ := must(f.client.Type(ctx, k).Result()); typ {
-		case "hash":
-			snap[k] = fmt.Sprint(must(f.client.HGetAll(ctx, k).Result()))
-		case "zset":
-			snap[k] = fmt.Sprint(must(f.client.ZRangeWithScores(ctx, k, 0, -1).Result()))
-		case "stream":
-			snap[k] = fmt.Sprint(must(f.client.XRange(ctx, k, "-", "+").Result()))
-		default:
-			snap[k] = must(f.client.Dump(ctx, k).Result())
-		}
-	}
-	return snap
-}
-
 func holdID(h domain.Hold) domain.HoldID { return must(domain.NewHoldID(h.HoldID)) }
 
 // holdEvents reads the partition stream of sku as parsed events.
@@ -201,14 +179,14 @@ func TestCancelGivesUnitsAndAllowanceBackOnce(t *testing.T) {
 		if c.Status != domain.HoldCancelled {
 			t.Fatalf("cancel = %+v", c)
 		}
-		before := contents(t, f)
+		before := f.snapshot(t)
 		if c2 := must(f.inv.CancelHold(ctx, sku, holdID(h), uuid.NewString())); c2 != c {
 			t.Fatalf("cancel twice:\n%+v\n%+v", c, c2)
 		}
 		if _, err := f.inv.ConfirmHold(ctx, sku, holdID(h), uuid.NewString()); !errors.Is(err, domain.ErrHoldCancelled) {
 			t.Fatalf("confirm after cancel = %v", err)
 		}
-		assertSame(t, before, contents(t, f))
+		assertSame(t, before, f.snapshot(t))
 		// The allowance is free again: the same user may take all 3 again.
 		must(deduct(t, f, sku, "u1", 3, "d1", uuid.NewString()))
 		s := foldStream(t, f, sku)
@@ -225,7 +203,7 @@ func TestBadHoldReferencesChangeNothing(t *testing.T) {
 		a := f.warm(t, "hold-a", 5, 1)
 		b := f.warm(t, "hold-b", 5, 1)
 		h := must(reserve(t, f, a, "u1", 1, "r1", ttlOf(t, 60)))
-		before := contents(t, f)
+		before := f.snapshot(t)
 		unknown := must(domain.NewHoldID(uuid.NewString()))
 		for name, call := range map[string]func() error{
 			"confirm of another sku's hold": func() error { _, err := f.inv.ConfirmHold(ctx, b, holdID(h), uuid.NewString()); return err },
@@ -245,7 +223,7 @@ func TestBadHoldReferencesChangeNothing(t *testing.T) {
 		if _, err := reserve(t, f, a, "u2", 2, "r2", ttlOf(t, 60)); !errors.Is(err, domain.ErrInvalidInput) {
 			t.Errorf("reserve over the limit = %v", err)
 		}
-		assertSame(t, before, contents(t, f))
+		assertSame(t, before, f.snapshot(t))
 	})
 }
 
@@ -260,7 +238,7 @@ func TestHoldPastItsDeadlineIsExpiredAndTheSweeperReturnsItsUnits(t *testing.T) 
 			t.Fatalf("swept %d holds before the deadline", n)
 		}
 		time.Sleep(time.Until(h.ExpiresAt) + 20*time.Millisecond)
-		before := contents(t, f)
+		before := f.snapshot(t)
 		if _, err := f.inv.ConfirmHold(ctx, sku, holdID(h), uuid.NewString()); !errors.Is(err, domain.ErrHoldExpired) || domain.CodeOf(err) != domain.CodeHoldExpired {
 			t.Fatalf("confirm after the deadline = %v", err)
 		}
@@ -270,7 +248,7 @@ func TestHoldPastItsDeadlineIsExpiredAndTheSweeperReturnsItsUnits(t *testing.T) 
 		if shown := must(f.inv.Hold(ctx, sku, holdID(h))); shown.Status != domain.HoldExpired {
 			t.Fatalf("show after the deadline = %+v, want expired in effect", shown)
 		}
-		assertSame(t, before, contents(t, f))
+		assertSame(t, before, f.snapshot(t))
 		if x := must(sw.ExpireDue(ctx)); len(x) != 1 || x[0].Hold.HoldID != h.HoldID || x[0].Hold.Status != domain.HoldExpired ||
 			x[0].Lateness < 0 || x[0].Lateness > 5*time.Second {
 			t.Fatalf("swept %+v, want hold %s expired with its lateness", x, h.HoldID)
@@ -535,7 +513,7 @@ func TestAnUnknownLayoutIsRefusedBeforeAnyRecord(t *testing.T) {
 	if err := f.client.HSet(ctx, f.keys.SKUKey(sku.String()), "layout", "two-hashes").Err(); err != nil {
 		t.Fatal(err)
 	}
-	before := contents(t, f)
+	before := f.snapshot(t)
 	for name, call := range map[string]func() error{
 		"release": func() error {
 			_, err := f.inv.Release(ctx, sku, must(domain.NewUserID("u1")), must(domain.NewRequestID("d1")), domain.Reason{}, uuid.NewString())
@@ -550,5 +528,5 @@ func TestAnUnknownLayoutIsRefusedBeforeAnyRecord(t *testing.T) {
 			t.Errorf("%s on a SKU of an unknown layout = %v, want a corrupt SKU state naming its layout", name, err)
 		}
 	}
-	assertSame(t, before, contents(t, f))
+	assertSame(t, before, f.snapshot(t))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,15 +184,29 @@ func (f *fixture) records(t testing.TB, sku string) (receipts, counts map[string
 	return receipts, counts
 }
 
-// snapshot captures every key's serialized value, so a test can prove that a
-// refused call wrote nothing anywhere.
+// snapshot reads every key's value, so a test can prove that a refused
+// call wrote nothing anywhere. Unlike a DUMP it does not depend on a hash's
+// or a set's internal order, which a mere lookup may change while Redis
+// rehashes it incrementally.
 func (f *fixture) snapshot(t *testing.T) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	keys := must(f.client.Keys(ctx, "*").Result())
-	snap := make(map[string]string, len(keys))
-	for _, k := range keys {
-		snap[k] = must(f.client.Dump(ctx, k).Result())
+	snap := map[string]string{}
+	for _, k := range must(f.client.Keys(ctx, "*").Result()) {
+		switch typ := must(f.client.Type(ctx, k).Result()); typ {
+		case "hash":
+			snap[k] = fmt.Sprint(must(f.client.HGetAll(ctx, k).Result()))
+		case "set":
+			members := must(f.client.SMembers(ctx, k).Result())
+			slices.Sort(members)
+			snap[k] = fmt.Sprint(members)
+		case "zset":
+			snap[k] = fmt.Sprint(must(f.client.ZRangeWithScores(ctx, k, 0, -1).Result()))
+		case "stream":
+			snap[k] = fmt.Sprint(must(f.client.XRange(ctx, k, "-", "+").Result()))
+		default:
+			snap[k] = must(f.client.Dump(ctx, k).Result())
+		}
 	}
 	return snap
 }

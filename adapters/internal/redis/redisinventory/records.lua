@@ -31,3 +31,17 @@ local function count_records(layout, sku_key, field, delta)
     redis.call('HINCRBY', sku_key, field, delta)
   end
 end
+
+-- start_one_hash writes the fields a SKU of the one-hash layout starts
+-- with beside its live fields: its layout, its counts of records at 0, and
+-- pad, a value longer than hash-max-listpack-value (64 unless raised). A
+-- hash with such a value is a hashtable from then on, and is loaded as one
+-- after a restart. A small hash is otherwise a listpack, in which every
+-- field a command names is found by scanning the fields before it: up to
+-- hash-max-listpack-entries of them (512 on Redis 7.0), so a SKU's reads
+-- and writes cost more with each of its first 250 or so purchases, and a
+-- sale spread over many SKUs pays that on most of them
+-- (docs/benchmarks/2026-12-05-sku-hash-encoding.md).
+local function start_one_hash(sku_key)
+  redis.call('HSET', sku_key, 'layout', 'one-hash', 'receipts', 0, 'buyers', 0, 'pad', string.rep('.', 128))
+end

@@ -67,7 +67,7 @@ end
 if layout == 'one-hash' then
   -- The counts start at 0 over a hash that holds no record: restore_chunk.lua
   -- adds what each of its HSETs created, so that they end exact.
-  redis.call('HSET', sku_key, 'layout', 'one-hash', 'receipts', 0, 'buyers', 0)
+  start_one_hash(sku_key)
 end
 redis.call('UNLINK', buyers_key, requests_key)
 return {1}

@@ -167,12 +167,12 @@ func TestDropBuyersOfAOneHashSKUInSteps(t *testing.T) {
 		t.Fatalf("release at seq %d, want %d", rel.Seq, seq+1)
 	}
 	_, counts = f.records(t, s)
-	before := contents(t, f)
+	before := f.snapshot(t)
 	calls.FailAt(0)
 	if err := f.archiver.DropBuyers(ctx, sku, seq); !errors.Is(err, ledger.ErrSeqMoved) {
 		t.Fatalf("drop at the seq before the release: %v, want ErrSeqMoved", err)
 	}
-	assertSame(t, before, contents(t, f))
+	assertSame(t, before, f.snapshot(t))
 
 	if err := f.archiver.DropBuyers(ctx, sku, seq+1); err != nil {
 		t.Fatal(err)
@@ -204,11 +204,11 @@ func TestDropBuyersOfAOneHashSKUInSteps(t *testing.T) {
 	if buyers, archived, err := f.archiver.Buyers(ctx, sku); err != nil || !archived || len(buyers) != 0 {
 		t.Fatalf("buyers after the drop: %v, archived %v, %v", buyers, archived, err)
 	}
-	again := contents(t, f)
+	again := f.snapshot(t)
 	if err := f.archiver.DropBuyers(ctx, sku, seq+1); err != nil {
 		t.Fatalf("drop again: %v", err)
 	}
-	if !maps.Equal(again, contents(t, f)) {
+	if !maps.Equal(again, f.snapshot(t)) {
 		t.Fatal("a second drop wrote")
 	}
 

@@ -27,7 +27,8 @@ const (
 	// receiptLua defines read_receipt and write_receipt, the receipt format.
 	receiptLua fragment = "receipt.lua"
 	// recordsLua defines records_of and count_records: where a SKU keeps
-	// its receipts and its buyers' counts, by its layout.
+	// its receipts and its buyers' counts, by its layout; and
+	// start_one_hash, the fields a one-hash SKU starts with.
 	recordsLua fragment = "records.lua"
 	// purchaseLua defines live_sku and free_allowance, the checks and the
 	// allowance bookkeeping that release and the hold scripts share. It
@@ -50,7 +51,7 @@ const (
 // runs by EVALSHA and falls back to EVAL only on NOSCRIPT, so the hot path
 // sends the 40-byte digest, not the body.
 var (
-	warmScript     = newScript("warm.lua", nodeLua, entryLua)
+	warmScript     = newScript("warm.lua", nodeLua, entryLua, recordsLua)
 	batchScript    = newScript("batch.lua", nodeLua, skuStateLua, entryLua, receiptLua, recordsLua, holdLua)
 	releaseScript  = newScript("release.lua", nodeLua, skuStateLua, entryLua, receiptLua, recordsLua, purchaseLua, holdLua)
 	adjustScript   = newScript("adjust.lua", nodeLua, skuStateLua, entryLua)

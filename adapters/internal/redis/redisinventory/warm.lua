@@ -20,11 +20,9 @@ end
 
 -- All checks done; writes follow.
 if layout == 'one-hash' then
-  redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
-    'stocked_event_id', event_id, 'fence', node_run(), 'layout', 'one-hash', 'receipts', 0, 'buyers', 0)
-else
-  redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
-    'stocked_event_id', event_id, 'fence', node_run())
+  start_one_hash(sku_key)
 end
+redis.call('HSET', sku_key, 'stock', stock, 'seq', 1, 'limit', limit, 'status', 'open',
+  'stocked_event_id', event_id, 'fence', node_run())
 redis.call('XADD', stream_key, '*', 'e', entry(event_id, 'stocked', sku, 1, stock, stock))
 return {1, tonumber(stock), 1, 'open'}
