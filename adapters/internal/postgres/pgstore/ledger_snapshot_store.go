@@ -162,39 +162,33 @@ func (s *PostgresLedgerSnapshotStore) KnownEventIDs(ctx context.Context, ids []s
 }
 
 func knownEventIDs(ctx context.Context, q querier, ids []string) (map[string]bool, error) {
-	known := map[string]bool{}
-	if len(ids) == 0 {
-		return known, nil
-	}
-	rows, err := q.Query(ctx, `SELECT event_id::text FROM ledger_entries WHERE event_id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("look up %d event ids: %w", len(ids), translate(err))
-	}
-	var id string
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { known[id] = true; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("look up %d event ids: %w", len(ids), translate(err))
-	}
-	return known, nil
+	return foundIDs(ctx, q, `SELECT event_id::text FROM ledger_entries WHERE event_id = ANY($1::uuid[])`, ids, "event ids")
 }
 
 // endedHolds returns which of holds have an end (confirmed, cancelled or
 // expired) in the ledger. The hold_id index finds each.
 func endedHolds(ctx context.Context, q querier, holds []string) (map[string]bool, error) {
-	ended := map[string]bool{}
-	if len(holds) == 0 {
-		return ended, nil
+	return foundIDs(ctx, q, `SELECT hold_id::text FROM ledger_entries WHERE hold_id = ANY($1::uuid[]) AND type <> 'reserved'`,
+		holds, "ends of holds")
+}
+
+// foundIDs returns which of ids query, which takes them as $1 and selects
+// one text column, finds; what names them in an error.
+func foundIDs(ctx context.Context, q querier, query string, ids []string, what string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(ids) == 0 {
+		return found, nil
 	}
-	rows, err := q.Query(ctx, `SELECT hold_id::text FROM ledger_entries WHERE hold_id = ANY($1::uuid[]) AND type <> 'reserved'`, holds)
+	rows, err := q.Query(ctx, query, ids)
 	if err != nil {
-		return nil, fmt.Errorf("look up the ends of %d holds: %w", len(holds), translate(err))
+		return nil, fmt.Errorf("look up %d %s: %w", len(ids), what, translate(err))
 	}
 	var id string
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { ended[id] = true; return nil })
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { found[id] = true; return nil })
 	if err != nil {
-		return nil, fmt.Errorf("look up the ends of %d holds: %w", len(holds), translate(err))
+		return nil, fmt.Errorf("look up %d %s: %w", len(ids), what, translate(err))
 	}
-	return ended, nil
+	return found, nil
 }
 
 // Seqs returns every seq the ledger holds for sku, to name gaps.
