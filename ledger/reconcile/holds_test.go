@@ -98,7 +98,7 @@ func TestHoldsConserveUnitsUnderLoad(t *testing.T) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	// A failed run stops the reconciling, not the buyers: the test waits
-	// for them, which use the stack its cleanup closes.
+	// for them before it returns, as they use the stack its cleanup closes.
 	runs, lagging := 0, 0
 	for running := true; running; {
 		select {
